@@ -1,0 +1,455 @@
+use bytes::Bytes;
+
+use super::error::{DecodeError, Result};
+use super::exception::SliceHeader;
+use super::{slice_flags, EncodingVersion, OptionalFormat, OPTIONAL_END_MARKER};
+
+/// Reads Slice values from a byte buffer.
+///
+/// The decoder works over a [`Bytes`] so that byte sequences can be handed out as zero-copy
+/// views of the receive buffer. Every read checks the bounds of the buffer and of the
+/// innermost open encapsulation, and returns a [`DecodeError`] instead of panicking.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    buf: Bytes,
+    pos: usize,
+    end: usize,
+    encoding: EncodingVersion,
+    encaps: Vec<OpenEncapsulation>,
+    slice: Option<OpenSlice>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenEncapsulation {
+    outer_end: usize,
+    outer_encoding: EncodingVersion,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenSlice {
+    flags: u8,
+    end: Option<usize>,
+}
+
+impl Decoder {
+    /// A decoder over `buf` with the given (outer) encoding.
+    pub fn new(buf: Bytes, encoding: EncodingVersion) -> Self {
+        let end = buf.len();
+        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None }
+    }
+
+    /// A decoder over a copy of `data` (for tests and one-off decoding).
+    pub fn from_slice(data: &[u8], encoding: EncodingVersion) -> Self {
+        Self::new(Bytes::copy_from_slice(data), encoding)
+    }
+
+    /// The encoding of the innermost open encapsulation.
+    #[inline]
+    pub fn encoding(&self) -> EncodingVersion {
+        self.encoding
+    }
+
+    /// Current read position from the start of the buffer.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left before the end of the buffer or of the innermost encapsulation.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// True when nothing is left to read in the current scope.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.end
+    }
+
+    /// The whole underlying buffer.
+    pub fn buffer(&self) -> &Bytes {
+        &self.buf
+    }
+
+    /// Fails with an out-of-bounds error unless `n` bytes remain.
+    #[inline]
+    fn need(&self, n: usize, what: &'static str) -> Result<()> {
+        if self.end - self.pos < n {
+            return Err(DecodeError::OutOfBounds { what, needed: n, remaining: self.end - self.pos });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn take<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N]> {
+        self.need(N, what)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.buf[self.pos..self.pos + N]);
+        self.pos += N;
+        Ok(out)
+    }
+
+    /// Reads `n` raw bytes as a slice of the buffer.
+    #[inline]
+    pub fn read_raw(&mut self, n: usize) -> Result<&[u8]> {
+        self.need(n, "raw bytes")?;
+        let start = self.pos;
+        self.pos += n;
+        Ok(&self.buf[start..start + n])
+    }
+
+    /// Reads `n` raw bytes as a zero-copy [`Bytes`] view.
+    #[inline]
+    pub fn read_raw_bytes(&mut self, n: usize) -> Result<Bytes> {
+        self.need(n, "raw bytes")?;
+        let start = self.pos;
+        self.pos += n;
+        Ok(self.buf.slice(start..start + n))
+    }
+
+    /// Skips `n` bytes.
+    #[inline]
+    pub fn skip(&mut self, n: usize) -> Result<()> {
+        self.need(n, "skipped bytes")?;
+        self.pos += n;
+        Ok(())
+    }
+
+    /// Reads a byte.
+    #[inline]
+    pub fn read_u8(&mut self) -> Result<u8> {
+        self.need(1, "byte")?;
+        let v = self.buf[self.pos];
+        self.pos += 1;
+        Ok(v)
+    }
+
+    /// Reads a bool (any non-zero byte is true, as in Ice).
+    #[inline]
+    pub fn read_bool(&mut self) -> Result<bool> {
+        Ok(self.read_u8()? != 0)
+    }
+
+    /// Reads a short.
+    #[inline]
+    pub fn read_i16(&mut self) -> Result<i16> {
+        Ok(i16::from_le_bytes(self.take("short")?))
+    }
+
+    /// Reads an int.
+    #[inline]
+    pub fn read_i32(&mut self) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.take("int")?))
+    }
+
+    /// Reads a long.
+    #[inline]
+    pub fn read_i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take("long")?))
+    }
+
+    /// Reads a float.
+    #[inline]
+    pub fn read_f32(&mut self) -> Result<f32> {
+        Ok(f32::from_le_bytes(self.take("float")?))
+    }
+
+    /// Reads a double.
+    #[inline]
+    pub fn read_f64(&mut self) -> Result<f64> {
+        Ok(f64::from_le_bytes(self.take("double")?))
+    }
+
+    /// Reads a size (1 byte, or 255 followed by a non-negative int32).
+    #[inline]
+    pub fn read_size(&mut self) -> Result<usize> {
+        let b = self.read_u8()?;
+        if b < 255 {
+            return Ok(b as usize);
+        }
+        let v = self.read_i32()?;
+        if v < 0 {
+            return Err(DecodeError::NegativeSize(v));
+        }
+        Ok(v as usize)
+    }
+
+    /// Reads the element count of a sequence and checks that `count × min_element_size`
+    /// bytes can still follow, so that a hostile count never causes a large allocation.
+    #[inline]
+    pub fn read_seq_len(&mut self, min_element_size: usize) -> Result<usize> {
+        let count = self.read_size()?;
+        let remaining = self.remaining();
+        if count.saturating_mul(min_element_size.max(1)) > remaining {
+            return Err(DecodeError::SizeExceedsInput { count, min_element_size, remaining });
+        }
+        Ok(count)
+    }
+
+    /// Reads a string.
+    #[inline]
+    pub fn read_string(&mut self) -> Result<String> {
+        Ok(self.read_str()?.to_owned())
+    }
+
+    /// Reads a string without copying it out of the buffer.
+    #[inline]
+    pub fn read_str(&mut self) -> Result<&str> {
+        let n = self.read_seq_len(1)?;
+        let start = self.pos;
+        self.pos += n;
+        std::str::from_utf8(&self.buf[start..start + n])
+            .map_err(|e| DecodeError::InvalidUtf8 { valid_up_to: e.valid_up_to() })
+    }
+
+    /// Reads a byte sequence as a zero-copy view of the buffer.
+    #[inline]
+    pub fn read_byte_seq(&mut self) -> Result<Bytes> {
+        let n = self.read_seq_len(1)?;
+        self.read_raw_bytes(n)
+    }
+
+    /// Reads an enumerator written for an enum whose largest value is `max_value`, and checks
+    /// only that it is within `0..=max_value`; the caller maps it to an enumerator.
+    #[inline]
+    pub fn read_enum(&mut self, max_value: i32) -> Result<i32> {
+        if self.encoding.is_1_0() {
+            if max_value < 127 {
+                Ok(self.read_u8()? as i32)
+            } else if max_value < 32767 {
+                Ok(self.read_i16()? as i32)
+            } else {
+                self.read_i32()
+            }
+        } else {
+            let v = self.read_size()?;
+            Ok(v as i32)
+        }
+    }
+
+    /// Reads a facet (`sequence<string>` of zero or one element).
+    pub fn read_facet(&mut self) -> Result<String> {
+        let n = self.read_seq_len(1)?;
+        match n {
+            0 => Ok(String::new()),
+            1 => self.read_string(),
+            n => Err(DecodeError::InvalidFacet(n)),
+        }
+    }
+
+    // ---- encapsulations
+
+    /// Opens an encapsulation: reads its size and version, and confines further reads to it.
+    /// Returns the version.
+    pub fn start_encapsulation(&mut self) -> Result<EncodingVersion> {
+        let remaining = self.remaining();
+        let size = self.read_i32()?;
+        if size < 6 || (size as usize) > remaining {
+            return Err(DecodeError::BadEncapsulationSize { size, remaining });
+        }
+        let major = self.read_u8()?;
+        let minor = self.read_u8()?;
+        let version = EncodingVersion { major, minor };
+        if major != 1 || minor > 1 {
+            return Err(DecodeError::UnsupportedEncoding { major, minor });
+        }
+        let start = self.pos - 6;
+        self.encaps.push(OpenEncapsulation { outer_end: self.end, outer_encoding: self.encoding });
+        self.end = start + size as usize;
+        self.encoding = version;
+        Ok(version)
+    }
+
+    /// Closes the innermost encapsulation. Under 1.1, optional values nobody asked for are
+    /// skipped; any other data left over is an error (1.0 tolerates one byte, as Ice does).
+    pub fn end_encapsulation(&mut self) -> Result<()> {
+        if !self.encoding.is_1_0() {
+            self.skip_remaining_optionals()?;
+        }
+        let extra = self.end - self.pos;
+        if extra > 1 || (extra == 1 && !self.encoding.is_1_0()) {
+            return Err(DecodeError::EncapsulationNotConsumed { extra });
+        }
+        let open = self.encaps.pop().ok_or(DecodeError::Malformed("no open encapsulation"))?;
+        self.pos = self.end;
+        self.end = open.outer_end;
+        self.encoding = open.outer_encoding;
+        Ok(())
+    }
+
+    /// Reads a whole encapsulation as `(version, body)` without decoding it.
+    pub fn read_encapsulation(&mut self) -> Result<(EncodingVersion, Bytes)> {
+        let remaining = self.remaining();
+        let size = self.read_i32()?;
+        if size < 6 || (size as usize) > remaining {
+            return Err(DecodeError::BadEncapsulationSize { size, remaining });
+        }
+        let major = self.read_u8()?;
+        let minor = self.read_u8()?;
+        let body = self.read_raw_bytes(size as usize - 6)?;
+        Ok((EncodingVersion { major, minor }, body))
+    }
+
+    /// Skips a whole encapsulation.
+    pub fn skip_encapsulation(&mut self) -> Result<EncodingVersion> {
+        Ok(self.read_encapsulation()?.0)
+    }
+
+    // ---- optionals (encoding 1.1)
+
+    /// Looks for the optional value with `tag`. Skips values with smaller tags; returns false
+    /// (leaving the position before the next tag) when the value is absent.
+    pub fn read_optional(&mut self, tag: i32, expected: OptionalFormat) -> Result<bool> {
+        if self.encoding.is_1_0() {
+            return Ok(false);
+        }
+        loop {
+            if self.pos >= self.end {
+                return Ok(false);
+            }
+            let start = self.pos;
+            let v = self.read_u8()?;
+            if v == OPTIONAL_END_MARKER {
+                self.pos = start;
+                return Ok(false);
+            }
+            let format = OptionalFormat::from_bits(v);
+            let mut t = (v >> 3) as i32;
+            if t == 30 {
+                t = self.read_size()? as i32;
+            }
+            if t > tag {
+                self.pos = start;
+                return Ok(false);
+            }
+            if t < tag {
+                self.skip_optional(format)?;
+                continue;
+            }
+            if format != expected {
+                return Err(DecodeError::OptionalFormatMismatch { tag, found: format, expected });
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Skips one optional value of the given format.
+    pub fn skip_optional(&mut self, format: OptionalFormat) -> Result<()> {
+        match format {
+            OptionalFormat::F1 => self.skip(1),
+            OptionalFormat::F2 => self.skip(2),
+            OptionalFormat::F4 => self.skip(4),
+            OptionalFormat::F8 => self.skip(8),
+            OptionalFormat::Size => self.read_size().map(|_| ()),
+            OptionalFormat::VSize => {
+                let n = self.read_size()?;
+                self.skip(n)
+            }
+            OptionalFormat::FSize => {
+                let n = self.read_i32()?;
+                if n < 0 {
+                    return Err(DecodeError::NegativeSize(n));
+                }
+                self.skip(n as usize)
+            }
+            OptionalFormat::Class => Err(DecodeError::CannotSkip("class instance in an optional")),
+        }
+    }
+
+    /// Skips every optional value up to the end of the current scope or an end marker
+    /// (the marker itself is consumed).
+    pub fn skip_remaining_optionals(&mut self) -> Result<()> {
+        while self.pos < self.end {
+            let v = self.read_u8()?;
+            if v == OPTIONAL_END_MARKER {
+                return Ok(());
+            }
+            if v >> 3 == 30 {
+                self.read_size()?;
+            }
+            self.skip_optional(OptionalFormat::from_bits(v))?;
+        }
+        Ok(())
+    }
+
+    /// Reads the int32 length in front of an `FSize` optional value.
+    pub fn read_fsize(&mut self) -> Result<usize> {
+        let n = self.read_i32()?;
+        if n < 0 {
+            return Err(DecodeError::NegativeSize(n));
+        }
+        if n as usize > self.remaining() {
+            return Err(DecodeError::OutOfBounds {
+                what: "optional value",
+                needed: n as usize,
+                remaining: self.remaining(),
+            });
+        }
+        Ok(n as usize)
+    }
+
+    // ---- exceptions
+
+    /// Starts reading a user exception (encoding 1.0 reads the `usesClasses` flag).
+    pub fn start_exception(&mut self) -> Result<()> {
+        if self.encoding.is_1_0() {
+            self.read_bool()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the header of the next exception slice.
+    pub fn start_exception_slice(&mut self) -> Result<SliceHeader> {
+        let (flags, type_id) = if self.encoding.is_1_0() {
+            (slice_flags::HAS_SLICE_SIZE, self.read_string()?)
+        } else {
+            let flags = self.read_u8()?;
+            (flags, self.read_string()?)
+        };
+        let end = if flags & slice_flags::HAS_SLICE_SIZE != 0 {
+            let size = self.read_i32()?;
+            if size < 4 || (size as usize - 4) > self.remaining() {
+                return Err(DecodeError::BadSliceSize(size));
+            }
+            Some(self.pos + size as usize - 4)
+        } else {
+            None
+        };
+        self.slice = Some(OpenSlice { flags, end });
+        Ok(SliceHeader {
+            type_id,
+            has_size: end.is_some(),
+            is_last: flags & slice_flags::IS_LAST_SLICE != 0,
+            has_optionals: flags & slice_flags::HAS_OPTIONAL_MEMBERS != 0,
+        })
+    }
+
+    /// Ends the current exception slice: skips optional members nobody read (up to the end
+    /// marker) and checks that a sized slice ended where its size said.
+    pub fn end_exception_slice(&mut self) -> Result<()> {
+        let open = self.slice.take().ok_or(DecodeError::Malformed("no open slice"))?;
+        if open.flags & slice_flags::HAS_OPTIONAL_MEMBERS != 0 && !self.encoding.is_1_0() {
+            self.skip_remaining_optionals()?;
+        }
+        if let Some(end) = open.end {
+            if self.pos != end {
+                return Err(DecodeError::Malformed("exception slice does not end at its size"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Skips the body of the current slice (only possible when it carries a size).
+    pub fn skip_exception_slice(&mut self, header: &SliceHeader) -> Result<()> {
+        let open = self.slice.take().ok_or(DecodeError::Malformed("no open slice"))?;
+        match open.end {
+            Some(end) if end <= self.end => {
+                self.pos = end;
+                Ok(())
+            }
+            Some(_) => Err(DecodeError::Malformed("slice runs past its encapsulation")),
+            None => Err(DecodeError::UnknownSliceWithoutSize { type_id: header.type_id.clone() }),
+        }
+    }
+}

@@ -1,0 +1,351 @@
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::exception::FormatType;
+use super::{slice_flags, EncodingVersion, OptionalFormat, OPTIONAL_END_MARKER};
+
+/// Writes Slice values into a growable byte buffer.
+///
+/// The encoder keeps track of the encoding version of the innermost open encapsulation,
+/// because enums, optionals, proxies and exceptions are written differently in 1.0 and 1.1.
+#[derive(Debug)]
+pub struct Encoder {
+    buf: BytesMut,
+    encoding: EncodingVersion,
+    encaps: Vec<OpenEncapsulation>,
+    slice: Option<OpenSlice>,
+    format: FormatType,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenEncapsulation {
+    start: usize,
+    outer_encoding: EncodingVersion,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenSlice {
+    flags_pos: usize,
+    size_pos: Option<usize>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self::new(EncodingVersion::V1_1)
+    }
+}
+
+impl Encoder {
+    /// An empty encoder writing the given encoding.
+    pub fn new(encoding: EncodingVersion) -> Self {
+        Self::with_buffer(BytesMut::new(), encoding)
+    }
+
+    /// An encoder that appends to `buf` (whose existing bytes are kept).
+    pub fn with_buffer(buf: BytesMut, encoding: EncodingVersion) -> Self {
+        Encoder { buf, encoding, encaps: Vec::new(), slice: None, format: FormatType::Compact }
+    }
+
+    /// An empty encoder with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize, encoding: EncodingVersion) -> Self {
+        Self::with_buffer(BytesMut::with_capacity(capacity), encoding)
+    }
+
+    /// The encoding of the innermost open encapsulation (or the encoder's own).
+    #[inline]
+    pub fn encoding(&self) -> EncodingVersion {
+        self.encoding
+    }
+
+    /// Sets the class and exception format (compact or sliced) for what follows.
+    pub fn set_format(&mut self, format: FormatType) {
+        self.format = format;
+    }
+
+    /// The class and exception format in use.
+    pub fn format(&self) -> FormatType {
+        self.format
+    }
+
+    /// Bytes written so far.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when nothing was written.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The bytes written so far.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Mutable access to the bytes written so far (for patching headers).
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// Gives up the buffer.
+    pub fn into_buffer(self) -> BytesMut {
+        self.buf
+    }
+
+    /// Gives up the buffer as immutable [`Bytes`].
+    pub fn into_bytes(self) -> Bytes {
+        self.buf.freeze()
+    }
+
+    /// Reserves room for `additional` more bytes.
+    #[inline]
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
+    /// Overwrites four bytes at `pos` with `value` (little-endian).
+    #[inline]
+    pub fn patch_i32(&mut self, pos: usize, value: i32) {
+        self.buf[pos..pos + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    /// Appends raw bytes.
+    #[inline]
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Writes a byte.
+    #[inline]
+    pub fn write_u8(&mut self, v: u8) {
+        self.buf.put_u8(v);
+    }
+
+    /// Writes a bool as 0 or 1.
+    #[inline]
+    pub fn write_bool(&mut self, v: bool) {
+        self.buf.put_u8(v as u8);
+    }
+
+    /// Writes a short.
+    #[inline]
+    pub fn write_i16(&mut self, v: i16) {
+        self.buf.put_i16_le(v);
+    }
+
+    /// Writes an int.
+    #[inline]
+    pub fn write_i32(&mut self, v: i32) {
+        self.buf.put_i32_le(v);
+    }
+
+    /// Writes a long.
+    #[inline]
+    pub fn write_i64(&mut self, v: i64) {
+        self.buf.put_i64_le(v);
+    }
+
+    /// Writes a float.
+    #[inline]
+    pub fn write_f32(&mut self, v: f32) {
+        self.buf.put_f32_le(v);
+    }
+
+    /// Writes a double.
+    #[inline]
+    pub fn write_f64(&mut self, v: f64) {
+        self.buf.put_f64_le(v);
+    }
+
+    /// Writes a size: one byte below 255, otherwise 255 followed by an int32.
+    ///
+    /// # Panics
+    /// If `size` exceeds `i32::MAX`, which no Ice message can hold.
+    #[inline]
+    pub fn write_size(&mut self, size: usize) {
+        if size < 255 {
+            self.buf.put_u8(size as u8);
+        } else {
+            let size = i32::try_from(size).expect("Slice sizes are limited to i32::MAX");
+            self.buf.put_u8(255);
+            self.buf.put_i32_le(size);
+        }
+    }
+
+    /// Writes a string: size and UTF-8 bytes.
+    #[inline]
+    pub fn write_str(&mut self, s: &str) {
+        self.write_size(s.len());
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    /// Writes a byte sequence: size and bytes.
+    #[inline]
+    pub fn write_byte_seq(&mut self, bytes: &[u8]) {
+        self.write_size(bytes.len());
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Writes an enumerator. Encoding 1.0 uses a byte, short or int depending on the enum's
+    /// largest value `max_value`; encoding 1.1 writes a size.
+    #[inline]
+    pub fn write_enum(&mut self, value: i32, max_value: i32) {
+        if self.encoding.is_1_0() {
+            if max_value < 127 {
+                self.write_u8(value as u8);
+            } else if max_value < 32767 {
+                self.write_i16(value as i16);
+            } else {
+                self.write_i32(value);
+            }
+        } else {
+            self.write_size(value as usize);
+        }
+    }
+
+    /// Writes a facet as the wire's `sequence<string>` with zero or one element.
+    pub fn write_facet(&mut self, facet: &str) {
+        if facet.is_empty() {
+            self.write_u8(0);
+        } else {
+            self.write_u8(1);
+            self.write_str(facet);
+        }
+    }
+
+    /// Opens an encapsulation of the given version: writes a placeholder size and the version.
+    pub fn start_encapsulation(&mut self, encoding: EncodingVersion) {
+        self.encaps.push(OpenEncapsulation { start: self.buf.len(), outer_encoding: self.encoding });
+        self.buf.put_i32_le(0);
+        self.buf.put_u8(encoding.major);
+        self.buf.put_u8(encoding.minor);
+        self.encoding = encoding;
+    }
+
+    /// Opens an encapsulation with the current encoding (as Ice does for endpoints).
+    pub fn start_nested_encapsulation(&mut self) {
+        self.start_encapsulation(self.encoding);
+    }
+
+    /// Closes the innermost encapsulation and patches its size.
+    ///
+    /// # Panics
+    /// If no encapsulation is open (a bug in the calling code, never caused by data).
+    pub fn end_encapsulation(&mut self) {
+        let open = self.encaps.pop().expect("end_encapsulation without start_encapsulation");
+        let size = (self.buf.len() - open.start) as i32;
+        self.patch_i32(open.start, size);
+        self.encoding = open.outer_encoding;
+    }
+
+    /// Writes an empty encapsulation of the given version (6 bytes).
+    pub fn write_empty_encapsulation(&mut self, encoding: EncodingVersion) {
+        self.buf.put_i32_le(6);
+        self.buf.put_u8(encoding.major);
+        self.buf.put_u8(encoding.minor);
+    }
+
+    /// Writes an already encoded encapsulation body as an encapsulation.
+    pub fn write_encapsulation(&mut self, encoding: EncodingVersion, body: &[u8]) {
+        self.buf.put_i32_le((body.len() + 6) as i32);
+        self.buf.put_u8(encoding.major);
+        self.buf.put_u8(encoding.minor);
+        self.buf.extend_from_slice(body);
+    }
+
+    // ---- optionals (encoding 1.1)
+
+    /// Writes the tag of an optional value. Returns false under encoding 1.0, where optionals
+    /// are left out entirely: the caller then writes nothing.
+    #[inline]
+    pub fn write_optional_tag(&mut self, tag: i32, format: OptionalFormat) -> bool {
+        if self.encoding.is_1_0() {
+            return false;
+        }
+        if tag < 30 {
+            self.write_u8(format as u8 | ((tag as u8) << 3));
+        } else {
+            self.write_u8(format as u8 | 0xF0);
+            self.write_size(tag as usize);
+        }
+        true
+    }
+
+    /// Starts an `FSize` optional body: a placeholder int32 length. Pass the result to
+    /// [`Encoder::end_fsize`] once the value is written.
+    pub fn start_fsize(&mut self) -> usize {
+        let pos = self.buf.len();
+        self.buf.put_i32_le(0);
+        pos
+    }
+
+    /// Patches the length written by [`Encoder::start_fsize`].
+    pub fn end_fsize(&mut self, pos: usize) {
+        let len = (self.buf.len() - pos - 4) as i32;
+        self.patch_i32(pos, len);
+    }
+
+    // ---- exceptions
+
+    /// Starts writing a user exception: encoding 1.0 writes the `usesClasses` flag first.
+    pub fn start_exception(&mut self) {
+        if self.encoding.is_1_0() {
+            self.write_bool(false);
+        }
+    }
+
+    /// Starts a slice of a user exception with the given type id. `last` marks the least
+    /// derived slice; `has_optionals` announces optional members (1.1 only).
+    pub fn start_exception_slice(&mut self, type_id: &str, last: bool, has_optionals: bool) {
+        if self.encoding.is_1_0() {
+            self.write_str(type_id);
+            let size_pos = self.buf.len();
+            self.buf.put_i32_le(0);
+            self.slice = Some(OpenSlice { flags_pos: usize::MAX, size_pos: Some(size_pos) });
+            return;
+        }
+        let mut flags = 0u8;
+        if last {
+            flags |= slice_flags::IS_LAST_SLICE;
+        }
+        if has_optionals {
+            flags |= slice_flags::HAS_OPTIONAL_MEMBERS;
+        }
+        let sliced = self.format == FormatType::Sliced;
+        if sliced {
+            flags |= slice_flags::HAS_SLICE_SIZE;
+        }
+        let flags_pos = self.buf.len();
+        self.write_u8(flags);
+        self.write_str(type_id);
+        let size_pos = if sliced {
+            let p = self.buf.len();
+            self.buf.put_i32_le(0);
+            Some(p)
+        } else {
+            None
+        };
+        self.slice = Some(OpenSlice { flags_pos, size_pos });
+    }
+
+    /// Ends the slice opened by [`Encoder::start_exception_slice`]: writes the optional end
+    /// marker when optionals were announced and patches the slice size.
+    ///
+    /// # Panics
+    /// If no slice is open (a bug in the calling code).
+    pub fn end_exception_slice(&mut self) {
+        let open = self.slice.take().expect("end_exception_slice without start_exception_slice");
+        if open.flags_pos != usize::MAX
+            && self.buf[open.flags_pos] & slice_flags::HAS_OPTIONAL_MEMBERS != 0
+        {
+            self.write_u8(OPTIONAL_END_MARKER);
+        }
+        if let Some(size_pos) = open.size_pos {
+            let size = (self.buf.len() - size_pos) as i32;
+            self.patch_i32(size_pos, size);
+        }
+    }
+}

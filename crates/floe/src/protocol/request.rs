@@ -1,0 +1,309 @@
+//! Request and batch-request messages.
+
+use bytes::{Bytes, BytesMut};
+
+use super::header::{patch_size, CompressionStatus, Header, MessageType, HEADER_SIZE};
+use super::ProtocolError;
+use crate::encoding::{Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity};
+
+/// The `mode` byte of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum OperationMode {
+    /// An ordinary operation.
+    #[default]
+    Normal = 0,
+    /// `["nonmutating"]` (deprecated); built-in operations are sent with it.
+    Nonmutating = 1,
+    /// `idempotent`: may be retried.
+    Idempotent = 2,
+}
+
+impl OperationMode {
+    /// Maps the wire byte.
+    pub fn from_u8(v: u8) -> Result<Self, ProtocolError> {
+        Ok(match v {
+            0 => OperationMode::Normal,
+            1 => OperationMode::Nonmutating,
+            2 => OperationMode::Idempotent,
+            v => return Err(ProtocolError::InvalidOperationMode(v)),
+        })
+    }
+
+    /// True when the operation may safely be sent again.
+    pub fn is_idempotent(self) -> bool {
+        self != OperationMode::Normal
+    }
+}
+
+/// A decoded request (or one request of a batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The request id; 0 for oneway and batched requests.
+    pub request_id: i32,
+    /// Target identity.
+    pub identity: Identity,
+    /// Target facet ("" for the default facet).
+    pub facet: String,
+    /// Operation name.
+    pub operation: String,
+    /// Operation mode.
+    pub mode: OperationMode,
+    /// Request context.
+    pub context: Context,
+    /// Encoding of the parameter encapsulation (the reply must use the same).
+    pub encoding: EncodingVersion,
+    /// The parameter encapsulation's body (after its 6-byte header).
+    pub params: Bytes,
+}
+
+impl Request {
+    /// Decodes the body of a request message (everything after the 14-byte header).
+    pub fn decode(body: Bytes) -> Result<Request, ProtocolError> {
+        let mut dec = Decoder::new(body, EncodingVersion::V1_0);
+        let request_id = dec.read_i32()?;
+        let request = Self::decode_after_id(&mut dec, request_id)?;
+        if !dec.is_empty() {
+            return Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
+                "data after the parameter encapsulation",
+            )));
+        }
+        Ok(request)
+    }
+
+    fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
+        let identity = Identity::decode(dec)?;
+        let facet = dec.read_facet()?;
+        let operation = dec.read_string()?;
+        let mode = OperationMode::from_u8(dec.read_u8()?)?;
+        let context = Context::decode(dec)?;
+        let (encoding, params) = dec.read_encapsulation()?;
+        Ok(Request { request_id, identity, facet, operation, mode, context, encoding, params })
+    }
+
+    /// A decoder over the parameters, set to their encapsulation's encoding.
+    pub fn params_decoder(&self) -> Decoder {
+        Decoder::new(self.params.clone(), self.encoding)
+    }
+
+    /// True for a oneway (or batched) request, which gets no reply.
+    pub fn is_oneway(&self) -> bool {
+        self.request_id == 0
+    }
+}
+
+/// Decodes the body of a batch request into its requests.
+pub fn decode_batch(body: Bytes) -> Result<Vec<Request>, ProtocolError> {
+    let mut dec = Decoder::new(body, EncodingVersion::V1_0);
+    let count = dec.read_i32()?;
+    // Every request takes at least 12 bytes (identity 2, facet 1, operation 1, mode 1,
+    // context 1, encapsulation 6).
+    if count < 0 || count as usize > dec.remaining() / 12 {
+        return Err(ProtocolError::InvalidBatchCount(count));
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        out.push(Request::decode_after_id(&mut dec, 0)?);
+    }
+    if !dec.is_empty() {
+        return Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
+            "data after the last request of a batch",
+        )));
+    }
+    Ok(out)
+}
+
+/// The invariant part of a request — identity, facet, operation and mode — encoded once per
+/// proxy and operation, so that an invocation only copies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPrefix {
+    bytes: Bytes,
+    mode: OperationMode,
+}
+
+impl RequestPrefix {
+    /// Encodes the prefix.
+    pub fn new(identity: &Identity, facet: &str, operation: &str, mode: OperationMode) -> Self {
+        let mut enc = Encoder::with_capacity(
+            identity.name.len() + identity.category.len() + facet.len() + operation.len() + 8,
+            EncodingVersion::V1_0,
+        );
+        identity.encode(&mut enc);
+        enc.write_facet(facet);
+        enc.write_str(operation);
+        enc.write_u8(mode as u8);
+        RequestPrefix { bytes: enc.into_bytes(), mode }
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The operation mode it was built with.
+    pub fn mode(&self) -> OperationMode {
+        self.mode
+    }
+}
+
+/// Offset of the request id in a request message.
+pub const REQUEST_ID_OFFSET: usize = HEADER_SIZE;
+
+/// Starts a request message in `enc`: header, request id, prefix, context, and an open
+/// parameter encapsulation of `encoding`. Write the parameters, then call
+/// [`finish_request`] with the returned start offset.
+#[inline]
+pub fn start_request(
+    enc: &mut Encoder,
+    request_id: i32,
+    prefix: &RequestPrefix,
+    context: &Context,
+    encoding: EncodingVersion,
+) -> usize {
+    let start = enc.len();
+    enc.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
+    enc.write_i32(request_id);
+    enc.write_raw(prefix.as_bytes());
+    if context.is_empty() {
+        enc.write_u8(0);
+    } else {
+        context.encode(enc);
+    }
+    enc.start_encapsulation(encoding);
+    start
+}
+
+/// Closes the parameter encapsulation and patches the message size.
+#[inline]
+pub fn finish_request(enc: &mut Encoder, start: usize) {
+    enc.end_encapsulation();
+    let size = enc.len() - start;
+    patch_size(&mut enc.as_mut_slice()[start..], size);
+}
+
+/// Overwrites the request id of an encoded request message.
+#[inline]
+pub fn set_request_id(message: &mut [u8], request_id: i32) {
+    message[REQUEST_ID_OFFSET..REQUEST_ID_OFFSET + 4].copy_from_slice(&request_id.to_le_bytes());
+}
+
+/// Encodes a complete request message in one call.
+pub fn encode_request(
+    request_id: i32,
+    prefix: &RequestPrefix,
+    context: &Context,
+    encoding: EncodingVersion,
+    params: impl FnOnce(&mut Encoder),
+) -> BytesMut {
+    let mut enc = Encoder::with_capacity(64, EncodingVersion::V1_0);
+    let start = start_request(&mut enc, request_id, prefix, context, encoding);
+    params(&mut enc);
+    finish_request(&mut enc, start);
+    enc.into_buffer()
+}
+
+/// Accumulates batched requests in one buffer; the header and count are patched when the
+/// batch is taken, so adding a request costs a copy of the prefix plus its parameters.
+#[derive(Debug)]
+pub struct BatchBuilder {
+    enc: Encoder,
+    count: i32,
+    pending: Option<usize>,
+}
+
+/// Offset of the request count in a batch-request message.
+const BATCH_COUNT_OFFSET: usize = HEADER_SIZE;
+
+impl Default for BatchBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BatchBuilder {
+    /// An empty batch.
+    pub fn new() -> Self {
+        let mut b = BatchBuilder { enc: Encoder::new(EncodingVersion::V1_0), count: 0, pending: None };
+        b.reset();
+        b
+    }
+
+    fn reset(&mut self) {
+        self.enc.write_raw(&Header::bytes(MessageType::BatchRequest, CompressionStatus::NotCompressed, 0));
+        self.enc.write_i32(0);
+        self.count = 0;
+    }
+
+    /// Number of requests queued.
+    pub fn count(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True when no request is queued.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Size in bytes of the batch message if it were taken now.
+    pub fn len(&self) -> usize {
+        self.enc.len()
+    }
+
+    /// Starts a request: writes the prefix and context and opens the parameter encapsulation.
+    /// Write the parameters into the returned encoder, then call [`BatchBuilder::finish_request`].
+    #[inline]
+    pub fn start_request(&mut self, prefix: &RequestPrefix, context: &Context, encoding: EncodingVersion) -> &mut Encoder {
+        self.pending = Some(self.enc.len());
+        self.enc.write_raw(prefix.as_bytes());
+        if context.is_empty() {
+            self.enc.write_u8(0);
+        } else {
+            context.encode(&mut self.enc);
+        }
+        self.enc.start_encapsulation(encoding);
+        &mut self.enc
+    }
+
+    /// Completes the request started last.
+    #[inline]
+    pub fn finish_request(&mut self) {
+        self.enc.end_encapsulation();
+        self.pending = None;
+        self.count += 1;
+    }
+
+    /// Drops a request that was started but not finished (for instance because encoding its
+    /// parameters failed).
+    pub fn abort_request(&mut self) {
+        if let Some(start) = self.pending.take() {
+            let mut buf = std::mem::take(&mut self.enc).into_buffer();
+            buf.truncate(start);
+            self.enc = Encoder::with_buffer(buf, EncodingVersion::V1_0);
+        }
+    }
+
+    /// Appends a request whose parameter encapsulation is already encoded.
+    pub fn push_encoded(&mut self, prefix: &RequestPrefix, context: &Context, encoding: EncodingVersion, params: &[u8]) {
+        self.enc.write_raw(prefix.as_bytes());
+        context.encode(&mut self.enc);
+        self.enc.write_encapsulation(encoding, params);
+        self.count += 1;
+    }
+
+    /// Takes the batch message (patched header and count) and leaves the builder empty.
+    /// Returns `None` when no request is queued.
+    pub fn take(&mut self) -> Option<BytesMut> {
+        if self.count == 0 {
+            return None;
+        }
+        let count = self.count;
+        let mut buf = std::mem::take(&mut self.enc).into_buffer();
+        let size = buf.len();
+        patch_size(&mut buf, size);
+        buf[BATCH_COUNT_OFFSET..BATCH_COUNT_OFFSET + 4].copy_from_slice(&count.to_le_bytes());
+        // Reuse the allocation when it is small; a large batch hands its buffer to the writer.
+        self.enc = Encoder::with_capacity(size.min(64 * 1024), EncodingVersion::V1_0);
+        self.reset();
+        Some(buf)
+    }
+}
