@@ -19,7 +19,10 @@ fn dec(bytes: &[u8]) -> Decoder {
 
 #[test]
 fn truncated_values() {
-    assert!(matches!(dec(&[1, 2, 3]).read_i32(), Err(DecodeError::OutOfBounds { what: "int", needed: 4, remaining: 3 })));
+    assert!(matches!(
+        dec(&[1, 2, 3]).read_i32(),
+        Err(DecodeError::OutOfBounds { what: "int", needed: 4, remaining: 3 })
+    ));
     assert!(matches!(dec(&[]).read_u8(), Err(DecodeError::OutOfBounds { .. })));
     assert!(matches!(dec(&[0; 7]).read_i64(), Err(DecodeError::OutOfBounds { what: "long", .. })));
     assert!(matches!(dec(&[255, 0, 1]).read_size(), Err(DecodeError::OutOfBounds { .. })));
@@ -38,8 +41,14 @@ fn sizes_larger_than_the_input_are_rejected_before_allocating() {
     let mut bytes = vec![255];
     bytes.extend_from_slice(&1000i32.to_le_bytes());
     bytes.extend_from_slice(&[0; 100]);
-    assert!(matches!(Vec::<i32>::decode(&mut dec(&bytes)), Err(DecodeError::SizeExceedsInput { min_element_size: 4, .. })));
-    assert!(matches!(Vec::<Fixed>::decode(&mut dec(&bytes)), Err(DecodeError::SizeExceedsInput { min_element_size: 16, .. })));
+    assert!(matches!(
+        Vec::<i32>::decode(&mut dec(&bytes)),
+        Err(DecodeError::SizeExceedsInput { min_element_size: 4, .. })
+    ));
+    assert!(matches!(
+        Vec::<Fixed>::decode(&mut dec(&bytes)),
+        Err(DecodeError::SizeExceedsInput { min_element_size: 16, .. })
+    ));
     // A dictionary: each entry needs key + value.
     let mut bytes = vec![50];
     bytes.extend_from_slice(&[0; 60]);
@@ -78,14 +87,29 @@ fn unknown_enumerators() {
 #[test]
 fn bad_encapsulations() {
     // Size below 6.
-    assert!(matches!(dec(&[5, 0, 0, 0, 1, 1]).start_encapsulation(), Err(DecodeError::BadEncapsulationSize { size: 5, .. })));
+    assert!(matches!(
+        dec(&[5, 0, 0, 0, 1, 1]).start_encapsulation(),
+        Err(DecodeError::BadEncapsulationSize { size: 5, .. })
+    ));
     // Size beyond the buffer.
-    assert!(matches!(dec(&[60, 0, 0, 0, 1, 1]).start_encapsulation(), Err(DecodeError::BadEncapsulationSize { size: 60, .. })));
+    assert!(matches!(
+        dec(&[60, 0, 0, 0, 1, 1]).start_encapsulation(),
+        Err(DecodeError::BadEncapsulationSize { size: 60, .. })
+    ));
     // Negative size.
-    assert!(matches!(dec(&[0xff, 0xff, 0xff, 0xff, 1, 1]).start_encapsulation(), Err(DecodeError::BadEncapsulationSize { .. })));
+    assert!(matches!(
+        dec(&[0xff, 0xff, 0xff, 0xff, 1, 1]).start_encapsulation(),
+        Err(DecodeError::BadEncapsulationSize { .. })
+    ));
     // Unknown versions.
-    assert_eq!(dec(&[6, 0, 0, 0, 2, 0]).start_encapsulation().unwrap_err(), DecodeError::UnsupportedEncoding { major: 2, minor: 0 });
-    assert_eq!(dec(&[6, 0, 0, 0, 1, 9]).start_encapsulation().unwrap_err(), DecodeError::UnsupportedEncoding { major: 1, minor: 9 });
+    assert_eq!(
+        dec(&[6, 0, 0, 0, 2, 0]).start_encapsulation().unwrap_err(),
+        DecodeError::UnsupportedEncoding { major: 2, minor: 0 }
+    );
+    assert_eq!(
+        dec(&[6, 0, 0, 0, 1, 9]).start_encapsulation().unwrap_err(),
+        DecodeError::UnsupportedEncoding { major: 1, minor: 9 }
+    );
     // Reads stop at the end of the encapsulation, not of the buffer.
     let mut d = dec(&[8, 0, 0, 0, 1, 1, 7, 0, 9, 9, 9, 9]);
     d.start_encapsulation().unwrap();
@@ -111,7 +135,10 @@ fn bad_encapsulations() {
 fn bad_optionals_and_proxies() {
     // Tag 2 announced as F4 but read as VSize.
     let mut d = dec(&[0x12, 1, 0, 0, 0]);
-    assert!(matches!(d.read_optional(2, OptionalFormat::VSize), Err(DecodeError::OptionalFormatMismatch { tag: 2, .. })));
+    assert!(matches!(
+        d.read_optional(2, OptionalFormat::VSize),
+        Err(DecodeError::OptionalFormatMismatch { tag: 2, .. })
+    ));
     // Facet with two elements.
     assert_eq!(dec(&[2, 1, b'a', 1, b'b']).read_facet().unwrap_err(), DecodeError::InvalidFacet(2));
     // Proxy mode 9.
@@ -164,11 +191,19 @@ fn bad_headers() {
 fn bad_bodies() {
     // A request whose body stops inside the identity.
     assert!(matches!(Request::decode(Bytes::from_static(&[1, 0, 0, 0, 5, b'a'])), Err(ProtocolError::Decode(_))));
-    assert!(matches!(Request::decode(Bytes::from_static(&[1, 0, 0, 0, 1, b'a', 0, 0, 1, b'o', 7, 0, 6, 0, 0, 0, 1, 1])),
-        Err(ProtocolError::InvalidOperationMode(7))));
+    assert!(matches!(
+        Request::decode(Bytes::from_static(&[1, 0, 0, 0, 1, b'a', 0, 0, 1, b'o', 7, 0, 6, 0, 0, 0, 1, 1])),
+        Err(ProtocolError::InvalidOperationMode(7))
+    ));
     assert_eq!(Reply::decode(Bytes::from_static(&[1, 0, 0, 0, 9])).unwrap_err(), ProtocolError::UnknownReplyStatus(9));
-    assert_eq!(decode_batch(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).unwrap_err(), ProtocolError::InvalidBatchCount(-1));
-    assert_eq!(decode_batch(Bytes::from_static(&[100, 0, 0, 0, 0, 0])).unwrap_err(), ProtocolError::InvalidBatchCount(100));
+    assert_eq!(
+        decode_batch(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).unwrap_err(),
+        ProtocolError::InvalidBatchCount(-1)
+    );
+    assert_eq!(
+        decode_batch(Bytes::from_static(&[100, 0, 0, 0, 0, 0])).unwrap_err(),
+        ProtocolError::InvalidBatchCount(100)
+    );
 }
 
 fn compressed_sample() -> BytesMut {

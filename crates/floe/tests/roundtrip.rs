@@ -38,7 +38,18 @@ fn point() -> impl Strategy<Value = Point> {
 }
 
 fn mixed() -> impl Strategy<Value = Mixed> {
-    (any::<bool>(), any::<u8>(), any::<i16>(), any::<i32>(), any::<i64>(), -1e30f32..1e30, -1e300f64..1e300, ".{0,20}", color(), point())
+    (
+        any::<bool>(),
+        any::<u8>(),
+        any::<i16>(),
+        any::<i32>(),
+        any::<i64>(),
+        -1e30f32..1e30,
+        -1e300f64..1e300,
+        ".{0,20}",
+        color(),
+        point(),
+    )
         .prop_map(|(b, by, sh, i, l, f, d, s, c, p)| Mixed { b, by, sh, i, l, f, d, s, c, p })
 }
 
@@ -51,11 +62,18 @@ fn endpoint() -> impl Strategy<Value = EndpointData> {
     prop_oneof![
         ip().prop_map(EndpointData::Tcp),
         ip().prop_map(EndpointData::Ssl),
-        ("[a-z0-9.]{1,20}", 0..65536i32, any::<bool>()).prop_map(|(host, port, compress)| EndpointData::Udp { host, port, compress }),
+        ("[a-z0-9.]{1,20}", 0..65536i32, any::<bool>()).prop_map(|(host, port, compress)| EndpointData::Udp {
+            host,
+            port,
+            compress
+        }),
         (ip(), "/[a-z]{0,10}").prop_map(|(i, r)| EndpointData::Ws(i, r)),
         (ip(), "/[a-z]{0,10}").prop_map(|(i, r)| EndpointData::Wss(i, r)),
-        (6..200i16, proptest::collection::vec(any::<u8>(), 0..40))
-            .prop_map(|(ty, bytes)| EndpointData::Opaque { ty, encoding: EncodingVersion::V1_1, bytes }),
+        (6..200i16, proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(ty, bytes)| EndpointData::Opaque {
+            ty,
+            encoding: EncodingVersion::V1_1,
+            bytes
+        }),
     ]
 }
 

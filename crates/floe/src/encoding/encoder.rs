@@ -338,9 +338,7 @@ impl Encoder {
     /// If no slice is open (a bug in the calling code).
     pub fn end_exception_slice(&mut self) {
         let open = self.slice.take().expect("end_exception_slice without start_exception_slice");
-        if open.flags_pos != usize::MAX
-            && self.buf[open.flags_pos] & slice_flags::HAS_OPTIONAL_MEMBERS != 0
-        {
+        if open.flags_pos != usize::MAX && self.buf[open.flags_pos] & slice_flags::HAS_OPTIONAL_MEMBERS != 0 {
             self.write_u8(OPTIONAL_END_MARKER);
         }
         if let Some(size_pos) = open.size_pos {

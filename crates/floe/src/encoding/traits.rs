@@ -69,9 +69,7 @@ pub fn encode_seq_bulk<T: WireLayout + Encode>(items: &[T], enc: &mut Encoder) {
         enc.write_size(items.len());
         // SAFETY: WireLayout guarantees no padding, so every byte of the slice is initialised,
         // and the in-memory bytes are the wire bytes on a little-endian machine.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items))
-        };
+        let bytes = unsafe { std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items)) };
         enc.write_raw(bytes);
     } else {
         enc.write_size(items.len());

@@ -98,8 +98,7 @@ impl Header {
         if size > max_size {
             return Err(ProtocolError::MessageTooLarge { size, max: max_size });
         }
-        if matches!(message_type, MessageType::ValidateConnection | MessageType::CloseConnection)
-            && size != HEADER_SIZE
+        if matches!(message_type, MessageType::ValidateConnection | MessageType::CloseConnection) && size != HEADER_SIZE
         {
             let kind = if message_type == MessageType::ValidateConnection {
                 "validate connection"
@@ -120,8 +119,7 @@ impl Header {
 }
 
 /// The ValidateConnection message (also the ACM heartbeat).
-pub const VALIDATE_CONNECTION: [u8; HEADER_SIZE] =
-    [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
+pub const VALIDATE_CONNECTION: [u8; HEADER_SIZE] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
 
 /// The CloseConnection message, with compression byte 1 as Ice sends it.
 pub const CLOSE_CONNECTION: [u8; HEADER_SIZE] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 4, 1, 14, 0, 0, 0];

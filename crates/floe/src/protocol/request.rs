@@ -252,7 +252,12 @@ impl BatchBuilder {
     /// Starts a request: writes the prefix and context and opens the parameter encapsulation.
     /// Write the parameters into the returned encoder, then call [`BatchBuilder::finish_request`].
     #[inline]
-    pub fn start_request(&mut self, prefix: &RequestPrefix, context: &Context, encoding: EncodingVersion) -> &mut Encoder {
+    pub fn start_request(
+        &mut self,
+        prefix: &RequestPrefix,
+        context: &Context,
+        encoding: EncodingVersion,
+    ) -> &mut Encoder {
         self.pending = Some(self.enc.len());
         self.enc.write_raw(prefix.as_bytes());
         if context.is_empty() {
@@ -283,7 +288,13 @@ impl BatchBuilder {
     }
 
     /// Appends a request whose parameter encapsulation is already encoded.
-    pub fn push_encoded(&mut self, prefix: &RequestPrefix, context: &Context, encoding: EncodingVersion, params: &[u8]) {
+    pub fn push_encoded(
+        &mut self,
+        prefix: &RequestPrefix,
+        context: &Context,
+        encoding: EncodingVersion,
+        params: &[u8],
+    ) {
         self.enc.write_raw(prefix.as_bytes());
         context.encode(&mut self.enc);
         self.enc.write_encapsulation(encoding, params);

@@ -3,7 +3,7 @@
 #![allow(dead_code, missing_docs, unreachable_pub)]
 
 use bytes::Bytes;
-use floe::encoding::{Decode, Decoder, DecodeError, Encode, Encoder, UserExceptionSlices, WireLayout};
+use floe::encoding::{Decode, DecodeError, Decoder, Encode, Encoder, UserExceptionSlices, WireLayout};
 
 /// One labelled exchange of the capture: messages in order, `true` for client to server.
 pub struct Exchange {
@@ -21,8 +21,10 @@ impl Exchange {
 }
 
 pub fn load_vectors() -> Vec<Exchange> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/ice37.txt");
-    let text = std::fs::read_to_string(path).expect("tests/vectors/ice37.txt");
+    // FLOE_VECTORS points at a fresh capture (scripts/test makes one from the installed Ice).
+    let path = std::env::var("FLOE_VECTORS")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/ice37.txt").to_string());
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut out: Vec<Exchange> = Vec::new();
     for line in text.lines() {
         if let Some(label) = line.strip_prefix("## ") {
@@ -195,11 +197,33 @@ impl Decode for Mixed {
 }
 
 pub fn mixed1() -> Mixed {
-    Mixed { b: true, by: 7, sh: -3, i: 100000, l: -9000000000, f: 0.25, d: -1.5, s: "mixed".into(), c: Color::Blue, p: Point { x: 3, y: 4 } }
+    Mixed {
+        b: true,
+        by: 7,
+        sh: -3,
+        i: 100000,
+        l: -9000000000,
+        f: 0.25,
+        d: -1.5,
+        s: "mixed".into(),
+        c: Color::Blue,
+        p: Point { x: 3, y: 4 },
+    }
 }
 
 pub fn mixed2() -> Mixed {
-    Mixed { b: false, by: 255, sh: 32767, i: i32::MIN, l: i64::MAX, f: -0.0, d: 1e300, s: String::new(), c: Color::Red, p: Point { x: -1, y: 0 } }
+    Mixed {
+        b: false,
+        by: 255,
+        sh: 32767,
+        i: i32::MIN,
+        l: i64::MAX,
+        f: -0.0,
+        d: 1e300,
+        s: String::new(),
+        c: Color::Red,
+        p: Point { x: -1, y: 0 },
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
