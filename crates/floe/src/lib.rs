@@ -1,5 +1,22 @@
 #![doc = include_str!("../README.md")]
-#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod encoding;
 pub mod protocol;
+
+pub mod adapter;
+pub mod communicator;
+pub mod connection;
+pub mod dispatch;
+pub mod error;
+pub mod properties;
+pub mod proxy;
+pub mod transport;
+
+pub use adapter::ObjectAdapter;
+pub use communicator::Communicator;
+pub use connection::Connection;
+pub use dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, Response, ServantLocator};
+pub use encoding::{Context, Identity};
+pub use error::{CallError, Error, ErrorKind, Result};
+pub use properties::Properties;
+pub use proxy::{ObjectPrx, Outcome};

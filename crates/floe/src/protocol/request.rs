@@ -269,6 +269,15 @@ impl BatchBuilder {
         &mut self.enc
     }
 
+    /// Starts a request whose head (target, operation, mode, context) the caller writes
+    /// itself into the returned encoder, followed by the opened parameter encapsulation.
+    /// Complete it with [`BatchBuilder::finish_request`].
+    #[inline]
+    pub fn start_request_raw(&mut self) -> &mut Encoder {
+        self.pending = Some(self.enc.len());
+        &mut self.enc
+    }
+
     /// Completes the request started last.
     #[inline]
     pub fn finish_request(&mut self) {

@@ -1,0 +1,295 @@
+//! Object adapters: a servant map (identity and facet), default servants per category,
+//! servant locators, the endpoints it listens on, and dispatch of incoming requests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Notify;
+use tracing::{debug, warn};
+
+use crate::communicator::Communicator;
+use crate::connection::{Connection, ConnectionConfig};
+use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, ServantLocator};
+use crate::encoding::{EndpointData, Identity, IpEndpointData};
+use crate::error::{Error, Result};
+use crate::proxy::reference::{parse_endpoint, Reference};
+use crate::proxy::ObjectPrx;
+use crate::transport::tcp;
+
+type FacetMap = HashMap<String, Arc<dyn Dispatcher>>;
+
+struct AdapterInner {
+    name: String,
+    communicator: Communicator,
+    servants: RwLock<HashMap<Identity, FacetMap>>,
+    default_servants: RwLock<HashMap<String, Arc<dyn Dispatcher>>>,
+    locators: RwLock<HashMap<String, Arc<dyn ServantLocator>>>,
+    endpoints: RwLock<Vec<EndpointData>>,
+    configured_endpoints: Vec<EndpointData>,
+    config: ConnectionConfig,
+    max_connections: usize,
+    connection_count: Arc<AtomicUsize>,
+    live: Mutex<Vec<Connection>>,
+    accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    activated: AtomicBool,
+    deactivated: AtomicBool,
+    deactivated_notify: Notify,
+}
+
+/// An object adapter. Cheap to clone; all clones are the same adapter.
+#[derive(Clone)]
+pub struct ObjectAdapter {
+    inner: Arc<AdapterInner>,
+}
+
+impl std::fmt::Debug for ObjectAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectAdapter").field("name", &self.inner.name).finish()
+    }
+}
+
+impl ObjectAdapter {
+    pub(crate) fn new(
+        communicator: Communicator,
+        name: &str,
+        endpoints: &str,
+        config: ConnectionConfig,
+        max_connections: usize,
+    ) -> Result<Self> {
+        let defaults = communicator.parse_defaults();
+        let mut configured = Vec::new();
+        if !endpoints.trim().is_empty() {
+            for ep in endpoints.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+                let ep = parse_endpoint(ep, &defaults)
+                    .map_err(|reason| Error::Adapter(format!("{name}: invalid endpoint {ep:?}: {reason}")))?;
+                configured.push(ep);
+            }
+        }
+        Ok(ObjectAdapter {
+            inner: Arc::new(AdapterInner {
+                name: name.to_string(),
+                communicator,
+                servants: RwLock::new(HashMap::new()),
+                default_servants: RwLock::new(HashMap::new()),
+                locators: RwLock::new(HashMap::new()),
+                endpoints: RwLock::new(Vec::new()),
+                configured_endpoints: configured,
+                config,
+                max_connections,
+                connection_count: Arc::new(AtomicUsize::new(0)),
+                live: Mutex::new(Vec::new()),
+                accept_tasks: Mutex::new(Vec::new()),
+                activated: AtomicBool::new(false),
+                deactivated: AtomicBool::new(false),
+                deactivated_notify: Notify::new(),
+            }),
+        })
+    }
+
+    /// The adapter's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The communicator that created it.
+    pub fn communicator(&self) -> &Communicator {
+        &self.inner.communicator
+    }
+
+    /// Registers a servant for an identity (default facet). Replaces any previous one.
+    pub fn add(&self, servant: Arc<dyn Dispatcher>, identity: Identity) -> ObjectPrx {
+        self.add_facet(servant, identity.clone(), "");
+        self.create_proxy(identity)
+    }
+
+    /// Registers a servant for an identity and facet.
+    pub fn add_facet(&self, servant: Arc<dyn Dispatcher>, identity: Identity, facet: &str) {
+        self.inner.servants.write().expect("servants").entry(identity).or_default().insert(facet.to_string(), servant);
+    }
+
+    /// Removes the servant of an identity's default facet; returns it.
+    pub fn remove(&self, identity: &Identity) -> Option<Arc<dyn Dispatcher>> {
+        self.remove_facet(identity, "")
+    }
+
+    /// Removes the servant of an identity and facet; returns it.
+    pub fn remove_facet(&self, identity: &Identity, facet: &str) -> Option<Arc<dyn Dispatcher>> {
+        let mut map = self.inner.servants.write().expect("servants");
+        let facets = map.get_mut(identity)?;
+        let s = facets.remove(facet);
+        if facets.is_empty() {
+            map.remove(identity);
+        }
+        s
+    }
+
+    /// Registers a default servant: it receives requests for any identity of `category`
+    /// ("" for every category) that has no servant of its own.
+    pub fn add_default_servant(&self, servant: Arc<dyn Dispatcher>, category: &str) {
+        self.inner.default_servants.write().expect("default servants").insert(category.to_string(), servant);
+    }
+
+    /// Registers a servant locator for `category` ("" for every category).
+    pub fn add_servant_locator(&self, locator: Arc<dyn ServantLocator>, category: &str) {
+        self.inner.locators.write().expect("locators").insert(category.to_string(), locator);
+    }
+
+    /// True when a servant is registered for the identity (under any facet).
+    pub fn has_servant(&self, identity: &Identity) -> bool {
+        self.inner.servants.read().expect("servants").contains_key(identity)
+    }
+
+    fn find(&self, request: &IncomingRequest) -> Option<Arc<dyn Dispatcher>> {
+        let c = &request.current;
+        if let Some(s) = self.inner.servants.read().expect("servants").get(&c.id).and_then(|f| f.get(&c.facet)) {
+            return Some(s.clone());
+        }
+        {
+            let defaults = self.inner.default_servants.read().expect("default servants");
+            if let Some(s) = defaults.get(&c.id.category).or_else(|| defaults.get("")) {
+                return Some(s.clone());
+            }
+        }
+        let locator = {
+            let locators = self.inner.locators.read().expect("locators");
+            locators.get(&c.id.category).or_else(|| locators.get("")).cloned()
+        };
+        locator.and_then(|l| l.locate(c))
+    }
+
+    /// Dispatches a request to its servant, or answers ObjectNotExist / FacetNotExist.
+    pub fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        match self.find(&request) {
+            Some(servant) => servant.dispatch(request),
+            None => {
+                let c = &request.current;
+                let r = if self.has_servant(&c.id) { c.facet_not_exist() } else { c.object_not_exist() };
+                Box::pin(async move { r })
+            }
+        }
+    }
+
+    /// A proxy for `identity` with this adapter's endpoints.
+    pub fn create_proxy(&self, identity: Identity) -> ObjectPrx {
+        let mut r = Reference::new(identity);
+        r.encoding = self.inner.communicator.parse_defaults().encoding;
+        r.endpoints = self.endpoints();
+        ObjectPrx::from_reference(self.inner.communicator.clone(), r)
+    }
+
+    /// The endpoints it listens on (with the ports actually bound once activated).
+    pub fn endpoints(&self) -> Vec<EndpointData> {
+        let eps = self.inner.endpoints.read().expect("endpoints");
+        if eps.is_empty() {
+            self.inner.configured_endpoints.clone()
+        } else {
+            eps.clone()
+        }
+    }
+
+    /// Starts listening on the configured endpoints and accepting connections.
+    pub async fn activate(&self) -> Result<()> {
+        if self.inner.activated.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut bound = Vec::new();
+        for ep in &self.inner.configured_endpoints {
+            let EndpointData::Tcp(ip) = ep else {
+                return Err(Error::Adapter(format!(
+                    "{}: endpoint type {} is not supported yet",
+                    self.inner.name,
+                    ep.type_number()
+                )));
+            };
+            let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("bad port {}", ip.port)))?;
+            let listener = tcp::bind(&ip.host, port).await?;
+            let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
+            let host = if ip.host.is_empty() || ip.host == "*" || ip.host == "0.0.0.0" {
+                "127.0.0.1".to_string()
+            } else {
+                ip.host.clone()
+            };
+            bound.push(EndpointData::Tcp(IpEndpointData { host, port: local.port() as i32, ..ip.clone() }));
+            let me = self.clone();
+            let task = tokio::spawn(async move { me.accept_loop(listener).await });
+            self.inner.accept_tasks.lock().expect("accept tasks").push(task);
+            debug!(target: "floe::network", "{} listening on {local}", self.inner.name);
+        }
+        *self.inner.endpoints.write().expect("endpoints") = bound;
+        Ok(())
+    }
+
+    async fn accept_loop(self, listener: tokio::net::TcpListener) {
+        loop {
+            let (stream, addr) = match tcp::accept(&listener).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of file descriptors and similar: back off instead of spinning.
+                    warn!(target: "floe::network", "{}: accept failed: {e}", self.inner.name);
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let count = self.inner.connection_count.clone();
+            if self.inner.max_connections > 0 && count.load(Ordering::Acquire) >= self.inner.max_connections {
+                warn!(target: "floe::network", "{}: refusing connection from {addr}: limit of {} reached", self.inner.name, self.inner.max_connections);
+                drop(stream);
+                continue;
+            }
+            count.fetch_add(1, Ordering::AcqRel);
+            let me = self.clone();
+            tokio::spawn(async move {
+                match Connection::establish_incoming(stream, me.inner.config.clone(), me.clone()).await {
+                    Ok(conn) => {
+                        me.track(conn.clone());
+                        conn.wait_closed().await;
+                    }
+                    Err(e) => debug!(target: "floe::network", "connection from {addr} failed: {e}"),
+                }
+                count.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+    }
+
+    fn track(&self, conn: Connection) {
+        let mut live = self.inner.live.lock().expect("live");
+        live.retain(|c| !c.is_closed());
+        live.push(conn);
+    }
+
+    /// Number of incoming connections currently open.
+    pub fn connection_count(&self) -> usize {
+        self.inner.connection_count.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting connections and closes the open ones gracefully.
+    pub async fn deactivate(&self) {
+        if self.inner.deactivated.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
+            t.abort();
+        }
+        let live: Vec<Connection> = self.inner.live.lock().expect("live").drain(..).collect();
+        let closes = live.iter().map(|c| c.close());
+        futures_util::future::join_all(closes).await;
+        self.inner.deactivated_notify.notify_waiters();
+    }
+
+    /// True once deactivated.
+    pub fn is_deactivated(&self) -> bool {
+        self.inner.deactivated.load(Ordering::Acquire)
+    }
+
+    /// Waits until the adapter is deactivated.
+    pub async fn wait_for_deactivate(&self) {
+        loop {
+            let n = self.inner.deactivated_notify.notified();
+            if self.is_deactivated() {
+                return;
+            }
+            n.await;
+        }
+    }
+}

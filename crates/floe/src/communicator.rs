@@ -1,0 +1,364 @@
+//! The communicator: properties, the async runtime, the client connection cache, and the
+//! object adapters of one Ice "process".
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::adapter::ObjectAdapter;
+use crate::connection::{AcmConfig, Connection, ConnectionConfig};
+use crate::encoding::{Context, EncodingVersion, EndpointData};
+use crate::error::{Error, Result};
+use crate::properties::Properties;
+use crate::proxy::reference::{endpoint_to_string, ParseDefaults, Reference};
+use crate::proxy::ObjectPrx;
+use crate::transport::tcp;
+
+struct Inner {
+    properties: Properties,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    handle: tokio::runtime::Handle,
+    defaults: ParseDefaults,
+    client_config: ConnectionConfig,
+    connections: tokio::sync::Mutex<HashMap<String, Connection>>,
+    adapters: Mutex<Vec<ObjectAdapter>>,
+    shutdown: AtomicBool,
+    shutdown_notify: Notify,
+    destroyed: AtomicBool,
+    implicit_context: Mutex<Context>,
+    connect_timeout: Option<Duration>,
+    retries: usize,
+    batch_auto_flush: usize,
+    override_compress: Option<bool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The root object of a floe program, like `Ice::Communicator`. Cheap to clone.
+#[derive(Clone)]
+pub struct Communicator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator").finish_non_exhaustive()
+    }
+}
+
+fn ms(props: &Properties, name: &str, default: i64) -> Result<Option<Duration>> {
+    let v = props.get_int(name, default)?;
+    Ok(if v < 0 { None } else { Some(Duration::from_millis(v as u64)) })
+}
+
+fn acm(props: &Properties, side: &str, default_close: i64) -> Result<AcmConfig> {
+    let get = |key: &str, default: i64| -> Result<i64> {
+        let general = props.get_int(&format!("Ice.ACM.{key}"), default)?;
+        props.get_int(&format!("Ice.ACM.{side}.{key}"), general)
+    };
+    let mut a = AcmConfig::from_ints(get("Timeout", 60)?, get("Heartbeat", 1)?, get("Close", default_close)?);
+    // Ice 3.8: an idle timeout means heartbeats every half of it and closing after it.
+    if let Some(idle) = props.get("Ice.Connection.IdleTimeout") {
+        let secs: u64 = idle.parse().map_err(|_| Error::Property {
+            name: "Ice.Connection.IdleTimeout".into(),
+            reason: format!("{idle:?} is not an integer"),
+        })?;
+        a.timeout = Duration::from_secs(secs);
+        a.heartbeat = crate::connection::AcmHeartbeat::Always;
+    }
+    Ok(a)
+}
+
+pub(crate) fn connection_config(
+    props: &Properties,
+    prefix: &str,
+    side: &str,
+    default_close: i64,
+) -> Result<ConnectionConfig> {
+    let kb = props.get_int("Ice.MessageSizeMax", 1024)?;
+    let kb = props.get_int(&format!("{prefix}.MessageSizeMax"), kb)?;
+    let max_message_size =
+        if kb <= 0 { i32::MAX as usize } else { (kb as usize).saturating_mul(1024).min(i32::MAX as usize) };
+    let mut acm = acm(props, side, default_close)?;
+    if !prefix.is_empty() {
+        let t = props.get_int(&format!("{prefix}.ACM.Timeout"), acm.timeout.as_secs() as i64)?;
+        acm.timeout = Duration::from_secs(t.max(0) as u64);
+    }
+    Ok(ConnectionConfig {
+        max_message_size,
+        compression_level: props.get_int("Ice.Compression.Level", 1)?.clamp(1, 9) as u32,
+        acm,
+        max_dispatches: props
+            .get_int(&format!("{prefix}.MaxDispatches"), props.get_int("Floe.MaxDispatchesPerConnection", 0)?)?
+            .max(0) as usize,
+        close_timeout: ms(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),
+        trace_protocol: props.get_int("Ice.Trace.Protocol", 0)? > 0,
+    })
+}
+
+impl Communicator {
+    /// A communicator configured from command-line arguments (`--Ice.X=Y`, `--Ice.Config=F`);
+    /// returns it with the arguments it did not use.
+    pub fn from_args<I, S>(args: I) -> Result<(Communicator, Vec<String>)>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args: Vec<String> = args.into_iter().map(Into::into).collect();
+        // Adapter-specific properties (`Name.Endpoints=…`) are recognised for any `X.Endpoints` / `X.AdapterId`.
+        let prefixes: Vec<String> = args
+            .iter()
+            .filter_map(|a| a.strip_prefix("--"))
+            .filter_map(|a| a.split_once('=').map(|(n, _)| n))
+            .filter(|n| {
+                n.ends_with(".Endpoints")
+                    || n.ends_with(".AdapterId")
+                    || n.contains(".ACM.")
+                    || n.ends_with(".MessageSizeMax")
+            })
+            .filter_map(|n| n.split('.').next().map(str::to_string))
+            .collect();
+        let refs: Vec<&str> = prefixes.iter().map(String::as_str).collect();
+        let (props, rest) = Properties::from_args(args, &refs)?;
+        Ok((Communicator::with_properties(props)?, rest))
+    }
+
+    /// A communicator with default properties.
+    pub fn new() -> Result<Communicator> {
+        Communicator::with_properties(Properties::new())
+    }
+
+    /// A communicator with the given properties. Inside a tokio runtime it uses that runtime;
+    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
+    /// CPUs).
+    pub fn with_properties(properties: Properties) -> Result<Communicator> {
+        let (runtime, handle) = match tokio::runtime::Handle::try_current() {
+            Ok(h) => (None, h),
+            Err(_) => {
+                let threads = properties
+                    .get_int(
+                        "Floe.Runtime.Threads",
+                        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i64,
+                    )?
+                    .max(1) as usize;
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(threads)
+                    .thread_name("floe")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::Io(format!("cannot start runtime: {e}")))?;
+                let h = rt.handle().clone();
+                (Some(rt), h)
+            }
+        };
+        let encoding = match properties.get("Ice.Default.EncodingVersion") {
+            Some(v) => {
+                let (a, b) = v.split_once('.').ok_or_else(|| Error::Property {
+                    name: "Ice.Default.EncodingVersion".into(),
+                    reason: format!("{v:?} is not a version"),
+                })?;
+                EncodingVersion {
+                    major: a.parse().map_err(|_| Error::Property {
+                        name: "Ice.Default.EncodingVersion".into(),
+                        reason: v.clone(),
+                    })?,
+                    minor: b.parse().map_err(|_| Error::Property {
+                        name: "Ice.Default.EncodingVersion".into(),
+                        reason: v.clone(),
+                    })?,
+                }
+            }
+            None => EncodingVersion::V1_1,
+        };
+        let defaults = ParseDefaults {
+            host: properties.get_or("Ice.Default.Host", ""),
+            protocol: properties.get_or("Ice.Default.Protocol", "tcp"),
+            timeout: properties.get_int("Ice.Default.Timeout", 60_000)? as i32,
+            encoding,
+        };
+        let client_config = connection_config(&properties, "", "Client", 3)?;
+        let override_timeout = ms(
+            &properties,
+            "Ice.Override.ConnectTimeout",
+            ms(&properties, "Ice.Override.Timeout", -1)?.map(|d| d.as_millis() as i64).unwrap_or(-1),
+        )?;
+        let override_compress = match properties.get("Ice.Override.Compress") {
+            Some(v) => Some(v.trim() != "0"),
+            None => None,
+        };
+        let inner = Inner {
+            retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
+            batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
+            properties,
+            runtime: Mutex::new(runtime),
+            handle,
+            defaults,
+            client_config,
+            connections: tokio::sync::Mutex::new(HashMap::new()),
+            adapters: Mutex::new(Vec::new()),
+            shutdown: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
+            destroyed: AtomicBool::new(false),
+            implicit_context: Mutex::new(Context::new()),
+            connect_timeout: override_timeout,
+            override_compress,
+        };
+        Ok(Communicator { inner: Arc::new(inner) })
+    }
+
+    /// The properties.
+    pub fn properties(&self) -> &Properties {
+        &self.inner.properties
+    }
+
+    /// Defaults used when parsing proxy strings.
+    pub fn parse_defaults(&self) -> ParseDefaults {
+        self.inner.defaults.clone()
+    }
+
+    /// The runtime handle that runs this communicator's connections.
+    pub fn runtime_handle(&self) -> &tokio::runtime::Handle {
+        &self.inner.handle
+    }
+
+    /// Runs a future to completion from synchronous code (not from inside the runtime).
+    pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
+        self.inner.handle.block_on(fut)
+    }
+
+    /// Parses a proxy string.
+    pub fn string_to_proxy(&self, s: &str) -> Result<ObjectPrx> {
+        let r = Reference::parse(s, &self.inner.defaults)?;
+        Ok(ObjectPrx::from_reference(self.clone(), r))
+    }
+
+    /// The communicator's implicit context, sent with every request (merged under the
+    /// per-proxy and per-call contexts).
+    pub fn implicit_context(&self) -> Context {
+        self.inner.implicit_context.lock().expect("implicit context").clone()
+    }
+
+    /// Sets an entry of the implicit context.
+    pub fn set_implicit_context(&self, key: &str, value: &str) {
+        self.inner.implicit_context.lock().expect("implicit context").insert(key.to_string(), value.to_string());
+    }
+
+    pub(crate) fn has_implicit_context(&self) -> bool {
+        !self.inner.implicit_context.lock().expect("implicit context").is_empty()
+    }
+
+    pub(crate) fn retries(&self) -> usize {
+        self.inner.retries
+    }
+
+    pub(crate) fn batch_auto_flush_size(&self) -> usize {
+        self.inner.batch_auto_flush
+    }
+
+    pub(crate) fn override_compress(&self) -> Option<bool> {
+        self.inner.override_compress
+    }
+
+    /// Creates an object adapter named `name` listening on `<name>.Endpoints`.
+    pub fn create_object_adapter(&self, name: &str) -> Result<ObjectAdapter> {
+        let endpoints = self.inner.properties.get_or(&format!("{name}.Endpoints"), "");
+        self.create_object_adapter_with_endpoints(name, &endpoints)
+    }
+
+    /// Creates an object adapter listening on `endpoints` (e.g. `tcp -h 127.0.0.1 -p 10000`).
+    pub fn create_object_adapter_with_endpoints(&self, name: &str, endpoints: &str) -> Result<ObjectAdapter> {
+        if self.inner.destroyed.load(Ordering::Acquire) {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let props = &self.inner.properties;
+        let config = connection_config(props, name, "Server", 2)?;
+        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 0)?.max(0) as usize;
+        let a = ObjectAdapter::new(self.clone(), name, endpoints, config, max_connections)?;
+        self.inner.adapters.lock().expect("adapters").push(a.clone());
+        Ok(a)
+    }
+
+    /// Returns a connection to `endpoint`, reusing an open one.
+    pub async fn connect(&self, endpoint: &EndpointData) -> Result<Connection> {
+        if self.inner.destroyed.load(Ordering::Acquire) {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let key = endpoint_to_string(endpoint);
+        let mut cache = self.inner.connections.lock().await;
+        if let Some(c) = cache.get(&key) {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+            cache.remove(&key);
+        }
+        let EndpointData::Tcp(ip) = endpoint else {
+            return Err(Error::NoEndpoint(format!("endpoint type of {key} is not supported yet")));
+        };
+        let port = u16::try_from(ip.port).map_err(|_| Error::NoEndpoint(format!("bad port in {key}")))?;
+        let timeout = self.inner.connect_timeout.or(if ip.timeout > 0 {
+            Some(Duration::from_millis(ip.timeout as u64))
+        } else {
+            None
+        });
+        let stream = tcp::connect(&ip.host, port, timeout).await?;
+        let conn = Connection::establish_outgoing(stream, self.inner.client_config.clone(), timeout).await?;
+        cache.insert(key, conn.clone());
+        Ok(conn)
+    }
+
+    /// Asks the communicator to shut down: `wait_for_shutdown` returns.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        self.inner.shutdown_notify.notify_waiters();
+    }
+
+    /// True once `shutdown` was called.
+    pub fn is_shutdown(&self) -> bool {
+        self.inner.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Waits until `shutdown` is called, then deactivates every adapter (waiting for their
+    /// dispatches to complete).
+    pub async fn wait_for_shutdown(&self) {
+        loop {
+            let n = self.inner.shutdown_notify.notified();
+            if self.is_shutdown() {
+                break;
+            }
+            n.await;
+        }
+        let adapters: Vec<ObjectAdapter> = self.inner.adapters.lock().expect("adapters").clone();
+        for a in adapters {
+            a.deactivate().await;
+        }
+    }
+
+    /// Shuts down, deactivates the adapters and closes every client connection gracefully.
+    pub async fn destroy(&self) {
+        if self.inner.destroyed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.shutdown();
+        let adapters: Vec<ObjectAdapter> = self.inner.adapters.lock().expect("adapters").drain(..).collect();
+        for a in adapters {
+            a.deactivate().await;
+        }
+        let conns: Vec<Connection> = self.inner.connections.lock().await.drain().map(|(_, c)| c).collect();
+        futures_util::future::join_all(conns.iter().map(|c| c.close())).await;
+    }
+
+    /// `destroy` from synchronous code.
+    pub fn destroy_blocking(&self) {
+        self.block_on(self.destroy());
+    }
+}

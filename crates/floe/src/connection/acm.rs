@@ -1,0 +1,139 @@
+//! Active connection management: Ice 3.7 ACM heartbeats and idle closing, which also covers
+//! Ice 3.8's idle timeout (heartbeat always, close when nothing was heard for the timeout).
+
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
+use std::time::Duration;
+
+use super::{Connection, Shared};
+use crate::error::Error;
+
+/// When to send heartbeats (`Ice.ACM.Heartbeat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcmHeartbeat {
+    /// Never (0).
+    Off,
+    /// Only while requests are being dispatched (1, Ice 3.7's default).
+    OnDispatch,
+    /// When the connection is idle (2).
+    OnIdle,
+    /// Always, every quarter of the timeout (3; what Ice 3.8's idle timeout needs).
+    Always,
+}
+
+/// When to close (`Ice.ACM.Close`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcmClose {
+    /// Never (0).
+    Off,
+    /// Gracefully, once idle for the timeout (1).
+    OnIdle,
+    /// Forcefully, when invocations are outstanding and nothing was heard for the timeout (2;
+    /// servers' default).
+    OnInvocation,
+    /// Both of the above (3; clients' default).
+    OnInvocationAndIdle,
+    /// Forcefully, once nothing was heard for the timeout (4).
+    OnIdleForceful,
+}
+
+/// ACM settings of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcmConfig {
+    /// The ACM timeout (`Ice.ACM.Timeout`, 60 s by default); zero disables ACM.
+    pub timeout: Duration,
+    /// Heartbeat policy.
+    pub heartbeat: AcmHeartbeat,
+    /// Close policy.
+    pub close: AcmClose,
+}
+
+impl Default for AcmConfig {
+    fn default() -> Self {
+        AcmConfig {
+            timeout: Duration::from_secs(60),
+            heartbeat: AcmHeartbeat::OnDispatch,
+            close: AcmClose::OnInvocation,
+        }
+    }
+}
+
+impl AcmConfig {
+    /// True when the monitor has anything to do.
+    pub fn is_enabled(&self) -> bool {
+        !self.timeout.is_zero() && (self.heartbeat != AcmHeartbeat::Off || self.close != AcmClose::Off)
+    }
+
+    /// Maps Ice's integer property values.
+    pub fn from_ints(timeout_secs: i64, heartbeat: i64, close: i64) -> Self {
+        AcmConfig {
+            timeout: Duration::from_secs(timeout_secs.max(0) as u64),
+            heartbeat: match heartbeat {
+                0 => AcmHeartbeat::Off,
+                2 => AcmHeartbeat::OnIdle,
+                3 => AcmHeartbeat::Always,
+                _ => AcmHeartbeat::OnDispatch,
+            },
+            close: match close {
+                0 => AcmClose::Off,
+                1 => AcmClose::OnIdle,
+                3 => AcmClose::OnInvocationAndIdle,
+                4 => AcmClose::OnIdleForceful,
+                _ => AcmClose::OnInvocation,
+            },
+        }
+    }
+}
+
+/// Runs for the life of a connection: every quarter of the timeout, sends a heartbeat when
+/// the policy asks for one and closes the connection when it has been silent too long.
+pub(super) async fn monitor(shared: Weak<Shared>) {
+    let Some(first) = shared.upgrade() else { return };
+    let acm = first.config.acm;
+    drop(first);
+    let period = (acm.timeout / 4).max(Duration::from_millis(10));
+    let mut tick = tokio::time::interval(period);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else { return };
+        let conn = Connection { shared };
+        if conn.shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let now = conn.shared.epoch.elapsed();
+        let last_read = Duration::from_millis(conn.shared.last_read_ms.load(Ordering::Relaxed));
+        let last_write = Duration::from_millis(conn.shared.last_write_ms.load(Ordering::Relaxed));
+        // Silence: nothing heard from the peer. Idle: nothing sent or heard.
+        let silent = now.saturating_sub(last_read);
+        let idle = now.saturating_sub(last_read.max(last_write));
+        let unwritten = now.saturating_sub(last_write);
+        let dispatching = conn.dispatch_count() > 0;
+        let outstanding = conn.pending_count() > 0;
+        if silent >= acm.timeout {
+            let forceful = acm.close == AcmClose::OnIdleForceful
+                || (acm.close != AcmClose::OnIdle && acm.close != AcmClose::Off && outstanding);
+            if forceful {
+                conn.close_forcefully(Error::ConnectionLost(format!("no activity for {:?} (ACM)", acm.timeout)));
+                return;
+            }
+            if matches!(acm.close, AcmClose::OnIdle | AcmClose::OnInvocationAndIdle)
+                && idle >= acm.timeout
+                && !dispatching
+                && !outstanding
+            {
+                tokio::spawn(async move { conn.close().await });
+                return;
+            }
+        }
+        let send = match acm.heartbeat {
+            AcmHeartbeat::Off => false,
+            AcmHeartbeat::Always => true,
+            AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
+            AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
+        };
+        if send {
+            let _ = conn.heartbeat().await;
+        }
+    }
+}

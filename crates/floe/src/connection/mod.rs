@@ -1,0 +1,667 @@
+//! One Ice connection: framing, the request-id table, dispatch of incoming requests, graceful
+//! and forced close, and ACM heartbeats and idle checks.
+//!
+//! Each connection has one reader task. Callers write their own requests (under a lock on
+//! the write half) — there is no hand-off to a writer task on the hot path. The reader task
+//! delivers replies to the waiting callers and runs servants itself; a dispatch that has to
+//! wait continues as a task of its own so that the connection keeps reading.
+
+mod acm;
+
+pub use acm::{AcmClose, AcmConfig, AcmHeartbeat};
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_util::FutureExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{oneshot, Notify};
+use tracing::{debug, trace, warn};
+
+use crate::adapter::ObjectAdapter;
+use crate::dispatch::{Current, IncomingRequest, Response};
+use crate::error::{Error, Result};
+use crate::protocol::compress::compress_message;
+use crate::protocol::header::{CLOSE_CONNECTION, VALIDATE_CONNECTION};
+use crate::protocol::request::{decode_batch, set_request_id};
+use crate::protocol::{CompressionStatus, FrameReader, Message, MessageType, Reply, ReplyBody, Request, HEADER_SIZE};
+use crate::transport::{ReadHalf, TransportStream, WriteHalf};
+
+/// Settings of one connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// `Ice.MessageSizeMax` in bytes: larger incoming messages close the connection.
+    pub max_message_size: usize,
+    /// `Ice.Compression.Level` (bzip2 block size, 1–9).
+    pub compression_level: u32,
+    /// Heartbeat and idle settings.
+    pub acm: AcmConfig,
+    /// Upper bound on requests dispatched at once on this connection (0: no bound). When it is
+    /// reached the connection stops reading until a dispatch completes.
+    pub max_dispatches: usize,
+    /// How long a graceful close waits for the peer to close its side.
+    pub close_timeout: Duration,
+    /// Log every message (`Ice.Trace.Protocol`).
+    pub trace_protocol: bool,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            max_message_size: crate::protocol::DEFAULT_MESSAGE_SIZE_MAX,
+            compression_level: 1,
+            acm: AcmConfig::default(),
+            max_dispatches: 0,
+            close_timeout: Duration::from_secs(10),
+            trace_protocol: false,
+        }
+    }
+}
+
+type ReplySender = oneshot::Sender<Result<Reply>>;
+
+#[derive(Default)]
+struct PendingTable {
+    next_id: i32,
+    map: HashMap<i32, ReplySender>,
+}
+
+impl PendingTable {
+    fn allocate(&mut self) -> i32 {
+        loop {
+            self.next_id = if self.next_id >= i32::MAX || self.next_id < 1 { 1 } else { self.next_id + 1 };
+            if !self.map.contains_key(&self.next_id) {
+                return self.next_id;
+            }
+        }
+    }
+}
+
+struct Shared {
+    config: ConnectionConfig,
+    writer: tokio::sync::Mutex<Option<WriteHalf>>,
+    pending: Mutex<PendingTable>,
+    closed: AtomicBool,
+    closing: AtomicBool,
+    close_reason: Mutex<Option<Error>>,
+    closed_notify: Notify,
+    adapter: RwLock<Option<ObjectAdapter>>,
+    incoming: bool,
+    description: String,
+    dispatch_count: AtomicUsize,
+    dispatch_done: Notify,
+    epoch: Instant,
+    last_read_ms: AtomicU64,
+    last_write_ms: AtomicU64,
+    heartbeats_received: AtomicU64,
+    reader: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+/// A connection to an Ice peer. Cheap to clone; all clones are the same connection.
+#[derive(Clone)]
+pub struct Connection {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("incoming", &self.shared.incoming)
+            .field("description", &self.shared.description)
+            .finish()
+    }
+}
+
+impl PartialEq for Connection {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
+/// Whether a request should be compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compress {
+    /// Send as it is (compression byte 0).
+    No,
+    /// Compress if at least 100 bytes, otherwise mark that a compressed reply is welcome.
+    Yes,
+}
+
+impl Connection {
+    fn new(stream_description: String, write: WriteHalf, incoming: bool, config: ConnectionConfig) -> Self {
+        Connection {
+            shared: Arc::new(Shared {
+                config,
+                writer: tokio::sync::Mutex::new(Some(write)),
+                pending: Mutex::new(PendingTable::default()),
+                closed: AtomicBool::new(false),
+                closing: AtomicBool::new(false),
+                close_reason: Mutex::new(None),
+                closed_notify: Notify::new(),
+                adapter: RwLock::new(None),
+                incoming,
+                description: stream_description,
+                dispatch_count: AtomicUsize::new(0),
+                dispatch_done: Notify::new(),
+                epoch: Instant::now(),
+                last_read_ms: AtomicU64::new(0),
+                last_write_ms: AtomicU64::new(0),
+                heartbeats_received: AtomicU64::new(0),
+                reader: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Completes the client side of connection establishment: waits for the server's
+    /// ValidateConnection message, then starts reading.
+    pub async fn establish_outgoing(
+        stream: TransportStream,
+        config: ConnectionConfig,
+        validate_timeout: Option<Duration>,
+    ) -> Result<Connection> {
+        let TransportStream { mut read, write, description } = stream;
+        let mut header = [0u8; HEADER_SIZE];
+        let read_validation = read.read_exact(&mut header);
+        let res = match validate_timeout {
+            Some(t) => tokio::time::timeout(t, read_validation)
+                .await
+                .map_err(|_| Error::ConnectionLost(format!("no ValidateConnection within {t:?}")))?,
+            None => read_validation.await,
+        };
+        res.map_err(|e| Error::ConnectionLost(format!("connection not validated: {e}")))?;
+        let h = crate::protocol::Header::parse(&header, config.max_message_size)?;
+        if h.message_type != MessageType::ValidateConnection {
+            return Err(Error::ConnectionLost(format!(
+                "connection not validated: expected ValidateConnection, got {:?}",
+                h.message_type
+            )));
+        }
+        let conn = Connection::new(description, write, false, config);
+        conn.touch_read();
+        conn.touch_write();
+        conn.start(read);
+        debug!(target: "floe::network", "established outgoing connection\n{}", conn.shared.description);
+        Ok(conn)
+    }
+
+    /// Completes the server side of connection establishment: sends ValidateConnection and
+    /// starts reading, dispatching requests to `adapter`.
+    pub async fn establish_incoming(
+        stream: TransportStream,
+        config: ConnectionConfig,
+        adapter: ObjectAdapter,
+    ) -> Result<Connection> {
+        let TransportStream { read, mut write, description } = stream;
+        write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
+        let conn = Connection::new(description, write, true, config);
+        *conn.shared.adapter.write().expect("adapter lock") = Some(adapter);
+        conn.touch_read();
+        conn.touch_write();
+        conn.start(read);
+        debug!(target: "floe::network", "accepted incoming connection\n{}", conn.shared.description);
+        Ok(conn)
+    }
+
+    fn start(&self, read: ReadHalf) {
+        let reader = tokio::spawn(run_reader(self.clone(), read));
+        *self.shared.reader.lock().expect("reader lock") = Some(reader.abort_handle());
+        if self.shared.config.acm.is_enabled() {
+            tokio::spawn(acm::monitor(Arc::downgrade(&self.shared)));
+        }
+    }
+
+    fn touch_read(&self) {
+        let ms = self.shared.epoch.elapsed().as_millis() as u64;
+        self.shared.last_read_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn touch_write(&self) {
+        let ms = self.shared.epoch.elapsed().as_millis() as u64;
+        self.shared.last_write_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// True once the connection is closed (or closing).
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire) || self.shared.closing.load(Ordering::Acquire)
+    }
+
+    /// True for a connection accepted by an object adapter.
+    pub fn is_incoming(&self) -> bool {
+        self.shared.incoming
+    }
+
+    /// Local and remote addresses.
+    pub fn description(&self) -> &str {
+        &self.shared.description
+    }
+
+    /// Number of heartbeats (ValidateConnection messages) received after establishment.
+    pub fn heartbeats_received(&self) -> u64 {
+        self.shared.heartbeats_received.load(Ordering::Relaxed)
+    }
+
+    /// Number of requests being dispatched.
+    pub fn dispatch_count(&self) -> usize {
+        self.shared.dispatch_count.load(Ordering::Acquire)
+    }
+
+    /// Number of twoway requests waiting for their reply.
+    pub fn pending_count(&self) -> usize {
+        self.shared.pending.lock().expect("pending lock").map.len()
+    }
+
+    /// Lets the peer call back over this connection: requests that arrive on it are
+    /// dispatched to `adapter` (bidirectional connections).
+    pub fn set_adapter(&self, adapter: Option<ObjectAdapter>) {
+        *self.shared.adapter.write().expect("adapter lock") = adapter;
+    }
+
+    /// The adapter that dispatches requests arriving on this connection.
+    pub fn adapter(&self) -> Option<ObjectAdapter> {
+        self.shared.adapter.read().expect("adapter lock").clone()
+    }
+
+    fn close_error(&self) -> Error {
+        self.shared
+            .close_reason
+            .lock()
+            .expect("close lock")
+            .clone()
+            .unwrap_or_else(|| Error::ConnectionLost("connection closed".into()))
+    }
+
+    /// Writes one complete message.
+    pub(crate) async fn write_message(&self, msg: &[u8]) -> Result<()> {
+        let mut guard = self.shared.writer.lock().await;
+        let Some(w) = guard.as_mut() else {
+            return Err(self.close_error());
+        };
+        if self.shared.config.trace_protocol {
+            trace!(target: "floe::protocol", "sending {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
+        }
+        if let Err(e) = w.write_all(msg).await {
+            drop(guard);
+            let err = Error::lost(e);
+            self.close_forcefully(err.clone());
+            return Err(err);
+        }
+        drop(guard);
+        self.touch_write();
+        Ok(())
+    }
+
+    async fn write_request(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
+        if compress == Compress::Yes {
+            if let Some(c) = compress_message(msg, self.shared.config.compression_level) {
+                return self.write_message(&c).await;
+            }
+            msg[9] = CompressionStatus::CompressedReplyAccepted as u8;
+        }
+        self.write_message(msg).await
+    }
+
+    fn register(&self) -> Result<(i32, oneshot::Receiver<Result<Reply>>)> {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = self.shared.pending.lock().expect("pending lock");
+        if self.is_closed() {
+            return Err(self.close_error());
+        }
+        let id = pending.allocate();
+        pending.map.insert(id, tx);
+        Ok((id, rx))
+    }
+
+    /// Sends a twoway request (a complete message whose request id is patched here) and
+    /// waits for its reply. Dropping the future forgets the request.
+    pub async fn invoke(&self, mut msg: BytesMut, compress: Compress) -> Result<Reply> {
+        self.invoke_ref(&mut msg, compress).await
+    }
+
+    /// Like [`Connection::invoke`], leaving the message with the caller (for retries).
+    pub async fn invoke_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<Reply> {
+        let (id, rx) = self.register()?;
+        let guard = PendingGuard { shared: &self.shared, id };
+        set_request_id(msg, id);
+        self.write_request(msg, compress).await?;
+        let result = rx.await;
+        drop(guard);
+        match result {
+            Ok(r) => r,
+            Err(_) => Err(self.close_error()),
+        }
+    }
+
+    /// Sends several twoway requests with one write and waits for all their replies, which
+    /// come back in request order.
+    pub async fn invoke_many(&self, msgs: Vec<BytesMut>, compress: Compress) -> Result<Vec<Result<Reply>>> {
+        let mut receivers = Vec::with_capacity(msgs.len());
+        let mut guards = Vec::with_capacity(msgs.len());
+        let total: usize = msgs.iter().map(|m| m.len()).sum();
+        let mut out = BytesMut::with_capacity(total);
+        for mut m in msgs {
+            let (id, rx) = self.register()?;
+            guards.push(PendingGuard { shared: &self.shared, id });
+            receivers.push(rx);
+            set_request_id(&mut m, id);
+            if compress == Compress::Yes {
+                match compress_message(&m, self.shared.config.compression_level) {
+                    Some(c) => out.extend_from_slice(&c),
+                    None => {
+                        m[9] = CompressionStatus::CompressedReplyAccepted as u8;
+                        out.extend_from_slice(&m);
+                    }
+                }
+            } else {
+                out.extend_from_slice(&m);
+            }
+        }
+        self.write_message(&out).await?;
+        let mut replies = Vec::with_capacity(receivers.len());
+        for rx in receivers {
+            replies.push(match rx.await {
+                Ok(r) => r,
+                Err(_) => Err(self.close_error()),
+            });
+        }
+        drop(guards);
+        Ok(replies)
+    }
+
+    /// Sends a oneway request or a batch (request id 0).
+    pub async fn send_oneway(&self, mut msg: BytesMut, compress: Compress) -> Result<()> {
+        self.send_oneway_ref(&mut msg, compress).await
+    }
+
+    /// Like [`Connection::send_oneway`], leaving the message with the caller.
+    pub async fn send_oneway_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
+        if self.is_closed() {
+            return Err(self.close_error());
+        }
+        self.write_request(msg, compress).await
+    }
+
+    /// Sends a heartbeat (a ValidateConnection message).
+    pub async fn heartbeat(&self) -> Result<()> {
+        self.write_message(&VALIDATE_CONNECTION).await
+    }
+
+    /// Closes the connection at once: outstanding requests fail with `reason`.
+    pub fn close_forcefully(&self, reason: Error) {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        debug!(target: "floe::network", "closing connection: {reason}\n{}", self.shared.description);
+        *self.shared.close_reason.lock().expect("close lock") = Some(reason.clone());
+        let pending: Vec<ReplySender> = {
+            let mut p = self.shared.pending.lock().expect("pending lock");
+            p.map.drain().map(|(_, tx)| tx).collect()
+        };
+        for tx in pending {
+            let _ = tx.send(Err(reason.clone()));
+        }
+        if let Some(r) = self.shared.reader.lock().expect("reader lock").take() {
+            r.abort();
+        }
+        let shared = self.shared.clone();
+        let shutdown = async move {
+            if let Some(mut w) = shared.writer.lock().await.take() {
+                let _ = w.shutdown().await;
+            }
+            shared.closed_notify.notify_waiters();
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(shutdown);
+            }
+            Err(_) => self.shared.closed_notify.notify_waiters(),
+        }
+    }
+
+    /// Closes gracefully, as Ice does: waits for the dispatches in progress, sends
+    /// CloseConnection, then waits (up to the close timeout) for the peer to close its side.
+    pub async fn close(&self) {
+        if self.shared.closing.swap(true, Ordering::AcqRel) || self.shared.closed.load(Ordering::Acquire) {
+            self.wait_closed().await;
+            return;
+        }
+        while self.shared.dispatch_count.load(Ordering::Acquire) > 0 {
+            let notified = self.shared.dispatch_done.notified();
+            if self.shared.dispatch_count.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            notified.await;
+        }
+        let _ = self.write_message(&CLOSE_CONNECTION).await;
+        let wait = self.wait_closed();
+        if tokio::time::timeout(self.shared.config.close_timeout, wait).await.is_err() {
+            self.close_forcefully(Error::ConnectionLost("peer did not close in time".into()));
+        }
+    }
+
+    /// Waits until the connection is closed.
+    pub async fn wait_closed(&self) {
+        loop {
+            let notified = self.shared.closed_notify.notified();
+            if self.shared.closed.load(Ordering::Acquire)
+                && self.shared.writer.try_lock().map(|w| w.is_none()).unwrap_or(false)
+            {
+                return;
+            }
+            if self.shared.closed.load(Ordering::Acquire) {
+                // Shutdown is in progress in another task; it notifies when done.
+                let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+                continue;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Removes a pending request when its invocation is dropped (timeout, cancellation, write
+/// failure).
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i32,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.pending.lock().expect("pending lock").map.remove(&self.id);
+    }
+}
+
+const INITIAL_READ_BUFFER: usize = 1024;
+const SHRINK_ABOVE: usize = 64 * 1024;
+
+async fn run_reader(conn: Connection, mut read: ReadHalf) {
+    let frames = FrameReader::new(conn.shared.config.max_message_size);
+    let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+    loop {
+        // Take every complete message out of the buffer.
+        loop {
+            match frames.next_message(&mut buf) {
+                Ok(Some(msg)) => {
+                    if let Err(e) = handle_message(&conn, msg).await {
+                        warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
+                        conn.close_forcefully(e);
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
+                    conn.close_forcefully(Error::Protocol(e));
+                    return;
+                }
+            }
+        }
+        if conn.shared.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // Shrink a buffer that grew for a large message once it is drained.
+        if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+            buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+        }
+        if buf.capacity() - buf.len() < 512 {
+            let needed = frames.bytes_needed(&buf).unwrap_or(0);
+            buf.reserve(needed.max(8 * 1024));
+        }
+        // Bound the dispatches in progress: stop reading until one completes.
+        let max = conn.shared.config.max_dispatches;
+        while max > 0 && conn.shared.dispatch_count.load(Ordering::Acquire) >= max {
+            let notified = conn.shared.dispatch_done.notified();
+            if conn.shared.dispatch_count.load(Ordering::Acquire) < max {
+                break;
+            }
+            notified.await;
+        }
+        match read.read_buf(&mut buf).await {
+            Ok(0) => {
+                let reason = if conn.shared.closing.load(Ordering::Acquire) {
+                    Error::CloseConnection
+                } else {
+                    Error::ConnectionLost("connection closed by peer".into())
+                };
+                conn.close_forcefully(reason);
+                return;
+            }
+            Ok(_) => conn.touch_read(),
+            Err(e) => {
+                conn.close_forcefully(Error::lost(e));
+                return;
+            }
+        }
+    }
+}
+
+async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
+    if conn.shared.config.trace_protocol {
+        trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
+    }
+    match msg.header.message_type {
+        MessageType::Reply => {
+            let reply = Reply::decode(msg.body)?;
+            let tx = conn.shared.pending.lock().expect("pending lock").map.remove(&reply.request_id);
+            match tx {
+                Some(tx) => {
+                    let _ = tx.send(Ok(reply));
+                }
+                None => debug!(target: "floe::protocol", "reply for unknown or abandoned request {}", reply.request_id),
+            }
+        }
+        MessageType::Request => {
+            if conn.shared.closing.load(Ordering::Acquire) {
+                // Ice ignores requests that arrive while closing; the client retries them.
+                return Ok(());
+            }
+            let request = Request::decode(msg.body)?;
+            dispatch(conn, request, msg.header.compression).await;
+        }
+        MessageType::BatchRequest => {
+            if conn.shared.closing.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            for request in decode_batch(msg.body)? {
+                dispatch(conn, request, CompressionStatus::NotCompressed).await;
+            }
+        }
+        MessageType::ValidateConnection => {
+            conn.shared.heartbeats_received.fetch_add(1, Ordering::Relaxed);
+        }
+        MessageType::CloseConnection => {
+            // The peer has finished its dispatches and will ignore anything we send; requests
+            // still waiting were not dispatched and may be retried.
+            conn.close_forcefully(Error::CloseConnection);
+        }
+    }
+    Ok(())
+}
+
+async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
+    let adapter = conn.adapter();
+    let request_id = request.request_id;
+    let current = Current {
+        adapter: adapter.clone(),
+        connection: Some(conn.clone()),
+        id: request.identity,
+        facet: request.facet,
+        operation: request.operation,
+        mode: request.mode,
+        ctx: request.context,
+        request_id,
+        encoding: request.encoding,
+    };
+    let incoming = IncomingRequest { current, params: request.params };
+    let fut = match adapter {
+        Some(a) => a.dispatch(incoming),
+        None => {
+            let r = incoming.current.object_not_exist();
+            Box::pin(async move { r })
+        }
+    };
+    conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+    let mut fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
+    let compress = compression != CompressionStatus::NotCompressed;
+    match (&mut fut).now_or_never() {
+        Some(result) => {
+            // The reader task writes the reply itself; waiting for the write is the
+            // backpressure on a peer that does not read its replies.
+            send_response(conn, result, request_id, compress).await;
+            finish_dispatch(conn);
+        }
+        None => {
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                let result = fut.await;
+                send_response(&conn, result, request_id, compress).await;
+                finish_dispatch(&conn);
+            });
+        }
+    }
+}
+
+fn finish_dispatch(conn: &Connection) {
+    if conn.shared.dispatch_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        conn.shared.dispatch_done.notify_waiters();
+    }
+}
+
+async fn send_response(conn: &Connection, result: std::thread::Result<Response>, request_id: i32, compress: bool) {
+    if let Some(reply) = response_bytes(result, request_id, compress, conn.shared.config.compression_level) {
+        let _ = conn.write_message(&reply).await;
+    }
+}
+
+fn response_bytes(
+    result: std::thread::Result<Response>,
+    request_id: i32,
+    compress: bool,
+    level: u32,
+) -> Option<BytesMut> {
+    let reply = match result {
+        Ok(Response(reply)) => reply?,
+        Err(panic) => {
+            if request_id == 0 {
+                return None;
+            }
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Reply { request_id, body: ReplyBody::UnknownException(format!("servant panicked: {what}")) }.encode()
+        }
+    };
+    if compress {
+        if let Some(c) = compress_message(&reply, level) {
+            return Some(c);
+        }
+        let mut reply = reply;
+        reply[9] = CompressionStatus::CompressedReplyAccepted as u8;
+        return Some(reply);
+    }
+    Some(reply)
+}

@@ -1,0 +1,225 @@
+//! What a servant sees of a request ([`Current`]), what it answers ([`Response`]), and the
+//! [`Dispatcher`] trait that generated servant code implements.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::adapter::ObjectAdapter;
+use crate::connection::Connection;
+use crate::encoding::{Context, Decoder, Encoder, EncodingVersion, Identity, UserExceptionSlices};
+use crate::error::Error;
+use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
+use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus};
+
+/// Information about the request being dispatched.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// The adapter that dispatches it.
+    pub adapter: Option<ObjectAdapter>,
+    /// The connection it arrived on.
+    pub connection: Option<Connection>,
+    /// Target identity.
+    pub id: Identity,
+    /// Target facet.
+    pub facet: String,
+    /// Operation name.
+    pub operation: String,
+    /// Operation mode as sent.
+    pub mode: OperationMode,
+    /// Request context.
+    pub ctx: Context,
+    /// Request id (0 for oneway and batched requests).
+    pub request_id: i32,
+    /// Encoding of the parameters (results are encoded the same way).
+    pub encoding: EncodingVersion,
+}
+
+impl Current {
+    /// A current for dispatching outside a connection (tests, collocated calls).
+    pub fn new(id: Identity, operation: &str) -> Self {
+        Current {
+            adapter: None,
+            connection: None,
+            id,
+            facet: String::new(),
+            operation: operation.to_string(),
+            mode: OperationMode::Normal,
+            ctx: Context::new(),
+            request_id: 1,
+            encoding: EncodingVersion::V1_1,
+        }
+    }
+
+    /// True when no reply will be sent.
+    pub fn is_oneway(&self) -> bool {
+        self.request_id == 0
+    }
+
+    /// A successful reply whose results `write` encodes.
+    #[inline]
+    pub fn ok(&self, write: impl FnOnce(&mut Encoder)) -> Response {
+        if self.is_oneway() {
+            return Response::none();
+        }
+        let mut enc = Encoder::with_capacity(64, EncodingVersion::V1_0);
+        let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
+        write(&mut enc);
+        finish_reply(&mut enc, start);
+        Response(Some(enc.into_buffer()))
+    }
+
+    /// A successful reply with no results.
+    #[inline]
+    pub fn ok_empty(&self) -> Response {
+        self.ok(|_| {})
+    }
+
+    /// A user-exception reply (status 1).
+    pub fn user_exception<E: UserExceptionSlices>(&self, e: &E, format: crate::encoding::FormatType) -> Response {
+        if self.is_oneway() {
+            return Response::none();
+        }
+        let mut enc = Encoder::with_capacity(64, EncodingVersion::V1_0);
+        let start = start_reply(&mut enc, self.request_id, ReplyStatus::UserException, self.encoding);
+        enc.set_format(format);
+        e.encode_exception(&mut enc);
+        finish_reply(&mut enc, start);
+        Response(Some(enc.into_buffer()))
+    }
+
+    fn failed(&self) -> RequestFailed {
+        RequestFailed { identity: self.id.clone(), facet: self.facet.clone(), operation: self.operation.clone() }
+    }
+
+    /// A reply reporting a local error: the request-failed errors keep their status (2–4),
+    /// the unknown ones theirs (5–7), and anything else becomes UnknownLocalException.
+    pub fn error(&self, e: &Error) -> Response {
+        let body = match e {
+            Error::ObjectNotExist { .. } => ReplyBody::ObjectNotExist(self.failed()),
+            Error::FacetNotExist { .. } => ReplyBody::FacetNotExist(self.failed()),
+            Error::OperationNotExist { .. } => ReplyBody::OperationNotExist(self.failed()),
+            Error::UnknownUserException(s) => ReplyBody::UnknownUserException(s.clone()),
+            Error::UnknownException(s) => ReplyBody::UnknownException(s.clone()),
+            Error::UnknownLocalException(s) => ReplyBody::UnknownLocalException(s.clone()),
+            other => ReplyBody::UnknownLocalException(format!("{other} (operation {})", self.operation)),
+        };
+        self.reply_body(body)
+    }
+
+    /// A reply with the given body.
+    pub fn reply_body(&self, body: ReplyBody) -> Response {
+        if self.is_oneway() {
+            return Response::none();
+        }
+        Response(Some(Reply { request_id: self.request_id, body }.encode()))
+    }
+
+    /// The ObjectNotExist reply for this request.
+    pub fn object_not_exist(&self) -> Response {
+        self.reply_body(ReplyBody::ObjectNotExist(self.failed()))
+    }
+
+    /// The FacetNotExist reply for this request.
+    pub fn facet_not_exist(&self) -> Response {
+        self.reply_body(ReplyBody::FacetNotExist(self.failed()))
+    }
+
+    /// The OperationNotExist reply for this request.
+    pub fn operation_not_exist(&self) -> Response {
+        self.reply_body(ReplyBody::OperationNotExist(self.failed()))
+    }
+
+    /// The error for an operation this servant does not implement.
+    pub fn operation_not_exist_error(&self) -> Error {
+        Error::OperationNotExist {
+            identity: self.id.clone(),
+            facet: self.facet.clone(),
+            operation: self.operation.clone(),
+        }
+    }
+}
+
+/// A dispatched request: its [`Current`] and parameter encapsulation body.
+#[derive(Debug, Clone)]
+pub struct IncomingRequest {
+    /// Information about the request.
+    pub current: Current,
+    /// The parameter encapsulation's body.
+    pub params: Bytes,
+}
+
+impl IncomingRequest {
+    /// A decoder over the parameters.
+    pub fn decoder(&self) -> Decoder {
+        Decoder::new(self.params.clone(), self.current.encoding)
+    }
+}
+
+/// The encoded reply message of a dispatch (`None` for oneway requests).
+#[derive(Debug, Clone, Default)]
+pub struct Response(pub Option<BytesMut>);
+
+impl Response {
+    /// No reply (oneway).
+    pub fn none() -> Self {
+        Response(None)
+    }
+}
+
+/// The future a dispatch returns.
+pub type DispatchFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+/// Something that can dispatch requests: a servant wrapped by generated code, or a
+/// hand-written dynamic servant (like Ice's Blobject).
+pub trait Dispatcher: Send + Sync + 'static {
+    /// Dispatches one request. The returned future runs on the connection's task until it
+    /// first waits; if it waits, it continues as a task of its own so the connection keeps
+    /// reading.
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture;
+}
+
+impl<F> Dispatcher for F
+where
+    F: Fn(IncomingRequest) -> DispatchFuture + Send + Sync + 'static,
+{
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        self(request)
+    }
+}
+
+/// Locates servants for identities that have none registered (Ice's ServantLocator).
+pub trait ServantLocator: Send + Sync + 'static {
+    /// Returns the servant for this request, or `None` for ObjectNotExist.
+    fn locate(&self, current: &Current) -> Option<Arc<dyn Dispatcher>>;
+}
+
+/// Answers the four built-in operations (`ice_ping`, `ice_isA`, `ice_id`, `ice_ids`) for a
+/// servant whose type ids are `ids` (sorted, `::Ice::Object` included) and most derived
+/// type `most_derived`. Returns `None` for any other operation.
+pub fn dispatch_builtin(request: &IncomingRequest, ids: &[&str], most_derived: &str) -> Option<Response> {
+    let c = &request.current;
+    match c.operation.as_str() {
+        "ice_ping" => Some(c.ok_empty()),
+        "ice_isA" => {
+            let mut d = request.decoder();
+            Some(match d.read_string() {
+                Ok(id) => {
+                    let yes = ids.contains(&id.as_str());
+                    c.ok(|e| e.write_bool(yes))
+                }
+                Err(e) => c.error(&Error::Marshal(e)),
+            })
+        }
+        "ice_id" => Some(c.ok(|e| e.write_str(most_derived))),
+        "ice_ids" => Some(c.ok(|e| {
+            e.write_size(ids.len());
+            for id in ids {
+                e.write_str(id);
+            }
+        })),
+        _ => None,
+    }
+}

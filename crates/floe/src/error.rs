@@ -1,0 +1,183 @@
+//! Local errors of the runtime, classified by how the caller should react.
+
+use thiserror::Error;
+
+use crate::encoding::{DecodeError, Identity};
+use crate::protocol::ProtocolError;
+
+/// How a caller should react to an [`Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The connection is gone or could not be made; the request may be retried elsewhere.
+    Disconnected,
+    /// The peer or this process is out of some resource; retry later.
+    Overloaded,
+    /// The target does not exist or does not implement the operation.
+    Unimplemented,
+    /// Anything else: the call failed and retrying will not help.
+    Failed,
+}
+
+/// A local (runtime) error, or one of the six system exceptions that travel in replies.
+#[derive(Debug, Clone, Error)]
+pub enum Error {
+    /// Connecting failed (refused, unreachable, timed out while connecting).
+    #[error("connection to {endpoint} failed: {reason}")]
+    ConnectFailed {
+        /// The endpoint tried.
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+    /// The connection was lost while the request was outstanding or before it was sent.
+    #[error("connection lost: {0}")]
+    ConnectionLost(String),
+    /// The peer closed the connection gracefully before the request was dispatched; always
+    /// safe to retry.
+    #[error("connection closed by peer")]
+    CloseConnection,
+    /// The invocation did not complete within its invocation timeout.
+    #[error("invocation timed out after {0:?}")]
+    InvocationTimeout(std::time::Duration),
+    /// The invocation was cancelled by the caller.
+    #[error("invocation cancelled")]
+    InvocationCanceled,
+    /// The server has no object with this identity (reply status 2).
+    #[error("object does not exist: {identity:?} facet {facet:?} operation {operation}")]
+    ObjectNotExist {
+        /// Target identity.
+        identity: Identity,
+        /// Target facet.
+        facet: String,
+        /// Operation.
+        operation: String,
+    },
+    /// The object exists but not this facet (reply status 3).
+    #[error("facet does not exist: {identity:?} facet {facet:?} operation {operation}")]
+    FacetNotExist {
+        /// Target identity.
+        identity: Identity,
+        /// Target facet.
+        facet: String,
+        /// Operation.
+        operation: String,
+    },
+    /// The object does not implement the operation (reply status 4).
+    #[error("operation does not exist: {identity:?} facet {facet:?} operation {operation}")]
+    OperationNotExist {
+        /// Target identity.
+        identity: Identity,
+        /// Target facet.
+        facet: String,
+        /// Operation.
+        operation: String,
+    },
+    /// The servant failed with a local exception (reply status 5).
+    #[error("unknown local exception: {0}")]
+    UnknownLocalException(String),
+    /// The servant raised a user exception the operation does not declare (status 6, or status
+    /// 1 with an exception the caller does not know).
+    #[error("unknown user exception: {0}")]
+    UnknownUserException(String),
+    /// The servant failed in some other way (reply status 7).
+    #[error("unknown exception: {0}")]
+    UnknownException(String),
+    /// A message broke the protocol.
+    #[error("protocol error: {0}")]
+    Protocol(#[from] ProtocolError),
+    /// Parameters or results did not decode.
+    #[error("marshal error: {0}")]
+    Marshal(#[from] DecodeError),
+    /// A proxy or endpoint string does not parse.
+    #[error("invalid proxy string {input:?}: {reason}")]
+    ProxyParse {
+        /// The string.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A request or reply is larger than `Ice.MessageSizeMax`.
+    #[error("message of {size} bytes exceeds Ice.MessageSizeMax ({max} bytes)")]
+    MemoryLimit {
+        /// Message size.
+        size: usize,
+        /// Limit.
+        max: usize,
+    },
+    /// The proxy has no endpoint that this runtime can use.
+    #[error("no usable endpoint: {0}")]
+    NoEndpoint(String),
+    /// The operation needs a twoway proxy.
+    #[error("operation {0} returns values and needs a twoway proxy")]
+    TwowayOnly(String),
+    /// The communicator was destroyed.
+    #[error("communicator destroyed")]
+    CommunicatorDestroyed,
+    /// An object adapter could not be created or activated.
+    #[error("object adapter: {0}")]
+    Adapter(String),
+    /// A configuration property is invalid.
+    #[error("invalid property {name}: {reason}")]
+    Property {
+        /// Property name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An I/O error outside a connection (binding, reading a config file).
+    #[error("I/O error: {0}")]
+    Io(String),
+}
+
+impl Error {
+    /// How the caller should react.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::ConnectFailed { .. } | Error::ConnectionLost(_) | Error::CloseConnection => ErrorKind::Disconnected,
+            Error::MemoryLimit { .. } | Error::InvocationTimeout(_) => ErrorKind::Overloaded,
+            Error::ObjectNotExist { .. } | Error::FacetNotExist { .. } | Error::OperationNotExist { .. } => {
+                ErrorKind::Unimplemented
+            }
+            _ => ErrorKind::Failed,
+        }
+    }
+
+    /// True when the request certainly was not dispatched, so any operation may be retried.
+    pub fn is_retryable_for_any_operation(&self) -> bool {
+        matches!(self, Error::ConnectFailed { .. } | Error::CloseConnection)
+    }
+
+    pub(crate) fn lost(e: impl std::fmt::Display) -> Error {
+        Error::ConnectionLost(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e.to_string())
+    }
+}
+
+/// The result of an invocation that declares no user exception.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error of an invocation whose operation declares user exceptions `E`.
+#[derive(Debug, Clone, Error)]
+pub enum CallError<E> {
+    /// The servant raised one of the declared user exceptions.
+    #[error("user exception: {0:?}")]
+    User(E),
+    /// A local error or system exception.
+    #[error(transparent)]
+    Local(#[from] Error),
+}
+
+impl<E> CallError<E> {
+    /// The user exception, if that is what this is.
+    pub fn user(self) -> Option<E> {
+        match self {
+            CallError::User(e) => Some(e),
+            CallError::Local(_) => None,
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! Proxies: [`ObjectPrx`], the untyped proxy every generated proxy wraps, with the `ice_*`
+//! factory methods, the built-in operations and the invocation paths (twoway, oneway,
+//! batched oneway, batched twoway).
+
+pub mod reference;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::communicator::Communicator;
+use crate::connection::{Compress, Connection};
+use crate::encoding::{
+    Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, InvocationMode, ProxyData,
+};
+use crate::error::{CallError, Error, Result};
+use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
+use crate::protocol::{BatchBuilder, OperationMode, ReplyBody};
+use reference::Reference;
+
+struct ProxyInner {
+    communicator: Communicator,
+    reference: Reference,
+    /// Identity and facet, encoded once: every request copies them.
+    target: Bytes,
+    connection: Mutex<Option<Connection>>,
+    fixed: Option<Connection>,
+    batch: Arc<Mutex<BatchBuilder>>,
+}
+
+/// An untyped proxy to an Ice object. Cheap to clone.
+#[derive(Clone)]
+pub struct ObjectPrx {
+    inner: Arc<ProxyInner>,
+}
+
+impl std::fmt::Debug for ObjectPrx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ObjectPrx({})", self.inner.reference)
+    }
+}
+
+impl std::fmt::Display for ObjectPrx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.reference.fmt(f)
+    }
+}
+
+impl PartialEq for ObjectPrx {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.reference == other.inner.reference
+    }
+}
+
+/// The results of a successful twoway invocation, or the user exception it raised, as an
+/// encapsulation ready to decode.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Reply status 0: the results.
+    Ok(Decoder),
+    /// Reply status 1: a user exception.
+    UserException(Decoder),
+}
+
+impl Outcome {
+    /// Decodes the results; a user exception (which the operation does not declare) becomes
+    /// [`Error::UnknownUserException`].
+    pub fn decode<R>(self, read: impl FnOnce(&mut Decoder) -> crate::encoding::Result<R>) -> Result<R> {
+        match self {
+            Outcome::Ok(mut d) => {
+                let r = read(&mut d)?;
+                finish_encapsulation(&mut d)?;
+                Ok(r)
+            }
+            Outcome::UserException(mut d) => Err(Error::UnknownUserException(peek_exception_id(&mut d))),
+        }
+    }
+
+    /// Decodes the results or one of the declared user exceptions, read by `read_exception`
+    /// given the most-derived slice's type id (it returns `None` for a type it does not know,
+    /// and the next slice is tried when the format allows skipping).
+    pub fn decode_or_user<R, E>(
+        self,
+        read: impl FnOnce(&mut Decoder) -> crate::encoding::Result<R>,
+        mut read_exception: impl FnMut(&str, &mut Decoder) -> Option<crate::encoding::Result<E>>,
+    ) -> std::result::Result<R, CallError<E>> {
+        match self {
+            Outcome::Ok(mut d) => {
+                let r = read(&mut d).map_err(Error::from)?;
+                finish_encapsulation(&mut d)?;
+                Ok(r)
+            }
+            Outcome::UserException(mut d) => {
+                d.start_exception().map_err(Error::from)?;
+                let mut most_derived: Option<String> = None;
+                loop {
+                    let header = d.start_exception_slice().map_err(Error::from)?;
+                    most_derived.get_or_insert_with(|| header.type_id.clone());
+                    if let Some(e) = read_exception(&header.type_id, &mut d) {
+                        return Err(CallError::User(e.map_err(Error::from)?));
+                    }
+                    if header.is_last || d.skip_exception_slice(&header).is_err() {
+                        return Err(CallError::Local(Error::UnknownUserException(most_derived.unwrap_or_default())));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn peek_exception_id(d: &mut Decoder) -> String {
+    if d.start_exception().is_err() {
+        return String::new();
+    }
+    d.start_exception_slice().map(|h| h.type_id).unwrap_or_default()
+}
+
+fn finish_encapsulation(d: &mut Decoder) -> Result<()> {
+    if !d.encoding().is_1_0() {
+        d.skip_remaining_optionals()?;
+    }
+    if !d.is_empty() {
+        return Err(Error::Marshal(crate::encoding::DecodeError::EncapsulationNotConsumed { extra: d.remaining() }));
+    }
+    Ok(())
+}
+
+fn outcome_of(reply: ReplyBody) -> Result<Outcome> {
+    match reply {
+        ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(Decoder::new(payload, encoding))),
+        ReplyBody::UserException { encoding, payload } => Ok(Outcome::UserException(Decoder::new(payload, encoding))),
+        ReplyBody::ObjectNotExist(f) => {
+            Err(Error::ObjectNotExist { identity: f.identity, facet: f.facet, operation: f.operation })
+        }
+        ReplyBody::FacetNotExist(f) => {
+            Err(Error::FacetNotExist { identity: f.identity, facet: f.facet, operation: f.operation })
+        }
+        ReplyBody::OperationNotExist(f) => {
+            Err(Error::OperationNotExist { identity: f.identity, facet: f.facet, operation: f.operation })
+        }
+        ReplyBody::UnknownLocalException(s) => Err(Error::UnknownLocalException(s)),
+        ReplyBody::UnknownUserException(s) => Err(Error::UnknownUserException(s)),
+        ReplyBody::UnknownException(s) => Err(Error::UnknownException(s)),
+    }
+}
+
+fn encode_target(r: &Reference) -> Bytes {
+    let mut e = Encoder::with_capacity(
+        r.identity.name.len() + r.identity.category.len() + r.facet.len() + 4,
+        EncodingVersion::V1_0,
+    );
+    r.identity.encode(&mut e);
+    e.write_facet(&r.facet);
+    e.into_bytes()
+}
+
+/// Writes the part of a request after the request id: target, operation, mode, context.
+#[inline]
+fn write_request_head(e: &mut Encoder, target: &[u8], operation: &str, mode: OperationMode, context: &Context) {
+    e.write_raw(target);
+    e.write_str(operation);
+    e.write_u8(mode as u8);
+    if context.is_empty() {
+        e.write_u8(0);
+    } else {
+        context.encode(e);
+    }
+}
+
+impl ObjectPrx {
+    /// A proxy for a reference.
+    pub fn from_reference(communicator: Communicator, reference: Reference) -> Self {
+        Self::build(communicator, reference, None, Arc::new(Mutex::new(BatchBuilder::new())))
+    }
+
+    fn build(
+        communicator: Communicator,
+        reference: Reference,
+        fixed: Option<Connection>,
+        batch: Arc<Mutex<BatchBuilder>>,
+    ) -> Self {
+        let target = encode_target(&reference);
+        ObjectPrx {
+            inner: Arc::new(ProxyInner { communicator, reference, target, connection: Mutex::new(None), fixed, batch }),
+        }
+    }
+
+    /// A proxy read from the wire (`None` for the null proxy). Proxies received on a
+    /// connection without endpoints use that connection (bidirectional callbacks).
+    pub fn from_proxy_data(communicator: Communicator, data: Option<ProxyData>) -> Option<Self> {
+        data.map(|d| Self::from_reference(communicator, Reference::from_proxy_data(d)))
+    }
+
+    /// Reads a proxy from a decoder.
+    pub fn decode(communicator: &Communicator, dec: &mut Decoder) -> crate::encoding::Result<Option<Self>> {
+        Ok(Self::from_proxy_data(communicator.clone(), ProxyData::decode_nullable(dec)?))
+    }
+
+    /// Writes a proxy (or the null proxy).
+    pub fn encode_nullable(proxy: Option<&ObjectPrx>, enc: &mut Encoder) {
+        match proxy {
+            Some(p) => p.inner.reference.to_proxy_data().encode(enc),
+            None => ProxyData::encode_nullable(None, enc),
+        }
+    }
+
+    fn derive(&self, f: impl FnOnce(&mut Reference)) -> Self {
+        let mut r = self.inner.reference.clone();
+        f(&mut r);
+        // Batch queues follow the proxy only while the mode stays a batch mode.
+        Self::build(
+            self.inner.communicator.clone(),
+            r,
+            self.inner.fixed.clone(),
+            Arc::new(Mutex::new(BatchBuilder::new())),
+        )
+    }
+
+    /// The communicator.
+    pub fn communicator(&self) -> &Communicator {
+        &self.inner.communicator
+    }
+
+    /// Everything the proxy knows about its target.
+    pub fn reference(&self) -> &Reference {
+        &self.inner.reference
+    }
+
+    /// Target identity.
+    pub fn ice_get_identity(&self) -> &Identity {
+        &self.inner.reference.identity
+    }
+
+    /// Target facet.
+    pub fn ice_get_facet(&self) -> &str {
+        &self.inner.reference.facet
+    }
+
+    /// Encoding used for parameters.
+    pub fn ice_get_encoding_version(&self) -> EncodingVersion {
+        self.inner.reference.encoding
+    }
+
+    /// The invocation mode.
+    pub fn mode(&self) -> InvocationMode {
+        self.inner.reference.mode
+    }
+
+    /// A twoway copy.
+    pub fn ice_twoway(&self) -> Self {
+        self.derive(|r| r.mode = InvocationMode::Twoway)
+    }
+
+    /// A oneway copy.
+    pub fn ice_oneway(&self) -> Self {
+        self.derive(|r| r.mode = InvocationMode::Oneway)
+    }
+
+    /// A batch-oneway copy (requests queue until [`ObjectPrx::ice_flush_batch_requests`]).
+    pub fn ice_batch_oneway(&self) -> Self {
+        self.derive(|r| r.mode = InvocationMode::BatchOneway)
+    }
+
+    /// A datagram copy (reserved: UDP is not implemented yet, invocations fail).
+    pub fn ice_datagram(&self) -> Self {
+        self.derive(|r| r.mode = InvocationMode::Datagram)
+    }
+
+    /// A copy that compresses its requests (or not).
+    pub fn ice_compress(&self, compress: bool) -> Self {
+        self.derive(|r| r.compress = Some(compress))
+    }
+
+    /// A copy whose endpoints have this timeout (milliseconds; −1: infinite).
+    pub fn ice_timeout(&self, timeout_ms: i32) -> Self {
+        self.derive(|r| {
+            for ep in &mut r.endpoints {
+                if let crate::encoding::EndpointData::Tcp(ip)
+                | crate::encoding::EndpointData::Ssl(ip)
+                | crate::encoding::EndpointData::Ws(ip, _)
+                | crate::encoding::EndpointData::Wss(ip, _) = ep
+                {
+                    ip.timeout = timeout_ms;
+                }
+            }
+        })
+    }
+
+    /// A copy whose twoway invocations fail with [`Error::InvocationTimeout`] after `timeout`.
+    pub fn ice_invocation_timeout(&self, timeout: Option<Duration>) -> Self {
+        self.derive(|r| r.invocation_timeout = timeout)
+    }
+
+    /// A copy that sends `context` with every request.
+    pub fn ice_context(&self, context: Context) -> Self {
+        self.derive(|r| r.context = context)
+    }
+
+    /// A copy for another facet.
+    pub fn ice_facet(&self, facet: &str) -> Self {
+        self.derive(|r| r.facet = facet.to_string())
+    }
+
+    /// A copy for another identity.
+    pub fn ice_identity(&self, identity: Identity) -> Self {
+        self.derive(|r| r.identity = identity)
+    }
+
+    /// A copy that uses another encoding for parameters.
+    pub fn ice_encoding_version(&self, encoding: EncodingVersion) -> Self {
+        self.derive(|r| r.encoding = encoding)
+    }
+
+    /// A copy bound to one connection (for callbacks over a bidirectional connection).
+    pub fn ice_fixed(&self, connection: Connection) -> Self {
+        Self::build(
+            self.inner.communicator.clone(),
+            self.inner.reference.clone(),
+            Some(connection),
+            Arc::new(Mutex::new(BatchBuilder::new())),
+        )
+    }
+
+    /// The connection this proxy uses, establishing it if needed.
+    pub async fn ice_get_connection(&self) -> Result<Connection> {
+        if let Some(c) = &self.inner.fixed {
+            if c.is_closed() {
+                return Err(Error::ConnectionLost("fixed connection is closed".into()));
+            }
+            return Ok(c.clone());
+        }
+        if let Some(c) = self.inner.connection.lock().expect("proxy connection").as_ref() {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+        }
+        let r = &self.inner.reference;
+        if r.endpoints.is_empty() {
+            return Err(Error::NoEndpoint(format!(
+                "{} is an indirect proxy and no locator is configured",
+                self.inner.reference
+            )));
+        }
+        let mut last = None;
+        for ep in &r.endpoints {
+            match self.inner.communicator.connect(ep).await {
+                Ok(c) => {
+                    *self.inner.connection.lock().expect("proxy connection") = Some(c.clone());
+                    return Ok(c);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::NoEndpoint(self.inner.reference.to_string())))
+    }
+
+    fn context_for<'a>(&'a self, explicit: Option<&'a Context>) -> std::borrow::Cow<'a, Context> {
+        let r = &self.inner.reference;
+        let comm = &self.inner.communicator;
+        if explicit.is_none() && r.context.is_empty() && !comm.has_implicit_context() {
+            return std::borrow::Cow::Borrowed(&r.context);
+        }
+        if let Some(c) = explicit {
+            if !comm.has_implicit_context() {
+                return std::borrow::Cow::Borrowed(c);
+            }
+        }
+        let mut ctx = comm.implicit_context();
+        match explicit {
+            Some(c) => ctx.extend(c.iter().map(|(k, v)| (k.clone(), v.clone()))),
+            None => ctx.extend(r.context.iter().map(|(k, v)| (k.clone(), v.clone()))),
+        }
+        std::borrow::Cow::Owned(ctx)
+    }
+
+    fn compress(&self) -> Compress {
+        let c = self.inner.communicator.override_compress().unwrap_or_else(|| self.inner.reference.wants_compression());
+        if c {
+            Compress::Yes
+        } else {
+            Compress::No
+        }
+    }
+
+    fn encode_request(
+        &self,
+        operation: &str,
+        mode: OperationMode,
+        context: &Context,
+        write: impl FnOnce(&mut Encoder),
+    ) -> BytesMut {
+        let mut e = Encoder::with_capacity(64, EncodingVersion::V1_0);
+        e.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
+        e.write_i32(0);
+        write_request_head(&mut e, &self.inner.target, operation, mode, context);
+        e.start_encapsulation(self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
+        write(&mut e);
+        e.end_encapsulation();
+        let mut buf = e.into_buffer();
+        let size = buf.len();
+        patch_size(&mut buf, size);
+        buf
+    }
+
+    /// Invokes `operation` with parameters written by `write`. For a twoway proxy, waits for
+    /// the reply and returns its [`Outcome`]; for oneway returns `None` once the request is
+    /// written; for batch oneway returns `None` once the request is queued.
+    pub async fn invoke(
+        &self,
+        operation: &str,
+        mode: OperationMode,
+        context: Option<&Context>,
+        write: impl FnOnce(&mut Encoder),
+    ) -> Result<Option<Outcome>> {
+        let ctx = self.context_for(context);
+        match self.inner.reference.mode {
+            InvocationMode::BatchOneway | InvocationMode::BatchDatagram => {
+                self.queue_batch(operation, mode, &ctx, write).await?;
+                Ok(None)
+            }
+            InvocationMode::Datagram => {
+                Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
+            }
+            InvocationMode::Oneway => {
+                let msg = self.encode_request(operation, mode, &ctx, write);
+                self.send_with_retry(msg, mode, false).await.map(|_| None)
+            }
+            InvocationMode::Twoway => {
+                let msg = self.encode_request(operation, mode, &ctx, write);
+                let fut = self.send_with_retry(msg, mode, true);
+                let reply = match self.inner.reference.invocation_timeout {
+                    Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::InvocationTimeout(t))??,
+                    None => fut.await?,
+                };
+                let body = reply.ok_or_else(|| Error::ConnectionLost("no reply".into()))?;
+                outcome_of(body).map(Some)
+            }
+        }
+    }
+
+    async fn send_with_retry(&self, mut msg: BytesMut, mode: OperationMode, twoway: bool) -> Result<Option<ReplyBody>> {
+        let retries = if self.inner.fixed.is_some() { 0 } else { self.inner.communicator.retries() };
+        let compress = self.compress();
+        let mut attempt = 0;
+        loop {
+            let result = async {
+                let conn = self.ice_get_connection().await?;
+                if twoway {
+                    conn.invoke_ref(&mut msg, compress).await.map(|r| Some(r.body))
+                } else {
+                    conn.send_oneway_ref(&mut msg, compress).await.map(|_| None)
+                }
+            }
+            .await;
+            match result {
+                Err(e) if attempt < retries && retryable(&e, mode) => {
+                    attempt += 1;
+                    *self.inner.connection.lock().expect("proxy connection") = None;
+                    tracing::debug!(target: "floe::retry", "retrying after {e}");
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn queue_batch(
+        &self,
+        operation: &str,
+        mode: OperationMode,
+        ctx: &Context,
+        write: impl FnOnce(&mut Encoder),
+    ) -> Result<()> {
+        let full = {
+            let mut b = self.inner.batch.lock().expect("batch");
+            let enc = b.start_request_raw();
+            write_request_head(enc, &self.inner.target, operation, mode, ctx);
+            enc.start_encapsulation(self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
+            write(enc);
+            b.finish_request();
+            if b.len() >= self.inner.communicator.batch_auto_flush_size() {
+                b.take()
+            } else {
+                None
+            }
+        };
+        if let Some(msg) = full {
+            self.send_with_retry(msg, OperationMode::Normal, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Number of batched requests waiting to be flushed.
+    pub fn batch_request_count(&self) -> usize {
+        self.inner.batch.lock().expect("batch").count()
+    }
+
+    /// Sends the queued batch requests in one message.
+    pub async fn ice_flush_batch_requests(&self) -> Result<()> {
+        let msg = self.inner.batch.lock().expect("batch").take();
+        match msg {
+            Some(m) => self.send_with_retry(m, OperationMode::Normal, false).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends many twoway requests with one write and waits for all their replies (batched
+    /// twoway, which Ice lacks). `requests` yields the parameters of each call to `operation`;
+    /// the outcomes come back in the same order.
+    pub async fn invoke_batch_twoway<I, F>(
+        &self,
+        operation: &str,
+        mode: OperationMode,
+        requests: I,
+    ) -> Result<Vec<Result<Outcome>>>
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce(&mut Encoder),
+    {
+        let conn = self.ice_get_connection().await?;
+        let ctx = self.context_for(None);
+        let mut msgs = Vec::new();
+        for write in requests {
+            msgs.push(self.encode_request(operation, mode, &ctx, write));
+        }
+        let replies = conn.invoke_many(msgs, self.compress()).await?;
+        Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body))).collect())
+    }
+
+    // ---- built-in operations
+
+    /// `ice_ping`: checks that the object exists.
+    pub async fn ice_ping(&self) -> Result<()> {
+        self.invoke("ice_ping", OperationMode::Nonmutating, None, |_| {})
+            .await?
+            .map(|o| o.decode(|_| Ok(())))
+            .transpose()?;
+        Ok(())
+    }
+
+    /// `ice_isA`: whether the object implements the interface `type_id`.
+    pub async fn ice_is_a(&self, type_id: &str) -> Result<bool> {
+        self.twoway_only("ice_isA")?;
+        let o = self.invoke("ice_isA", OperationMode::Nonmutating, None, |e| e.write_str(type_id)).await?;
+        o.ok_or_else(|| Error::TwowayOnly("ice_isA".into()))?.decode(bool::decode)
+    }
+
+    /// `ice_id`: the most derived interface of the object.
+    pub async fn ice_id(&self) -> Result<String> {
+        self.twoway_only("ice_id")?;
+        let o = self.invoke("ice_id", OperationMode::Nonmutating, None, |_| {}).await?;
+        o.ok_or_else(|| Error::TwowayOnly("ice_id".into()))?.decode(String::decode)
+    }
+
+    /// `ice_ids`: every interface of the object, sorted.
+    pub async fn ice_ids(&self) -> Result<Vec<String>> {
+        self.twoway_only("ice_ids")?;
+        let o = self.invoke("ice_ids", OperationMode::Nonmutating, None, |_| {}).await?;
+        o.ok_or_else(|| Error::TwowayOnly("ice_ids".into()))?.decode(Vec::<String>::decode)
+    }
+
+    /// Fails unless the proxy is twoway (for operations that return values).
+    pub fn twoway_only(&self, operation: &str) -> Result<()> {
+        if self.inner.reference.mode != InvocationMode::Twoway {
+            return Err(Error::TwowayOnly(operation.to_string()));
+        }
+        Ok(())
+    }
+
+    /// `checkedCast`: `Some(self)` if the object implements `type_id` (`None` if not, or if
+    /// the facet does not exist).
+    pub async fn checked_cast(&self, type_id: &str) -> Result<Option<ObjectPrx>> {
+        match self.ice_twoway().ice_is_a(type_id).await {
+            Ok(true) => Ok(Some(self.clone())),
+            Ok(false) | Err(Error::FacetNotExist { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn retryable(e: &Error, mode: OperationMode) -> bool {
+    e.is_retryable_for_any_operation() || (mode.is_idempotent() && matches!(e, Error::ConnectionLost(_)))
+}
+
+impl Encode for ObjectPrx {
+    fn encode(&self, enc: &mut Encoder) {
+        Self::encode_nullable(Some(self), enc);
+    }
+}

@@ -1,0 +1,663 @@
+//! What a proxy points at, and the Ice proxy-string syntax:
+//! `identity [-f facet] [-t|-o|-O|-d|-D] [-s] [-e X.Y] [-p X.Y] [:endpoint]* | [@ adapter]`.
+
+use std::fmt::{self, Write as _};
+use std::time::Duration;
+
+use base64::Engine as _;
+
+use crate::encoding::{
+    Context, EncodingVersion, EndpointData, Identity, InvocationMode, IpEndpointData, ProtocolVersion, ProxyData,
+};
+use crate::error::{Error, Result};
+
+/// Defaults applied while parsing proxy and endpoint strings (from `Ice.Default.*`).
+#[derive(Debug, Clone)]
+pub struct ParseDefaults {
+    /// `Ice.Default.Host`: the host of endpoints without `-h`.
+    pub host: String,
+    /// `Ice.Default.Protocol`: what the `default` endpoint type means.
+    pub protocol: String,
+    /// `Ice.Default.Timeout` in milliseconds.
+    pub timeout: i32,
+    /// `Ice.Default.EncodingVersion`.
+    pub encoding: EncodingVersion,
+}
+
+impl Default for ParseDefaults {
+    fn default() -> Self {
+        ParseDefaults { host: String::new(), protocol: "tcp".into(), timeout: 60_000, encoding: EncodingVersion::V1_1 }
+    }
+}
+
+/// Everything a proxy knows about its target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// Target identity.
+    pub identity: Identity,
+    /// Target facet.
+    pub facet: String,
+    /// Invocation mode.
+    pub mode: InvocationMode,
+    /// Use secure endpoints only.
+    pub secure: bool,
+    /// Protocol version.
+    pub protocol: ProtocolVersion,
+    /// Encoding used for parameters.
+    pub encoding: EncodingVersion,
+    /// Endpoints (direct proxy).
+    pub endpoints: Vec<EndpointData>,
+    /// Adapter id (indirect proxy) or "" (well-known or direct).
+    pub adapter_id: String,
+    /// `ice_compress` override of the endpoints' `-z` flag.
+    pub compress: Option<bool>,
+    /// Invocation timeout (`ice_invocationTimeout`); `None` waits forever.
+    pub invocation_timeout: Option<Duration>,
+    /// Per-proxy context (`ice_context`).
+    pub context: Context,
+}
+
+impl Reference {
+    /// A reference with the given identity and nothing else.
+    pub fn new(identity: Identity) -> Self {
+        Reference {
+            identity,
+            facet: String::new(),
+            mode: InvocationMode::Twoway,
+            secure: false,
+            protocol: ProtocolVersion::V1_0,
+            encoding: EncodingVersion::V1_1,
+            endpoints: Vec::new(),
+            adapter_id: String::new(),
+            compress: None,
+            invocation_timeout: None,
+            context: Context::new(),
+        }
+    }
+
+    /// The wire form.
+    pub fn to_proxy_data(&self) -> ProxyData {
+        ProxyData {
+            identity: self.identity.clone(),
+            facet: self.facet.clone(),
+            mode: self.mode,
+            secure: self.secure,
+            protocol: self.protocol,
+            encoding: self.encoding,
+            endpoints: self.endpoints.clone(),
+            adapter_id: self.adapter_id.clone(),
+        }
+    }
+
+    /// From the wire form.
+    pub fn from_proxy_data(p: ProxyData) -> Self {
+        Reference {
+            identity: p.identity,
+            facet: p.facet,
+            mode: p.mode,
+            secure: p.secure,
+            protocol: p.protocol,
+            encoding: p.encoding,
+            endpoints: p.endpoints,
+            adapter_id: p.adapter_id,
+            compress: None,
+            invocation_timeout: None,
+            context: Context::new(),
+        }
+    }
+
+    /// Whether requests should be compressed: the `ice_compress` override, else the first
+    /// endpoint's `-z`.
+    pub fn wants_compression(&self) -> bool {
+        self.compress.unwrap_or_else(|| match self.endpoints.first() {
+            Some(
+                EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _),
+            ) => ip.compress,
+            Some(EndpointData::Udp { compress, .. }) => *compress,
+            _ => false,
+        })
+    }
+
+    /// Parses a proxy string.
+    pub fn parse(input: &str, defaults: &ParseDefaults) -> Result<Reference> {
+        let err = |reason: String| Error::ProxyParse { input: input.to_string(), reason };
+        let s = input.trim();
+        if s.is_empty() {
+            return Err(err("empty proxy string".into()));
+        }
+        // Split off endpoints or adapter id at the first ':' or '@' outside quotes.
+        let (head, tail) = split_outside_quotes(s, &[':', '@']).map_err(err)?;
+        let tokens = tokenize(head).map_err(err)?;
+        let mut it = tokens.into_iter();
+        let id_str = it.next().ok_or_else(|| err("no identity".into()))?;
+        let identity = string_to_identity(&id_str).map_err(err)?;
+        if identity.name.is_empty() {
+            return Err(err("the identity has an empty name".into()));
+        }
+        let mut r = Reference::new(identity);
+        r.encoding = defaults.encoding;
+        while let Some(opt) = it.next() {
+            match opt.as_str() {
+                "-f" => r.facet = it.next().ok_or_else(|| err("-f needs a facet".into()))?,
+                "-t" => r.mode = InvocationMode::Twoway,
+                "-o" => r.mode = InvocationMode::Oneway,
+                "-O" => r.mode = InvocationMode::BatchOneway,
+                "-d" => r.mode = InvocationMode::Datagram,
+                "-D" => r.mode = InvocationMode::BatchDatagram,
+                "-s" => r.secure = true,
+                "-e" => {
+                    let v = it.next().ok_or_else(|| err("-e needs a version".into()))?;
+                    r.encoding =
+                        parse_version(&v).map(|(major, minor)| EncodingVersion { major, minor }).map_err(err)?;
+                }
+                "-p" => {
+                    let v = it.next().ok_or_else(|| err("-p needs a version".into()))?;
+                    let (major, minor) = parse_version(&v).map_err(err)?;
+                    if (major, minor) != (1, 0) {
+                        return Err(err(format!("unsupported protocol {major}.{minor}")));
+                    }
+                }
+                other => return Err(err(format!("unknown option {other:?}"))),
+            }
+        }
+        match tail {
+            None => {}
+            Some(('@', rest)) => {
+                let tokens = tokenize(rest).map_err(err)?;
+                if tokens.len() != 1 || tokens[0].is_empty() {
+                    return Err(err("'@' must be followed by one adapter id".into()));
+                }
+                r.adapter_id = tokens.into_iter().next().unwrap_or_default();
+            }
+            Some((_, rest)) => {
+                for ep in split_all_outside_quotes(rest, ':').map_err(err)? {
+                    r.endpoints.push(parse_endpoint(ep, defaults).map_err(err)?);
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = identity_to_string(&self.identity);
+        if id.contains([' ', ':', '@']) {
+            write!(f, "\"{id}\"")?;
+        } else {
+            f.write_str(&id)?;
+        }
+        if !self.facet.is_empty() {
+            let facet = escape(&self.facet, "");
+            if facet.contains([' ', ':', '@']) {
+                write!(f, " -f \"{facet}\"")?;
+            } else {
+                write!(f, " -f {facet}")?;
+            }
+        }
+        f.write_str(match self.mode {
+            InvocationMode::Twoway => " -t",
+            InvocationMode::Oneway => " -o",
+            InvocationMode::BatchOneway => " -O",
+            InvocationMode::Datagram => " -d",
+            InvocationMode::BatchDatagram => " -D",
+        })?;
+        if self.secure {
+            f.write_str(" -s")?;
+        }
+        write!(f, " -e {}", self.encoding)?;
+        if !self.endpoints.is_empty() {
+            for ep in &self.endpoints {
+                write!(f, ":{}", endpoint_to_string(ep))?;
+            }
+        } else if !self.adapter_id.is_empty() {
+            let a = escape(&self.adapter_id, "");
+            if a.contains([' ', ':', '@']) {
+                write!(f, " @ \"{a}\"")?;
+            } else {
+                write!(f, " @ {a}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_version(v: &str) -> std::result::Result<(u8, u8), String> {
+    let (a, b) = v.split_once('.').ok_or_else(|| format!("invalid version {v:?}"))?;
+    let major = a.parse().map_err(|_| format!("invalid version {v:?}"))?;
+    let minor = b.parse().map_err(|_| format!("invalid version {v:?}"))?;
+    Ok((major, minor))
+}
+
+/// Finds the first of `seps` outside quotes; returns the text before it and the separator with
+/// the text after it.
+fn split_outside_quotes<'a>(
+    s: &'a str,
+    seps: &[char],
+) -> std::result::Result<(&'a str, Option<(char, &'a str)>), String> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (_, '\\') => escaped = true,
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if seps.contains(&c) => return Ok((&s[..i], Some((c, &s[i + c.len_utf8()..])))),
+            _ => {}
+        }
+    }
+    if quote.is_some() {
+        return Err("mismatched quotes".into());
+    }
+    Ok((s, None))
+}
+
+fn split_all_outside_quotes(mut s: &str, sep: char) -> std::result::Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    loop {
+        let (head, tail) = split_outside_quotes(s, &[sep])?;
+        out.push(head);
+        match tail {
+            Some((_, rest)) => s = rest,
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Splits on whitespace; quoted runs keep their spaces (quotes removed, escapes kept for the
+/// identity parser).
+fn tokenize(s: &str) -> std::result::Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_token = false;
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (_, '\\') => {
+                cur.push('\\');
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+                in_token = true;
+            }
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_token = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if in_token {
+                    out.push(std::mem::take(&mut cur));
+                    in_token = false;
+                }
+            }
+            (_, c) => {
+                cur.push(c);
+                in_token = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("mismatched quotes".into());
+    }
+    if in_token {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+fn unescape(s: &str) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else { return Err("trailing backslash".into()) };
+        match e {
+            '\\' | '\'' | '"' | '/' | '?' => out.push(e),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            'u' | 'U' => {
+                let n = if e == 'u' { 4 } else { 8 };
+                let hex: String = (0..n).filter_map(|_| chars.next()).collect();
+                let v = u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\{e} escape"))?;
+                out.push(char::from_u32(v).ok_or_else(|| format!("bad \\{e} escape"))?);
+            }
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                if v > 255 {
+                    return Err("octal escape above 255".into());
+                }
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            }
+            other => return Err(format!("unknown escape \\{other}")),
+        }
+    }
+    Ok(out)
+}
+
+fn escape(s: &str, special: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '"' => out.push_str("\\\""),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if special.contains(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\{:03o}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Parses `[category/]name` with Ice's escapes.
+pub fn string_to_identity(s: &str) -> std::result::Result<Identity, String> {
+    // Find an unescaped '/'.
+    let mut slash = None;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '/' {
+            if slash.is_some() {
+                return Err(format!("identity {s:?} has more than one unescaped '/'"));
+            }
+            slash = Some(i);
+        }
+    }
+    match slash {
+        None => Ok(Identity { name: unescape(s)?, category: String::new() }),
+        Some(i) => Ok(Identity { category: unescape(&s[..i])?, name: unescape(&s[i + 1..])? }),
+    }
+}
+
+/// Formats an identity as `[category/]name` with Ice's escapes.
+pub fn identity_to_string(id: &Identity) -> String {
+    if id.category.is_empty() {
+        escape(&id.name, "/")
+    } else {
+        format!("{}/{}", escape(&id.category, "/"), escape(&id.name, "/"))
+    }
+}
+
+/// Parses one endpoint string, e.g. `tcp -h 127.0.0.1 -p 10000 -t 5000 -z`.
+pub fn parse_endpoint(s: &str, defaults: &ParseDefaults) -> std::result::Result<EndpointData, String> {
+    let tokens = tokenize(s)?;
+    let mut it = tokens.into_iter();
+    let mut kind = it.next().ok_or_else(|| "empty endpoint".to_string())?;
+    if kind == "default" {
+        kind = defaults.protocol.clone();
+    }
+    let mut host: Option<String> = None;
+    let mut port: i32 = 0;
+    let mut timeout = defaults.timeout;
+    let mut compress = false;
+    let mut resource = "/".to_string();
+    let mut ty: Option<i16> = None;
+    let mut enc: Option<EncodingVersion> = None;
+    let mut value: Option<Vec<u8>> = None;
+    let need = |it: &mut std::vec::IntoIter<String>, opt: &str| {
+        it.next().ok_or_else(|| format!("no argument for {opt} in endpoint {s:?}"))
+    };
+    while let Some(opt) = it.next() {
+        match (kind.as_str(), opt.as_str()) {
+            ("opaque", "-t") => {
+                let v = need(&mut it, "-t")?;
+                let t: i16 = v.parse().map_err(|_| format!("invalid opaque type {v:?}"))?;
+                if t < 0 {
+                    return Err(format!("invalid opaque type {v:?}"));
+                }
+                ty = Some(t);
+            }
+            ("opaque", "-e") => {
+                let (major, minor) = parse_version(&need(&mut it, "-e")?)?;
+                enc = Some(EncodingVersion { major, minor });
+            }
+            ("opaque", "-v") => {
+                let v = need(&mut it, "-v")?;
+                value = Some(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(v.as_bytes())
+                        .map_err(|e| format!("invalid base64 in opaque endpoint: {e}"))?,
+                );
+            }
+            (_, "-h") => host = Some(need(&mut it, "-h")?),
+            (_, "-p") => {
+                let v = need(&mut it, "-p")?;
+                port = v.parse().map_err(|_| format!("invalid port {v:?}"))?;
+                if !(0..=65535).contains(&port) {
+                    return Err(format!("port {port} out of range"));
+                }
+            }
+            (_, "-t") => {
+                let v = need(&mut it, "-t")?;
+                timeout = if v == "infinite" {
+                    -1
+                } else {
+                    let t: i32 = v.parse().map_err(|_| format!("invalid timeout {v:?}"))?;
+                    if t < 1 && t != -1 {
+                        return Err(format!("invalid timeout {v:?}"));
+                    }
+                    t
+                };
+            }
+            (_, "-z") => compress = true,
+            ("ws" | "wss", "-r") => resource = need(&mut it, "-r")?,
+            (_, "--sourceAddress") => {
+                need(&mut it, "--sourceAddress")?;
+            }
+            ("udp", "-c") => {}
+            ("udp", "--ttl" | "--interface") => {
+                need(&mut it, &opt)?;
+            }
+            (k, o) => return Err(format!("unknown option {o:?} for {k} endpoint")),
+        }
+    }
+    let host = host.unwrap_or_else(|| defaults.host.clone());
+    let ip = |host: String| IpEndpointData { host, port, timeout, compress };
+    Ok(match kind.as_str() {
+        "tcp" => EndpointData::Tcp(ip(host)),
+        "ssl" => EndpointData::Ssl(ip(host)),
+        "ws" => EndpointData::Ws(ip(host), resource),
+        "wss" => EndpointData::Wss(ip(host), resource),
+        "udp" => EndpointData::Udp { host, port, compress },
+        "opaque" => EndpointData::Opaque {
+            ty: ty.ok_or("opaque endpoint without -t")?,
+            encoding: enc.ok_or("opaque endpoint without -e")?,
+            bytes: value.ok_or("opaque endpoint without -v")?,
+        },
+        other => return Err(format!("unknown endpoint type {other:?}")),
+    })
+}
+
+fn quote_host(h: &str) -> String {
+    if h.contains(':') {
+        format!("\"{h}\"")
+    } else {
+        h.to_string()
+    }
+}
+
+/// Formats an endpoint as Ice does, e.g. `tcp -h 127.0.0.1 -p 10000 -t 60000`.
+pub fn endpoint_to_string(ep: &EndpointData) -> String {
+    fn ip(kind: &str, e: &IpEndpointData) -> String {
+        let mut s = kind.to_string();
+        if !e.host.is_empty() {
+            let _ = write!(s, " -h {}", quote_host(&e.host));
+        }
+        let _ = write!(s, " -p {}", e.port);
+        if e.timeout == -1 {
+            s.push_str(" -t infinite");
+        } else {
+            let _ = write!(s, " -t {}", e.timeout);
+        }
+        if e.compress {
+            s.push_str(" -z");
+        }
+        s
+    }
+    match ep {
+        EndpointData::Tcp(e) => ip("tcp", e),
+        EndpointData::Ssl(e) => ip("ssl", e),
+        EndpointData::Ws(e, r) => format!("{} -r {}", ip("ws", e), r),
+        EndpointData::Wss(e, r) => format!("{} -r {}", ip("wss", e), r),
+        EndpointData::Udp { host, port, compress } => {
+            let mut s = "udp".to_string();
+            if !host.is_empty() {
+                let _ = write!(s, " -h {}", quote_host(host));
+            }
+            let _ = write!(s, " -p {port}");
+            if *compress {
+                s.push_str(" -z");
+            }
+            s
+        }
+        EndpointData::Opaque { ty, encoding, bytes } => {
+            format!("opaque -t {ty} -e {encoding} -v {}", base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Reference {
+        Reference::parse(s, &ParseDefaults::default()).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn parses_the_forms_ice_documents() {
+        let r = p("tester:tcp -h 127.0.0.1 -p 12010");
+        assert_eq!(r.identity, Identity::new("tester"));
+        assert_eq!(
+            r.endpoints,
+            vec![EndpointData::Tcp(IpEndpointData {
+                host: "127.0.0.1".into(),
+                port: 12010,
+                timeout: 60000,
+                compress: false
+            })]
+        );
+        assert_eq!(r.to_string(), "tester -t -e 1.1:tcp -h 127.0.0.1 -p 12010 -t 60000");
+        let r = p("cat/x -f fac -o -s -e 1.0:udp -h 239.1.2.3 -p 5000 --ttl 5 -z:tcp -p 1 -t infinite");
+        assert_eq!(r.identity, Identity::with_category("cat", "x"));
+        assert_eq!(
+            (r.facet.as_str(), r.mode, r.secure, r.encoding),
+            ("fac", InvocationMode::Oneway, true, EncodingVersion::V1_0)
+        );
+        assert_eq!(r.endpoints.len(), 2);
+        assert_eq!(r.to_string(), "cat/x -f fac -o -s -e 1.0:udp -h 239.1.2.3 -p 5000 -z:tcp -p 1 -t infinite");
+        let r = p("x @ MyAdapter");
+        assert_eq!(r.adapter_id, "MyAdapter");
+        assert_eq!(p("x@MyAdapter").adapter_id, "MyAdapter");
+        assert_eq!(p("x -O").mode, InvocationMode::BatchOneway);
+        assert_eq!(p("x -D").mode, InvocationMode::BatchDatagram);
+        assert_eq!(p("x -d").mode, InvocationMode::Datagram);
+        let r = p("x:ws -h localhost -p 8080 -r /chat -t 5000");
+        assert_eq!(r.to_string(), "x -t -e 1.1:ws -h localhost -p 8080 -t 5000 -r /chat");
+        let r = p("x:opaque -t 99 -e 1.0 -v abch");
+        assert_eq!(
+            r.endpoints[0],
+            EndpointData::Opaque { ty: 99, encoding: EncodingVersion::V1_0, bytes: vec![0x69, 0xb7, 0x21] }
+        );
+        assert_eq!(r.to_string(), "x -t -e 1.1:opaque -t 99 -e 1.0 -v abch");
+        let r = p("\"a b:c\" -f \"f g\":tcp -h \"::1\" -p 5");
+        assert_eq!(r.identity.name, "a b:c");
+        assert_eq!(r.facet, "f g");
+        assert_eq!(r.to_string(), "\"a b:c\" -f \"f g\" -t -e 1.1:tcp -h \"::1\" -p 5 -t 60000");
+        let r = p("a\\/b/c\\ d");
+        assert_eq!(r.identity, Identity::with_category("a/b", "c d"));
+        assert_eq!(identity_to_string(&r.identity), "a\\/b/c d");
+        let d = ParseDefaults {
+            host: "10.0.0.1".into(),
+            protocol: "tcp".into(),
+            timeout: 10000,
+            encoding: EncodingVersion::V1_0,
+        };
+        let r = Reference::parse("x:default -p 3", &d).unwrap();
+        assert_eq!(r.to_string(), "x -t -e 1.0:tcp -h 10.0.0.1 -p 3 -t 10000");
+    }
+
+    #[test]
+    fn round_trips_through_its_string_form() {
+        for s in [
+            "x -t -e 1.1:tcp -h h -p 1 -t 2 -z:ssl -h h -p 2 -t infinite",
+            "x -f f -O -s -e 1.0 @ ad",
+            "c/n -d -e 1.1:udp -h 1.2.3.4 -p 9 -z",
+            "n -t -e 1.1:wss -h h -p 443 -t 60000 -r /x",
+        ] {
+            assert_eq!(p(s).to_string(), s);
+            assert_eq!(p(&p(s).to_string()), p(s));
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_with_a_reason() {
+        for bad in [
+            "",
+            "   ",
+            ":tcp -p 1",
+            "x -q",
+            "x -f",
+            "x -e",
+            "x -e 1",
+            "x -e a.b",
+            "x -p 2.0",
+            "x:tcp -p",
+            "x:tcp -p 70000",
+            "x:tcp -p abc",
+            "x:tcp -t 0",
+            "x:tcp -x 1",
+            "x:bogus -p 1",
+            "x:",
+            "x@",
+            "x @ a b",
+            "\"x",
+            "x:tcp -h \"a",
+            "x:opaque -t 1 -e 1.0",
+            "x:opaque -t 1 -e 1.0 -v !!!",
+            "a/b/c",
+            "x\\",
+            "x\\q",
+            "/x",
+        ] {
+            let e = Reference::parse(bad, &ParseDefaults::default());
+            assert!(matches!(e, Err(Error::ProxyParse { .. })), "{bad:?} gave {e:?}");
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Transports: byte streams that carry Ice messages. A transport is anything that reads and
+//! writes bytes asynchronously (connect, read, vectored write and shutdown are the
+//! [`tokio::io`] traits); TCP is the first, and ssl, ws and udp plug in the same way.
+
+pub mod tcp;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The reading half of a transport.
+pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin + 'static>;
+/// The writing half of a transport.
+pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin + 'static>;
+
+/// An established transport connection, split into its halves, with a description for logs.
+pub struct TransportStream {
+    /// Reads from the peer.
+    pub read: ReadHalf,
+    /// Writes to the peer.
+    pub write: WriteHalf,
+    /// `local -> remote` addresses, for logs and connection info.
+    pub description: String,
+}
+
+impl std::fmt::Debug for TransportStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransportStream").field("description", &self.description).finish()
+    }
+}
