@@ -272,6 +272,7 @@ impl ObjectAdapter {
             t.abort();
         }
         let live: Vec<Connection> = self.inner.live.lock().expect("live").drain(..).collect();
+        debug!(target: "floe::adapter", "{}: deactivating, closing {} connections", self.inner.name, live.len());
         let closes = live.iter().map(|c| c.close());
         futures_util::future::join_all(closes).await;
         self.inner.deactivated_notify.notify_waiters();

@@ -337,10 +337,12 @@ impl Communicator {
             }
             n.await;
         }
+        tracing::debug!(target: "floe::communicator", "shutting down: deactivating adapters");
         let adapters: Vec<ObjectAdapter> = self.inner.adapters.lock().expect("adapters").clone();
         for a in adapters {
             a.deactivate().await;
         }
+        tracing::debug!(target: "floe::communicator", "adapters deactivated");
     }
 
     /// Shuts down, deactivates the adapters and closes every client connection gracefully.

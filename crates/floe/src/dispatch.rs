@@ -78,7 +78,7 @@ impl Current {
     }
 
     /// A user-exception reply (status 1).
-    pub fn user_exception<E: UserExceptionSlices>(&self, e: &E, format: crate::encoding::FormatType) -> Response {
+    pub fn user_exception<E: UserExceptionSlices + ?Sized>(&self, e: &E, format: crate::encoding::FormatType) -> Response {
         if self.is_oneway() {
             return Response::none();
         }
@@ -92,6 +92,33 @@ impl Current {
 
     fn failed(&self) -> RequestFailed {
         RequestFailed { identity: self.id.clone(), facet: self.facet.clone(), operation: self.operation.clone() }
+    }
+
+    /// The reply for what a servant returned as an error: a user exception gets status 1 in
+    /// `format`, anything else is reported as by [`Current::error`].
+    pub fn servant_error(&self, e: &Error, format: crate::encoding::FormatType) -> Response {
+        match e {
+            Error::UserException(u) => self.user_exception(&**u, format),
+            other => self.error(other),
+        }
+    }
+
+    /// Checks the mode a request was sent with against the operation's declared mode, as Ice
+    /// does: an ordinary operation needs mode 0, an idempotent (or nonmutating) one accepts 1
+    /// or 2. A mismatch is reported as a marshal error (status 5).
+    pub fn check_mode(&self, declared: OperationMode) -> Result<(), Response> {
+        let ok = match declared {
+            OperationMode::Normal => self.mode == OperationMode::Normal,
+            _ => self.mode != OperationMode::Normal,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(self.error(&Error::UnknownLocalException(format!(
+                "MarshalException: operation mode mismatch for {}: sent {:?}, declared {:?}",
+                self.operation, self.mode, declared
+            ))))
+        }
     }
 
     /// A reply reporting a local error: the request-failed errors keep their status (2–4),
@@ -152,9 +179,24 @@ pub struct IncomingRequest {
 }
 
 impl IncomingRequest {
-    /// A decoder over the parameters.
+    /// A decoder over the parameters (proxies in them belong to the adapter's communicator).
     pub fn decoder(&self) -> Decoder {
-        Decoder::new(self.params.clone(), self.current.encoding)
+        let ctx = self.current.adapter.as_ref().map(|a| {
+            let c: crate::encoding::DecoderContext = Arc::new(a.communicator().clone());
+            c
+        });
+        Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx)
+    }
+
+    /// Checks that the parameters were read completely (unknown optionals are skipped).
+    pub fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
+        if !dec.encoding().is_1_0() {
+            dec.skip_remaining_optionals()?;
+        }
+        if !dec.is_empty() {
+            return Err(crate::encoding::DecodeError::EncapsulationNotConsumed { extra: dec.remaining() });
+        }
+        Ok(())
     }
 }
 

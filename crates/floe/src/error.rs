@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::encoding::{DecodeError, Identity};
+use crate::encoding::{DecodeError, Identity, UserExceptionSlices};
 use crate::protocol::ProtocolError;
 
 /// How a caller should react to an [`Error`].
@@ -124,6 +124,10 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A servant raised a user exception (declared or not; Ice sends both as reply status 1,
+    /// and the caller turns an undeclared one into UnknownUserException).
+    #[error("user exception {}", .0.type_id())]
+    UserException(std::sync::Arc<dyn UserExceptionSlices + Send + Sync>),
     /// An I/O error outside a connection (binding, reading a config file).
     #[error("I/O error: {0}")]
     Io(String),
@@ -145,6 +149,11 @@ impl Error {
     /// True when the request certainly was not dispatched, so any operation may be retried.
     pub fn is_retryable_for_any_operation(&self) -> bool {
         matches!(self, Error::ConnectFailed { .. } | Error::CloseConnection)
+    }
+
+    /// Wraps a user exception raised by a servant.
+    pub fn user(e: impl UserExceptionSlices + Send + Sync + 'static) -> Error {
+        Error::UserException(std::sync::Arc::new(e))
     }
 
     pub(crate) fn lost(e: impl std::fmt::Display) -> Error {

@@ -19,4 +19,7 @@ pub use dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, Respons
 pub use encoding::{Context, Identity};
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use properties::Properties;
-pub use proxy::{ObjectPrx, Outcome};
+pub use proxy::{ObjectPrx, Outcome, Proxy};
+
+/// Re-exported for generated code (byte sequences are [`bytes::Bytes`]).
+pub use bytes;

@@ -17,7 +17,12 @@ pub struct Decoder {
     encoding: EncodingVersion,
     encaps: Vec<OpenEncapsulation>,
     slice: Option<OpenSlice>,
+    context: Option<DecoderContext>,
 }
+
+/// Something the layers above attach to a decoder so that values needing more than bytes can
+/// be built (proxies need their communicator). The encoding layer never looks inside.
+pub type DecoderContext = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 #[derive(Debug, Clone, Copy)]
 struct OpenEncapsulation {
@@ -35,7 +40,18 @@ impl Decoder {
     /// A decoder over `buf` with the given (outer) encoding.
     pub fn new(buf: Bytes, encoding: EncodingVersion) -> Self {
         let end = buf.len();
-        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None }
+        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None, context: None }
+    }
+
+    /// Attaches a context (see [`DecoderContext`]).
+    pub fn with_context(mut self, context: Option<DecoderContext>) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// The attached context, if any.
+    pub fn context(&self) -> Option<&DecoderContext> {
+        self.context.as_ref()
     }
 
     /// A decoder over a copy of `data` (for tests and one-off decoding).

@@ -30,7 +30,7 @@ pub struct SliceHeader {
 /// Generated code implements this for every Slice exception. `encode_slices` writes the
 /// slices from most to least derived; `decode_body` reads them once the most derived slice's
 /// header has been read by the caller (who used its type id to pick the type).
-pub trait UserExceptionSlices: Sized {
+pub trait UserExceptionSlices: std::fmt::Debug {
     /// The Slice type id of the most derived type, e.g. `::Interop::DerivedError`.
     fn type_id(&self) -> &'static str;
 
@@ -38,7 +38,9 @@ pub trait UserExceptionSlices: Sized {
     fn encode_slices(&self, enc: &mut Encoder);
 
     /// Reads the members of every slice after the most derived slice's header.
-    fn decode_body(dec: &mut Decoder) -> Result<Self>;
+    fn decode_body(dec: &mut Decoder) -> Result<Self>
+    where
+        Self: Sized;
 
     /// Writes the exception as the body of a user-exception reply.
     fn encode_exception(&self, enc: &mut Encoder) {

@@ -15,7 +15,7 @@ mod identity;
 mod proxy_data;
 mod traits;
 
-pub use decoder::Decoder;
+pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;
 pub use error::{DecodeError, Result};
 pub use exception::{FormatType, SliceHeader, UserExceptionSlices};

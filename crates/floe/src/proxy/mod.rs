@@ -126,10 +126,13 @@ fn finish_encapsulation(d: &mut Decoder) -> Result<()> {
     Ok(())
 }
 
-fn outcome_of(reply: ReplyBody) -> Result<Outcome> {
+fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> {
+    let ctx = || -> Option<crate::encoding::DecoderContext> { Some(Arc::new(communicator.clone())) };
     match reply {
-        ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(Decoder::new(payload, encoding))),
-        ReplyBody::UserException { encoding, payload } => Ok(Outcome::UserException(Decoder::new(payload, encoding))),
+        ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(Decoder::new(payload, encoding).with_context(ctx()))),
+        ReplyBody::UserException { encoding, payload } => {
+            Ok(Outcome::UserException(Decoder::new(payload, encoding).with_context(ctx())))
+        }
         ReplyBody::ObjectNotExist(f) => {
             Err(Error::ObjectNotExist { identity: f.identity, facet: f.facet, operation: f.operation })
         }
@@ -434,7 +437,7 @@ impl ObjectPrx {
                     None => fut.await?,
                 };
                 let body = reply.ok_or_else(|| Error::ConnectionLost("no reply".into()))?;
-                outcome_of(body).map(Some)
+                outcome_of(body, &self.inner.communicator).map(Some)
             }
         }
     }
@@ -524,7 +527,7 @@ impl ObjectPrx {
             msgs.push(self.encode_request(operation, mode, &ctx, write));
         }
         let replies = conn.invoke_many(msgs, self.compress()).await?;
-        Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body))).collect())
+        Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body, &self.inner.communicator))).collect())
     }
 
     // ---- built-in operations
@@ -582,8 +585,109 @@ fn retryable(e: &Error, mode: OperationMode) -> bool {
     e.is_retryable_for_any_operation() || (mode.is_idempotent() && matches!(e, Error::ConnectionLost(_)))
 }
 
-impl Encode for ObjectPrx {
+/// A typed proxy: generated proxies wrap an [`ObjectPrx`] and implement this trait, which
+/// gives them the `ice_*` factory methods returning their own type.
+pub trait Proxy: Clone + Send + Sync + Sized + 'static {
+    /// The Slice type id of the interface, e.g. `::Interop::Tester`.
+    const TYPE_ID: &'static str;
+
+    /// Wraps an untyped proxy without checking its type.
+    fn from_object(proxy: ObjectPrx) -> Self;
+
+    /// The untyped proxy.
+    fn as_object(&self) -> &ObjectPrx;
+
+    /// Wraps an untyped proxy without checking (Ice's `uncheckedCast`).
+    fn unchecked_cast(proxy: &impl Proxy) -> Self {
+        Self::from_object(proxy.as_object().clone())
+    }
+
+    /// Asks the object whether it implements this interface (Ice's `checkedCast`).
+    fn checked_cast(proxy: &impl Proxy) -> impl std::future::Future<Output = Result<Option<Self>>> + Send {
+        let p = proxy.as_object().clone();
+        async move { Ok(p.checked_cast(Self::TYPE_ID).await?.map(Self::from_object)) }
+    }
+
+    /// A oneway copy.
+    fn ice_oneway(&self) -> Self {
+        Self::from_object(self.as_object().ice_oneway())
+    }
+
+    /// A twoway copy.
+    fn ice_twoway(&self) -> Self {
+        Self::from_object(self.as_object().ice_twoway())
+    }
+
+    /// A batch-oneway copy.
+    fn ice_batch_oneway(&self) -> Self {
+        Self::from_object(self.as_object().ice_batch_oneway())
+    }
+
+    /// A copy that compresses requests (or not).
+    fn ice_compress(&self, compress: bool) -> Self {
+        Self::from_object(self.as_object().ice_compress(compress))
+    }
+
+    /// A copy with a per-proxy context.
+    fn ice_context(&self, context: Context) -> Self {
+        Self::from_object(self.as_object().ice_context(context))
+    }
+
+    /// A copy for another facet.
+    fn ice_facet(&self, facet: &str) -> Self {
+        Self::from_object(self.as_object().ice_facet(facet))
+    }
+
+    /// A copy for another identity.
+    fn ice_identity(&self, identity: Identity) -> Self {
+        Self::from_object(self.as_object().ice_identity(identity))
+    }
+
+    /// A copy using another encoding.
+    fn ice_encoding_version(&self, encoding: EncodingVersion) -> Self {
+        Self::from_object(self.as_object().ice_encoding_version(encoding))
+    }
+
+    /// A copy with an invocation timeout.
+    fn ice_invocation_timeout(&self, timeout: Option<Duration>) -> Self {
+        Self::from_object(self.as_object().ice_invocation_timeout(timeout))
+    }
+
+    /// A copy bound to one connection.
+    fn ice_fixed(&self, connection: Connection) -> Self {
+        Self::from_object(self.as_object().ice_fixed(connection))
+    }
+}
+
+impl Proxy for ObjectPrx {
+    const TYPE_ID: &'static str = "::Ice::Object";
+
+    fn from_object(proxy: ObjectPrx) -> Self {
+        proxy
+    }
+
+    fn as_object(&self) -> &ObjectPrx {
+        self
+    }
+}
+
+impl<P: Proxy> Encode for Option<P> {
     fn encode(&self, enc: &mut Encoder) {
-        Self::encode_nullable(Some(self), enc);
+        ObjectPrx::encode_nullable(self.as_ref().map(|p| p.as_object()), enc);
+    }
+}
+
+impl<P: Proxy> Decode for Option<P> {
+    const MIN_WIRE_SIZE: usize = 2;
+
+    fn decode(dec: &mut Decoder) -> crate::encoding::Result<Self> {
+        let data = ProxyData::decode_nullable(dec)?;
+        let Some(data) = data else { return Ok(None) };
+        let communicator = dec
+            .context()
+            .and_then(|c| c.downcast_ref::<Communicator>())
+            .cloned()
+            .ok_or(crate::encoding::DecodeError::Malformed("a proxy can only be decoded with a communicator"))?;
+        Ok(Some(P::from_object(ObjectPrx::from_reference(communicator, Reference::from_proxy_data(data)))))
     }
 }

@@ -1,0 +1,91 @@
+#![doc = include_str!("../README.md")]
+
+use std::path::{Path, PathBuf};
+
+/// Builder for a Slice compilation.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    out_dir: Option<PathBuf>,
+    floe_path: String,
+    emit_rerun: bool,
+}
+
+/// A builder with default settings: output in `$OUT_DIR`, floe at `::floe`.
+pub fn configure() -> Builder {
+    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true }
+}
+
+/// Compiles with default settings.
+pub fn compile(files: &[impl AsRef<Path>], include_dirs: &[impl AsRef<Path>]) -> Result<(), Error> {
+    configure().compile(files, include_dirs)
+}
+
+/// Why compilation failed.
+#[derive(Debug)]
+pub enum Error {
+    /// The Slice has errors; the rendered diagnostics.
+    Slice(String),
+    /// Writing the output failed.
+    Io(std::io::Error),
+    /// `OUT_DIR` is not set and no output directory was given.
+    NoOutDir,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Slice(d) => write!(f, "Slice compilation failed:\n{d}"),
+            Error::Io(e) => write!(f, "cannot write generated code: {e}"),
+            Error::NoOutDir => write!(f, "OUT_DIR is not set; call out_dir()"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Builder {
+    /// Writes generated files here instead of `$OUT_DIR`.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The path of the floe crate in generated code (default `::floe`).
+    pub fn floe_path(mut self, path: &str) -> Self {
+        self.floe_path = path.to_string();
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` lines (default true).
+    pub fn emit_rerun_if_changed(mut self, on: bool) -> Self {
+        self.emit_rerun = on;
+        self
+    }
+
+    /// Compiles each file to `<stem>.rs` in the output directory.
+    pub fn compile(self, files: &[impl AsRef<Path>], include_dirs: &[impl AsRef<Path>]) -> Result<(), Error> {
+        let out_dir = match self.out_dir.clone().or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from)) {
+            Some(d) => d,
+            None => return Err(Error::NoOutDir),
+        };
+        let includes: Vec<PathBuf> = include_dirs.iter().map(|d| d.as_ref().to_path_buf()).collect();
+        let options = floe_slice::gen::Options { floe: self.floe_path.clone() };
+        for file in files {
+            let file = file.as_ref();
+            let c = floe_slice::compile(&[file], &includes);
+            if self.emit_rerun {
+                for f in &c.sources.files {
+                    println!("cargo:rerun-if-changed={}", f.path);
+                }
+            }
+            let Some(unit) = c.unit.as_ref() else {
+                return Err(Error::Slice(c.render_diagnostics()));
+            };
+            let code = floe_slice::generate(unit, &options);
+            let stem = file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
+            std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
+            std::fs::write(out_dir.join(format!("{stem}.rs")), code).map_err(Error::Io)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! `slice2rs`: compiles Slice files to Rust for floe.
+//!
+//! `slice2rs [-I DIR]… [--output-dir DIR] FILE.ice…` writes `<stem>.rs` for each file (all of
+//! them when one file includes another are generated together). Exit status 0 on success, 1
+//! with diagnostics on stderr otherwise.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "slice2rs", about = "Compiles Slice (.ice) files to Rust for floe")]
+struct Args {
+    /// Directories searched by `#include <…>`.
+    #[arg(short = 'I', value_name = "DIR")]
+    include: Vec<PathBuf>,
+    /// Where generated files go.
+    #[arg(long = "output-dir", value_name = "DIR", default_value = ".")]
+    output_dir: PathBuf,
+    /// Path of the floe crate in generated code.
+    #[arg(long = "floe-path", default_value = "::floe")]
+    floe_path: String,
+    /// Only check the files; write nothing.
+    #[arg(long)]
+    check: bool,
+    /// Slice files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let options = floe_slice::gen::Options { floe: args.floe_path.clone() };
+    let mut failed = false;
+    for file in &args.files {
+        let c = floe_slice::compile(&[file], &args.include);
+        if !c.diagnostics.is_empty() {
+            eprintln!("{}", c.render_diagnostics());
+        }
+        let Some(unit) = c.unit else {
+            failed = true;
+            continue;
+        };
+        if args.check {
+            continue;
+        }
+        let code = floe_slice::generate(&unit, &options);
+        let stem = file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
+        let out = args.output_dir.join(format!("{stem}.rs"));
+        if let Err(e) = std::fs::create_dir_all(&args.output_dir).and_then(|_| std::fs::write(&out, code)) {
+            eprintln!("error: cannot write {}: {e}", out.display());
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,586 @@
+//! Name resolution and the semantic rules Ice's compiler enforces.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::ast::*;
+use crate::diag::{Code, Diagnostic, Span};
+
+/// What a name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymKind {
+    /// A module.
+    Module,
+    /// An interface.
+    Interface,
+    /// A class.
+    Class,
+    /// An exception.
+    Exception,
+    /// A struct.
+    Struct,
+    /// An enum.
+    Enum,
+    /// A sequence.
+    Sequence,
+    /// A dictionary.
+    Dictionary,
+    /// A constant.
+    Const,
+    /// An enumerator (value of an enum).
+    Enumerator,
+}
+
+/// One entry of the symbol table.
+#[derive(Debug, Clone)]
+pub struct Symbol {
+    /// Kind.
+    pub kind: SymKind,
+    /// Path of indexes from the top-level definitions down to this one (for enumerators:
+    /// the enum's path).
+    pub path: Vec<usize>,
+    /// Declared `local`.
+    pub local: bool,
+    /// Only forward-declared so far.
+    pub forward: bool,
+    /// Where it was (last) defined.
+    pub span: Span,
+}
+
+/// The checked compilation unit.
+#[derive(Debug, Default)]
+pub struct Unit {
+    /// Top-level definitions.
+    pub defs: Vec<Definition>,
+    /// Absolute name (`::M::N`) → symbol.
+    pub symbols: BTreeMap<String, Symbol>,
+    /// Global metadata.
+    pub global_metadata: Vec<String>,
+}
+
+impl Unit {
+    /// The definition at `path`.
+    pub fn def(&self, path: &[usize]) -> &Definition {
+        let mut d = &self.defs[path[0]];
+        for &i in &path[1..] {
+            match &d.kind {
+                DefKind::Module(defs) => d = &defs[i],
+                _ => unreachable!("symbol paths go through modules only"),
+            }
+        }
+        d
+    }
+
+    /// The definition an absolute name refers to.
+    pub fn lookup(&self, absolute: &str) -> Option<(&Symbol, &Definition)> {
+        let s = self.symbols.get(absolute)?;
+        Some((s, self.def(&s.path)))
+    }
+}
+
+struct Checker {
+    symbols: BTreeMap<String, Symbol>,
+    diags: Vec<Diagnostic>,
+}
+
+fn join(scope: &str, name: &str) -> String {
+    format!("{scope}::{name}")
+}
+
+/// Checks `defs` and resolves every name in them.
+pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<Diagnostic>) {
+    let mut c = Checker { symbols: BTreeMap::new(), diags: Vec::new() };
+    let mut defs = defs;
+    c.collect(&defs, "", &mut Vec::new());
+    c.resolve_defs(&mut defs, "");
+    let unit = Unit { defs, symbols: c.symbols, global_metadata };
+    let mut diags = c.diags;
+    rules(&unit, &mut diags);
+    (unit, diags)
+}
+
+impl Checker {
+    fn collect(&mut self, defs: &[Definition], scope: &str, path: &mut Vec<usize>) {
+        let mut seen: HashMap<String, (String, Span)> = HashMap::new();
+        for (i, d) in defs.iter().enumerate() {
+            path.push(i);
+            let abs = join(scope, &d.name);
+            let kind = match &d.kind {
+                DefKind::Module(_) => SymKind::Module,
+                DefKind::Interface { .. } => SymKind::Interface,
+                DefKind::Class { .. } => SymKind::Class,
+                DefKind::Exception { .. } => SymKind::Exception,
+                DefKind::Struct { .. } => SymKind::Struct,
+                DefKind::Enum { .. } => SymKind::Enum,
+                DefKind::Sequence { .. } => SymKind::Sequence,
+                DefKind::Dictionary { .. } => SymKind::Dictionary,
+                DefKind::Const { .. } => SymKind::Const,
+            };
+            let forward = matches!(d.kind, DefKind::Interface { forward: true, .. } | DefKind::Class { forward: true, .. });
+            // Case-insensitive clashes within this scope.
+            let lower = d.name.to_lowercase();
+            if let Some((other, _)) = seen.get(&lower) {
+                if *other != d.name {
+                    self.diags.push(Diagnostic::error(
+                        Code::CaseClash,
+                        d.span,
+                        format!("`{}` differs only in capitalization from `{other}`", d.name),
+                    ));
+                }
+            }
+            seen.insert(lower, (d.name.clone(), d.span));
+            match self.symbols.get(&abs).cloned() {
+                None => {
+                    self.symbols.insert(abs.clone(), Symbol { kind, path: path.clone(), local: d.local, forward, span: d.span });
+                }
+                Some(prev) => {
+                    let ok = (prev.kind == SymKind::Module && kind == SymKind::Module)
+                        || (prev.kind == kind && (prev.forward || forward) && matches!(kind, SymKind::Interface | SymKind::Class));
+                    if !ok {
+                        self.diags.push(Diagnostic::error(
+                            Code::Redefinition,
+                            d.span,
+                            format!("`{abs}` is already defined (as a {:?}) at line {}", prev.kind, prev.span.line),
+                        ));
+                    } else if kind != SymKind::Module && !forward {
+                        // The real definition replaces the forward declaration.
+                        self.symbols.insert(abs.clone(), Symbol { kind, path: path.clone(), local: d.local, forward: false, span: d.span });
+                    }
+                }
+            }
+            match &d.kind {
+                DefKind::Module(inner) => self.collect(inner, &abs, path),
+                DefKind::Enum { enumerators } => {
+                    for e in enumerators {
+                        let s = Symbol { kind: SymKind::Enumerator, path: path.clone(), local: d.local, forward: false, span: e.span };
+                        self.symbols.insert(join(&abs, &e.name), s.clone());
+                        // Slice 3.7 also puts enumerators in the enclosing scope.
+                        self.symbols.entry(join(scope, &e.name)).or_insert(s);
+                    }
+                }
+                _ => {}
+            }
+            path.pop();
+        }
+    }
+
+    /// Resolves `name` as seen from `scope`: absolute names directly, relative ones from the
+    /// innermost enclosing scope outwards.
+    fn find(&self, name: &str, scope: &str) -> Option<String> {
+        if name.starts_with("::") {
+            return self.symbols.contains_key(name).then(|| name.to_string());
+        }
+        let mut s = scope.to_string();
+        loop {
+            let cand = join(&s, name);
+            if self.symbols.contains_key(&cand) {
+                return Some(cand);
+            }
+            if s.is_empty() {
+                return None;
+            }
+            s.truncate(s.rfind("::").unwrap_or(0));
+        }
+    }
+
+    fn resolve_name(&mut self, name: &str, span: Span, scope: &str, want: &[SymKind], what: &str) -> Option<String> {
+        match self.find(name, scope) {
+            None => {
+                self.diags.push(Diagnostic::error(Code::Undefined, span, format!("`{name}` is not defined")));
+                None
+            }
+            Some(abs) => {
+                let kind = self.symbols[&abs].kind;
+                if !want.contains(&kind) {
+                    self.diags.push(Diagnostic::error(
+                        Code::WrongKind,
+                        span,
+                        format!("`{name}` is a {kind:?}, expected {what}"),
+                    ));
+                    return None;
+                }
+                Some(abs)
+            }
+        }
+    }
+
+    fn resolve_type(&mut self, t: &mut TypeRef, scope: &str) {
+        if let TypeRef::Named { name, proxy, span, resolved } = t {
+            let (want, what): (&[SymKind], &str) = if *proxy {
+                (&[SymKind::Interface, SymKind::Class], "an interface (for a proxy)")
+            } else {
+                (
+                    &[SymKind::Class, SymKind::Struct, SymKind::Enum, SymKind::Sequence, SymKind::Dictionary, SymKind::Interface],
+                    "a type",
+                )
+            };
+            let r = self.resolve_name(name, *span, scope, want, what);
+            if let Some(abs) = &r {
+                if !*proxy && self.symbols[abs].kind == SymKind::Interface {
+                    self.diags.push(Diagnostic::error(
+                        Code::IllegalUse,
+                        *span,
+                        format!("interface `{name}` cannot be passed by value; use a proxy `{name}*`"),
+                    ));
+                }
+            }
+            *resolved = r;
+        }
+    }
+
+    fn resolve_members(&mut self, members: &mut [Member], scope: &str) {
+        for m in members {
+            self.resolve_type(&mut m.ty, scope);
+        }
+    }
+
+    fn resolve_ops(&mut self, ops: &mut [Operation], scope: &str) {
+        for o in ops {
+            if let Some(r) = &mut o.ret {
+                self.resolve_type(r, scope);
+            }
+            for p in &mut o.params {
+                self.resolve_type(&mut p.ty, scope);
+            }
+            for (n, s, r) in &mut o.throws {
+                *r = self.resolve_name(n, *s, scope, &[SymKind::Exception], "an exception");
+            }
+        }
+    }
+
+    fn resolve_defs(&mut self, defs: &mut [Definition], scope: &str) {
+        for d in defs {
+            let abs = join(scope, &d.name);
+            match &mut d.kind {
+                DefKind::Module(inner) => self.resolve_defs(inner, &abs),
+                DefKind::Interface { bases, ops, .. } => {
+                    for (n, s, r) in bases.iter_mut() {
+                        *r = self.resolve_name(n, *s, scope, &[SymKind::Interface], "an interface");
+                    }
+                    self.resolve_ops(ops, &abs);
+                }
+                DefKind::Class { base, members, ops, .. } => {
+                    if let Some((n, s, r)) = base {
+                        *r = self.resolve_name(n, *s, scope, &[SymKind::Class], "a class");
+                    }
+                    self.resolve_members(members, &abs);
+                    self.resolve_ops(ops, &abs);
+                }
+                DefKind::Exception { base, members } => {
+                    if let Some((n, s, r)) = base {
+                        *r = self.resolve_name(n, *s, scope, &[SymKind::Exception], "an exception");
+                    }
+                    self.resolve_members(members, &abs);
+                }
+                DefKind::Struct { members } => self.resolve_members(members, &abs),
+                DefKind::Sequence { elem } => self.resolve_type(elem, scope),
+                DefKind::Dictionary { key, value } => {
+                    self.resolve_type(key, scope);
+                    self.resolve_type(value, scope);
+                }
+                DefKind::Const { ty, value } => {
+                    self.resolve_type(ty, scope);
+                    if let ConstValue::Name(n, s) = value {
+                        let (n, s) = (n.clone(), *s);
+                        self.resolve_name(&n, s, scope, &[SymKind::Enumerator, SymKind::Const], "an enumerator or constant");
+                    }
+                }
+                DefKind::Enum { enumerators } => {
+                    let mut next: i64 = 0;
+                    let mut used: HashMap<i64, String> = HashMap::new();
+                    let mut names: HashSet<String> = HashSet::new();
+                    for e in enumerators.iter_mut() {
+                        if !names.insert(e.name.to_lowercase()) {
+                            self.diags.push(Diagnostic::error(Code::Redefinition, e.span, format!("enumerator `{}` is repeated", e.name)));
+                        }
+                        let v = match &e.explicit {
+                            None => next,
+                            Some(ConstValue::Int(v)) => *v as i64,
+                            Some(_) => {
+                                self.diags.push(Diagnostic::error(Code::BadEnumerator, e.span, "an enumerator value must be an integer"));
+                                next
+                            }
+                        };
+                        if !(0..=i32::MAX as i64).contains(&v) {
+                            self.diags.push(Diagnostic::error(
+                                Code::BadEnumerator,
+                                e.span,
+                                format!("enumerator `{}` = {v} is outside 0..=2147483647", e.name),
+                            ));
+                        }
+                        if let Some(prev) = used.insert(v, e.name.clone()) {
+                            self.diags.push(Diagnostic::error(
+                                Code::BadEnumerator,
+                                e.span,
+                                format!("enumerators `{prev}` and `{}` have the same value {v}", e.name),
+                            ));
+                        }
+                        e.value = v;
+                        next = v.saturating_add(1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn builtin_of(unit: &Unit, t: &TypeRef) -> Option<Builtin> {
+    match t {
+        TypeRef::Builtin(b, _) => Some(*b),
+        _ => {
+            let _ = unit;
+            None
+        }
+    }
+}
+
+/// Legal dictionary key: integral types, bool, string, enums, and structs made only of these.
+fn legal_key(unit: &Unit, t: &TypeRef, depth: usize) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    match t {
+        TypeRef::Builtin(b, _) => {
+            matches!(b, Builtin::Bool | Builtin::Byte | Builtin::Short | Builtin::Int | Builtin::Long | Builtin::String)
+        }
+        TypeRef::Named { proxy: true, .. } => false,
+        TypeRef::Named { resolved: None, .. } => true, // already reported
+        TypeRef::Named { resolved: Some(abs), .. } => match unit.lookup(abs) {
+            Some((_, d)) => match &d.kind {
+                DefKind::Enum { .. } => true,
+                DefKind::Struct { members } => members.iter().all(|m| legal_key(unit, &m.ty, depth + 1)),
+                _ => false,
+            },
+            None => true,
+        },
+    }
+}
+
+fn type_is_local(unit: &Unit, t: &TypeRef) -> bool {
+    match t {
+        TypeRef::Builtin(Builtin::LocalObject, _) => true,
+        TypeRef::Named { resolved: Some(abs), .. } => unit.symbols.get(abs).map(|s| s.local).unwrap_or(false),
+        _ => false,
+    }
+}
+
+fn check_tags<'a>(tags: impl Iterator<Item = (i32, Span, &'a str)>, diags: &mut Vec<Diagnostic>) {
+    let mut seen: HashMap<i32, &str> = HashMap::new();
+    for (tag, span, name) in tags {
+        if let Some(prev) = seen.insert(tag, name) {
+            diags.push(Diagnostic::error(Code::DuplicateTag, span, format!("tag {tag} of `{name}` is already used by `{prev}`")));
+        }
+    }
+}
+
+fn check_const(unit: &Unit, ty: &TypeRef, value: &ConstValue, span: Span, diags: &mut Vec<Diagnostic>) {
+    let bad = |msg: String, diags: &mut Vec<Diagnostic>| diags.push(Diagnostic::error(Code::BadConstant, span, msg));
+    match (builtin_of(unit, ty), value) {
+        (Some(Builtin::Bool), ConstValue::Bool(_)) => {}
+        (Some(Builtin::String), ConstValue::Str(_)) => {}
+        (Some(b @ (Builtin::Byte | Builtin::Short | Builtin::Int | Builtin::Long)), ConstValue::Int(v)) => {
+            let (lo, hi): (i128, i128) = match b {
+                Builtin::Byte => (0, 255),
+                Builtin::Short => (i16::MIN as i128, i16::MAX as i128),
+                Builtin::Int => (i32::MIN as i128, i32::MAX as i128),
+                _ => (i64::MIN as i128, i64::MAX as i128),
+            };
+            if *v < lo || *v > hi {
+                bad(format!("{v} does not fit in a {}", b.name()), diags);
+            }
+        }
+        (Some(Builtin::Float | Builtin::Double), ConstValue::Float(_) | ConstValue::Int(_)) => {}
+        (Some(_), ConstValue::Name(..)) | (None, ConstValue::Name(..)) => {}
+        (Some(b), v) => bad(format!("{v:?} is not a valid {} value", b.name()), diags),
+        (None, v) => {
+            if let TypeRef::Named { resolved: Some(abs), .. } = ty {
+                if let Some((_, d)) = unit.lookup(abs) {
+                    if !matches!(d.kind, DefKind::Enum { .. }) {
+                        bad(format!("constants of type `{}` are not allowed", d.name), diags);
+                    } else {
+                        bad(format!("{v:?} is not an enumerator of `{}`", d.name), diags);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
+    fn walk(unit: &Unit, defs: &[Definition], scope: &str, diags: &mut Vec<Diagnostic>) {
+        for d in defs {
+            let abs = join(scope, &d.name);
+            match &d.kind {
+                DefKind::Module(inner) => walk(unit, inner, &abs, diags),
+                DefKind::Dictionary { key, .. } => {
+                    if !legal_key(unit, key, 0) {
+                        diags.push(Diagnostic::error(Code::IllegalKey, key.span(), format!("illegal dictionary key type in `{}`", d.name)));
+                    }
+                }
+                DefKind::Struct { members } => {
+                    member_rules(unit, d, members, diags);
+                    for m in members {
+                        if m.tag.is_some() {
+                            diags.push(Diagnostic::error(Code::BadOptional, m.span, "struct members cannot be optional"));
+                        }
+                    }
+                }
+                DefKind::Exception { members, .. } | DefKind::Class { members, .. } => {
+                    member_rules(unit, d, members, diags);
+                    let mut all = Vec::new();
+                    collect_inherited(unit, &abs, &mut all, 0);
+                    check_tags(all.iter().filter_map(|m| m.tag.map(|t| (t, m.span, m.name.as_str()))), diags);
+                    cycle_check(unit, &abs, d, diags);
+                }
+                DefKind::Interface { ops, forward: false, .. } => {
+                    cycle_check(unit, &abs, d, diags);
+                    let mut names: HashMap<String, &str> = HashMap::new();
+                    for o in ops {
+                        if let Some(prev) = names.insert(o.name.to_lowercase(), &o.name) {
+                            diags.push(Diagnostic::error(Code::Redefinition, o.span, format!("operation `{}` clashes with `{prev}`", o.name)));
+                        }
+                        op_rules(unit, d, o, diags);
+                    }
+                    // Operations inherited from several bases must not clash.
+                    let mut inherited: HashMap<String, String> = HashMap::new();
+                    inherited_ops(unit, &abs, &mut inherited, &mut HashSet::new(), 0);
+                    for o in ops {
+                        if let Some(from) = inherited.get(&o.name.to_lowercase()) {
+                            if from != &abs {
+                                diags.push(Diagnostic::error(
+                                    Code::Ambiguous,
+                                    o.span,
+                                    format!("operation `{}` is already defined in base interface `{from}`", o.name),
+                                ));
+                            }
+                        }
+                    }
+                }
+                DefKind::Const { ty, value } => check_const(unit, ty, value, d.span, diags),
+                _ => {}
+            }
+        }
+    }
+    let defs = unit.defs.clone();
+    walk(unit, &defs, "", diags);
+}
+
+fn member_rules(unit: &Unit, d: &Definition, members: &[Member], diags: &mut Vec<Diagnostic>) {
+    let mut names: HashMap<String, &str> = HashMap::new();
+    for m in members {
+        if let Some(prev) = names.insert(m.name.to_lowercase(), &m.name) {
+            diags.push(Diagnostic::error(Code::Redefinition, m.span, format!("member `{}` clashes with `{prev}`", m.name)));
+        }
+        if !d.local && type_is_local(unit, &m.ty) {
+            diags.push(Diagnostic::error(Code::IllegalUse, m.span, format!("non-local `{}` cannot use a local type", d.name)));
+        }
+        if let Some(v) = &m.default {
+            check_const(unit, &m.ty, v, m.span, diags);
+        }
+        if let Some(t) = m.tag {
+            if t < 0 {
+                diags.push(Diagnostic::error(Code::BadOptional, m.span, "tags must not be negative"));
+            }
+        }
+    }
+}
+
+fn op_rules(unit: &Unit, iface: &Definition, o: &Operation, diags: &mut Vec<Diagnostic>) {
+    let mut names: HashMap<String, &str> = HashMap::new();
+    let mut seen_out = false;
+    for p in &o.params {
+        if let Some(prev) = names.insert(p.name.to_lowercase(), &p.name) {
+            diags.push(Diagnostic::error(Code::Redefinition, p.span, format!("parameter `{}` clashes with `{prev}`", p.name)));
+        }
+        if p.out {
+            seen_out = true;
+        } else if seen_out {
+            diags.push(Diagnostic::error(Code::Syntax, p.span, format!("in-parameter `{}` follows an out-parameter", p.name)));
+        }
+        if !iface.local && type_is_local(unit, &p.ty) {
+            diags.push(Diagnostic::error(Code::IllegalUse, p.span, "a remote operation cannot use a local type"));
+        }
+    }
+    if let Some(r) = &o.ret {
+        if !iface.local && type_is_local(unit, r) {
+            diags.push(Diagnostic::error(Code::IllegalUse, r.span(), "a remote operation cannot return a local type"));
+        }
+    }
+    check_tags(o.params.iter().filter(|p| !p.out).filter_map(|p| p.tag.map(|t| (t, p.span, p.name.as_str()))), diags);
+    let outs = o
+        .params
+        .iter()
+        .filter(|p| p.out)
+        .filter_map(|p| p.tag.map(|t| (t, p.span, p.name.as_str())))
+        .chain(o.ret_tag.map(|t| (t, o.span, "return value")));
+    check_tags(outs, diags);
+    let mut thrown = HashSet::new();
+    for (n, s, _) in &o.throws {
+        if !thrown.insert(n.clone()) {
+            diags.push(Diagnostic::error(Code::Redefinition, *s, format!("exception `{n}` is listed twice")));
+        }
+    }
+}
+
+fn collect_inherited<'a>(unit: &'a Unit, abs: &str, out: &mut Vec<&'a Member>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    let Some((_, d)) = unit.lookup(abs) else { return };
+    match &d.kind {
+        DefKind::Exception { base, members } | DefKind::Class { base, members, .. } => {
+            if let Some((_, _, Some(b))) = base {
+                collect_inherited(unit, b, out, depth + 1);
+            }
+            out.extend(members.iter());
+        }
+        _ => {}
+    }
+}
+
+fn bases_of(d: &Definition) -> Vec<String> {
+    match &d.kind {
+        DefKind::Interface { bases, .. } => bases.iter().filter_map(|(_, _, r)| r.clone()).collect(),
+        DefKind::Class { base, .. } | DefKind::Exception { base, .. } => {
+            base.iter().filter_map(|(_, _, r)| r.clone()).collect()
+        }
+        _ => vec![],
+    }
+}
+
+fn cycle_check(unit: &Unit, abs: &str, d: &Definition, diags: &mut Vec<Diagnostic>) {
+    let mut stack: Vec<String> = bases_of(d);
+    let mut seen = HashSet::new();
+    while let Some(b) = stack.pop() {
+        if b == abs {
+            diags.push(Diagnostic::error(Code::CyclicInheritance, d.span, format!("`{}` inherits from itself", d.name)));
+            return;
+        }
+        if seen.insert(b.clone()) {
+            if let Some((_, bd)) = unit.lookup(&b) {
+                stack.extend(bases_of(bd));
+            }
+        }
+        if seen.len() > 10_000 {
+            return;
+        }
+    }
+}
+
+fn inherited_ops(unit: &Unit, abs: &str, out: &mut HashMap<String, String>, seen: &mut HashSet<String>, depth: usize) {
+    if depth > 64 || !seen.insert(abs.to_string()) {
+        return;
+    }
+    let Some((_, d)) = unit.lookup(abs) else { return };
+    if let DefKind::Interface { ops, bases, .. } = &d.kind {
+        for (_, _, b) in bases {
+            if let Some(b) = b {
+                inherited_ops(unit, b, out, seen, depth + 1);
+            }
+        }
+        if depth > 0 {
+            for o in ops {
+                out.insert(o.name.to_lowercase(), abs.to_string());
+            }
+        }
+    }
+}
