@@ -115,7 +115,8 @@ impl Checker {
                 DefKind::Dictionary { .. } => SymKind::Dictionary,
                 DefKind::Const { .. } => SymKind::Const,
             };
-            let forward = matches!(d.kind, DefKind::Interface { forward: true, .. } | DefKind::Class { forward: true, .. });
+            let forward =
+                matches!(d.kind, DefKind::Interface { forward: true, .. } | DefKind::Class { forward: true, .. });
             // Case-insensitive clashes within this scope.
             let lower = d.name.to_lowercase();
             if let Some((other, _)) = seen.get(&lower) {
@@ -130,11 +131,16 @@ impl Checker {
             seen.insert(lower, (d.name.clone(), d.span));
             match self.symbols.get(&abs).cloned() {
                 None => {
-                    self.symbols.insert(abs.clone(), Symbol { kind, path: path.clone(), local: d.local, forward, span: d.span });
+                    self.symbols.insert(
+                        abs.clone(),
+                        Symbol { kind, path: path.clone(), local: d.local, forward, span: d.span },
+                    );
                 }
                 Some(prev) => {
                     let ok = (prev.kind == SymKind::Module && kind == SymKind::Module)
-                        || (prev.kind == kind && (prev.forward || forward) && matches!(kind, SymKind::Interface | SymKind::Class));
+                        || (prev.kind == kind
+                            && (prev.forward || forward)
+                            && matches!(kind, SymKind::Interface | SymKind::Class));
                     if !ok {
                         self.diags.push(Diagnostic::error(
                             Code::Redefinition,
@@ -143,7 +149,10 @@ impl Checker {
                         ));
                     } else if kind != SymKind::Module && !forward {
                         // The real definition replaces the forward declaration.
-                        self.symbols.insert(abs.clone(), Symbol { kind, path: path.clone(), local: d.local, forward: false, span: d.span });
+                        self.symbols.insert(
+                            abs.clone(),
+                            Symbol { kind, path: path.clone(), local: d.local, forward: false, span: d.span },
+                        );
                     }
                 }
             }
@@ -151,7 +160,13 @@ impl Checker {
                 DefKind::Module(inner) => self.collect(inner, &abs, path),
                 DefKind::Enum { enumerators } => {
                     for e in enumerators {
-                        let s = Symbol { kind: SymKind::Enumerator, path: path.clone(), local: d.local, forward: false, span: e.span };
+                        let s = Symbol {
+                            kind: SymKind::Enumerator,
+                            path: path.clone(),
+                            local: d.local,
+                            forward: false,
+                            span: e.span,
+                        };
                         self.symbols.insert(join(&abs, &e.name), s.clone());
                         // Slice 3.7 also puts enumerators in the enclosing scope.
                         self.symbols.entry(join(scope, &e.name)).or_insert(s);
@@ -209,7 +224,14 @@ impl Checker {
                 (&[SymKind::Interface, SymKind::Class], "an interface (for a proxy)")
             } else {
                 (
-                    &[SymKind::Class, SymKind::Struct, SymKind::Enum, SymKind::Sequence, SymKind::Dictionary, SymKind::Interface],
+                    &[
+                        SymKind::Class,
+                        SymKind::Struct,
+                        SymKind::Enum,
+                        SymKind::Sequence,
+                        SymKind::Dictionary,
+                        SymKind::Interface,
+                    ],
                     "a type",
                 )
             };
@@ -281,7 +303,13 @@ impl Checker {
                     self.resolve_type(ty, scope);
                     if let ConstValue::Name(n, s) = value {
                         let (n, s) = (n.clone(), *s);
-                        self.resolve_name(&n, s, scope, &[SymKind::Enumerator, SymKind::Const], "an enumerator or constant");
+                        self.resolve_name(
+                            &n,
+                            s,
+                            scope,
+                            &[SymKind::Enumerator, SymKind::Const],
+                            "an enumerator or constant",
+                        );
                     }
                 }
                 DefKind::Enum { enumerators } => {
@@ -290,13 +318,21 @@ impl Checker {
                     let mut names: HashSet<String> = HashSet::new();
                     for e in enumerators.iter_mut() {
                         if !names.insert(e.name.to_lowercase()) {
-                            self.diags.push(Diagnostic::error(Code::Redefinition, e.span, format!("enumerator `{}` is repeated", e.name)));
+                            self.diags.push(Diagnostic::error(
+                                Code::Redefinition,
+                                e.span,
+                                format!("enumerator `{}` is repeated", e.name),
+                            ));
                         }
                         let v = match &e.explicit {
                             None => next,
                             Some(ConstValue::Int(v)) => *v as i64,
                             Some(_) => {
-                                self.diags.push(Diagnostic::error(Code::BadEnumerator, e.span, "an enumerator value must be an integer"));
+                                self.diags.push(Diagnostic::error(
+                                    Code::BadEnumerator,
+                                    e.span,
+                                    "an enumerator value must be an integer",
+                                ));
                                 next
                             }
                         };
@@ -367,7 +403,11 @@ fn check_tags<'a>(tags: impl Iterator<Item = (i32, Span, &'a str)>, diags: &mut 
     let mut seen: HashMap<i32, &str> = HashMap::new();
     for (tag, span, name) in tags {
         if let Some(prev) = seen.insert(tag, name) {
-            diags.push(Diagnostic::error(Code::DuplicateTag, span, format!("tag {tag} of `{name}` is already used by `{prev}`")));
+            diags.push(Diagnostic::error(
+                Code::DuplicateTag,
+                span,
+                format!("tag {tag} of `{name}` is already used by `{prev}`"),
+            ));
         }
     }
 }
@@ -411,16 +451,22 @@ fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
             let abs = join(scope, &d.name);
             match &d.kind {
                 DefKind::Module(inner) => walk(unit, inner, &abs, diags),
-                DefKind::Dictionary { key, .. } => {
-                    if !legal_key(unit, key, 0) {
-                        diags.push(Diagnostic::error(Code::IllegalKey, key.span(), format!("illegal dictionary key type in `{}`", d.name)));
-                    }
+                DefKind::Dictionary { key, .. } if !legal_key(unit, key, 0) => {
+                    diags.push(Diagnostic::error(
+                        Code::IllegalKey,
+                        key.span(),
+                        format!("illegal dictionary key type in `{}`", d.name),
+                    ));
                 }
                 DefKind::Struct { members } => {
                     member_rules(unit, d, members, diags);
                     for m in members {
                         if m.tag.is_some() {
-                            diags.push(Diagnostic::error(Code::BadOptional, m.span, "struct members cannot be optional"));
+                            diags.push(Diagnostic::error(
+                                Code::BadOptional,
+                                m.span,
+                                "struct members cannot be optional",
+                            ));
                         }
                     }
                 }
@@ -436,7 +482,11 @@ fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
                     let mut names: HashMap<String, &str> = HashMap::new();
                     for o in ops {
                         if let Some(prev) = names.insert(o.name.to_lowercase(), &o.name) {
-                            diags.push(Diagnostic::error(Code::Redefinition, o.span, format!("operation `{}` clashes with `{prev}`", o.name)));
+                            diags.push(Diagnostic::error(
+                                Code::Redefinition,
+                                o.span,
+                                format!("operation `{}` clashes with `{prev}`", o.name),
+                            ));
                         }
                         op_rules(unit, d, o, diags);
                     }
@@ -468,10 +518,18 @@ fn member_rules(unit: &Unit, d: &Definition, members: &[Member], diags: &mut Vec
     let mut names: HashMap<String, &str> = HashMap::new();
     for m in members {
         if let Some(prev) = names.insert(m.name.to_lowercase(), &m.name) {
-            diags.push(Diagnostic::error(Code::Redefinition, m.span, format!("member `{}` clashes with `{prev}`", m.name)));
+            diags.push(Diagnostic::error(
+                Code::Redefinition,
+                m.span,
+                format!("member `{}` clashes with `{prev}`", m.name),
+            ));
         }
         if !d.local && type_is_local(unit, &m.ty) {
-            diags.push(Diagnostic::error(Code::IllegalUse, m.span, format!("non-local `{}` cannot use a local type", d.name)));
+            diags.push(Diagnostic::error(
+                Code::IllegalUse,
+                m.span,
+                format!("non-local `{}` cannot use a local type", d.name),
+            ));
         }
         if let Some(v) = &m.default {
             check_const(unit, &m.ty, v, m.span, diags);
@@ -489,12 +547,20 @@ fn op_rules(unit: &Unit, iface: &Definition, o: &Operation, diags: &mut Vec<Diag
     let mut seen_out = false;
     for p in &o.params {
         if let Some(prev) = names.insert(p.name.to_lowercase(), &p.name) {
-            diags.push(Diagnostic::error(Code::Redefinition, p.span, format!("parameter `{}` clashes with `{prev}`", p.name)));
+            diags.push(Diagnostic::error(
+                Code::Redefinition,
+                p.span,
+                format!("parameter `{}` clashes with `{prev}`", p.name),
+            ));
         }
         if p.out {
             seen_out = true;
         } else if seen_out {
-            diags.push(Diagnostic::error(Code::Syntax, p.span, format!("in-parameter `{}` follows an out-parameter", p.name)));
+            diags.push(Diagnostic::error(
+                Code::Syntax,
+                p.span,
+                format!("in-parameter `{}` follows an out-parameter", p.name),
+            ));
         }
         if !iface.local && type_is_local(unit, &p.ty) {
             diags.push(Diagnostic::error(Code::IllegalUse, p.span, "a remote operation cannot use a local type"));
@@ -552,7 +618,11 @@ fn cycle_check(unit: &Unit, abs: &str, d: &Definition, diags: &mut Vec<Diagnosti
     let mut seen = HashSet::new();
     while let Some(b) = stack.pop() {
         if b == abs {
-            diags.push(Diagnostic::error(Code::CyclicInheritance, d.span, format!("`{}` inherits from itself", d.name)));
+            diags.push(Diagnostic::error(
+                Code::CyclicInheritance,
+                d.span,
+                format!("`{}` inherits from itself", d.name),
+            ));
             return;
         }
         if seen.insert(b.clone()) {

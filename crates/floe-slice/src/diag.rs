@@ -115,8 +115,11 @@ impl Diagnostic {
             out.push_str(&format!("{pad}--> {}:{}:{}\n", file.path, self.span.line, self.span.col));
             if let Some(text) = file.text.lines().nth(self.span.line.saturating_sub(1) as usize) {
                 out.push_str(&format!("{pad} |\n{lineno} | {text}\n"));
-                let caret_pad: String =
-                    text.chars().take(self.span.col.saturating_sub(1) as usize).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+                let caret_pad: String = text
+                    .chars()
+                    .take(self.span.col.saturating_sub(1) as usize)
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
                 out.push_str(&format!("{pad} | {caret_pad}^\n"));
             }
         }

@@ -204,7 +204,11 @@ pub fn lex(text: &str, file: u32, first_line: u32, diags: &mut Vec<Diagnostic>) 
                         s.push(char::from_u32(v).unwrap_or('\u{fffd}'));
                     }
                     other => {
-                        diags.push(Diagnostic::error(Code::Lexical, span, format!("unknown escape sequence \\{other}")));
+                        diags.push(Diagnostic::error(
+                            Code::Lexical,
+                            span,
+                            format!("unknown escape sequence \\{other}"),
+                        ));
                     }
                 }
             }
@@ -213,7 +217,13 @@ pub fn lex(text: &str, file: u32, first_line: u32, diags: &mut Vec<Diagnostic>) 
         }
         if c.is_ascii_digit() || (c == '.' && i + 1 < chars.len() && chars[i + 1].is_ascii_digit()) {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.' || ((chars[i] == '+' || chars[i] == '-') && matches!(chars[i - 1], 'e' | 'E') && !text_is_hex(&chars[start..i]))) {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric()
+                    || chars[i] == '.'
+                    || ((chars[i] == '+' || chars[i] == '-')
+                        && matches!(chars[i - 1], 'e' | 'E')
+                        && !text_is_hex(&chars[start..i])))
+            {
                 adv!();
             }
             let lit: String = chars[start..i].iter().collect();

@@ -6,9 +6,36 @@ use crate::lexer::{Tok, Token};
 
 /// Slice keywords (case-sensitive, as in Ice 3.7: `value` is an identifier, `Value` a keyword).
 pub const KEYWORDS: &[&str] = &[
-    "bool", "byte", "class", "const", "dictionary", "double", "enum", "exception", "extends", "false", "float",
-    "idempotent", "implements", "int", "interface", "local", "LocalObject", "long", "module", "Object", "optional",
-    "out", "sequence", "short", "string", "struct", "throws", "true", "Value", "void",
+    "bool",
+    "byte",
+    "class",
+    "const",
+    "dictionary",
+    "double",
+    "enum",
+    "exception",
+    "extends",
+    "false",
+    "float",
+    "idempotent",
+    "implements",
+    "int",
+    "interface",
+    "local",
+    "LocalObject",
+    "long",
+    "module",
+    "Object",
+    "optional",
+    "out",
+    "sequence",
+    "short",
+    "string",
+    "struct",
+    "throws",
+    "true",
+    "Value",
+    "void",
 ];
 
 struct Tk {
@@ -280,7 +307,11 @@ impl Parser {
                         match self.operation_or_member(true) {
                             Ok(Either::Op(o)) => ops.push(o),
                             Ok(Either::Member(m)) => {
-                                self.diags.push(Diagnostic::error(Code::Syntax, m.span, "interfaces cannot have data members"));
+                                self.diags.push(Diagnostic::error(
+                                    Code::Syntax,
+                                    m.span,
+                                    "interfaces cannot have data members",
+                                ));
                             }
                             Err(()) => self.recover_member(),
                         }
@@ -351,7 +382,11 @@ impl Parser {
                     match self.operation_or_member(false) {
                         Ok(Either::Member(m)) => members.push(m),
                         Ok(Either::Op(o)) => {
-                            self.diags.push(Diagnostic::error(Code::Syntax, o.span, format!("a {kw} cannot have operations")));
+                            self.diags.push(Diagnostic::error(
+                                Code::Syntax,
+                                o.span,
+                                format!("a {kw} cannot have operations"),
+                            ));
                         }
                         Err(()) => self.recover_member(),
                     }
@@ -359,7 +394,11 @@ impl Parser {
                 self.pos += 1;
                 if kw == "struct" {
                     if members.is_empty() {
-                        self.diags.push(Diagnostic::error(Code::Syntax, span, format!("struct `{name}` has no members")));
+                        self.diags.push(Diagnostic::error(
+                            Code::Syntax,
+                            span,
+                            format!("struct `{name}` has no members"),
+                        ));
                     }
                     (name, DefKind::Struct { members })
                 } else {
@@ -502,7 +541,17 @@ impl Parser {
                 }
             }
             self.expect_punct(';')?;
-            return Ok(Either::Op(Operation { name, ret, ret_tag: tag, params, idempotent, throws, metadata, doc, span: nspan }));
+            return Ok(Either::Op(Operation {
+                name,
+                ret,
+                ret_tag: tag,
+                params,
+                idempotent,
+                throws,
+                metadata,
+                doc,
+                span: nspan,
+            }));
         }
         if interface || idempotent {
             return self.err("expected '(' after the operation name");

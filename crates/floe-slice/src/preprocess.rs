@@ -32,7 +32,14 @@ impl<'a> Preprocessor<'a> {
     pub fn new(include_dirs: &'a [PathBuf]) -> Self {
         let mut defines = HashSet::new();
         defines.insert("__SLICE2RS__".to_string());
-        Preprocessor { include_dirs, defines, once: HashSet::new(), active: Vec::new(), sources: SourceMap::default(), diags: Vec::new() }
+        Preprocessor {
+            include_dirs,
+            defines,
+            once: HashSet::new(),
+            active: Vec::new(),
+            sources: SourceMap::default(),
+            diags: Vec::new(),
+        }
     }
 
     /// Adds a file that exists only in memory (for tests and the fuzzer).
@@ -48,13 +55,21 @@ impl<'a> Preprocessor<'a> {
             return;
         }
         if self.active.contains(&canon) || self.active.len() > 64 {
-            self.diags.push(Diagnostic::error(Code::Preprocessor, from, format!("recursive #include of {}", path.display())));
+            self.diags.push(Diagnostic::error(
+                Code::Preprocessor,
+                from,
+                format!("recursive #include of {}", path.display()),
+            ));
             return;
         }
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
-                self.diags.push(Diagnostic::error(Code::Preprocessor, from, format!("cannot read {}: {e}", path.display())));
+                self.diags.push(Diagnostic::error(
+                    Code::Preprocessor,
+                    from,
+                    format!("cannot read {}: {e}", path.display()),
+                ));
                 return;
             }
         };
@@ -65,7 +80,15 @@ impl<'a> Preprocessor<'a> {
     }
 
     /// Preprocesses the text of file `id`.
-    pub fn text(&mut self, id: u32, text: &str, path: Option<&Path>, included: bool, out: &mut Preprocessed, canon: &Path) {
+    pub fn text(
+        &mut self,
+        id: u32,
+        text: &str,
+        path: Option<&Path>,
+        included: bool,
+        out: &mut Preprocessed,
+        canon: &Path,
+    ) {
         // Each entry: (this branch active, some branch of the group taken, parent active).
         let mut stack: Vec<(bool, bool)> = Vec::new();
         let mut pending = String::new();
@@ -157,16 +180,26 @@ impl<'a> Preprocessor<'a> {
                     } else if let Some(r) = rest.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
                         self.find(r, path.and_then(Path::parent))
                     } else {
-                        self.diags.push(Diagnostic::error(Code::Preprocessor, span, format!("malformed #include {rest:?}")));
+                        self.diags.push(Diagnostic::error(
+                            Code::Preprocessor,
+                            span,
+                            format!("malformed #include {rest:?}"),
+                        ));
                         continue;
                     };
                     match target {
                         Some(p) => self.file(&p, true, out, span),
-                        None => self.diags.push(Diagnostic::error(Code::Preprocessor, span, format!("cannot find include file {rest}"))),
+                        None => self.diags.push(Diagnostic::error(
+                            Code::Preprocessor,
+                            span,
+                            format!("cannot find include file {rest}"),
+                        )),
                     }
                 }
                 "error" => self.diags.push(Diagnostic::error(Code::Preprocessor, span, format!("#error {rest}"))),
-                other => self.diags.push(Diagnostic::error(Code::Preprocessor, span, format!("unknown directive #{other}"))),
+                other => {
+                    self.diags.push(Diagnostic::error(Code::Preprocessor, span, format!("unknown directive #{other}")))
+                }
             }
         }
         if !stack.is_empty() {

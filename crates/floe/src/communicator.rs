@@ -192,10 +192,7 @@ impl Communicator {
             "Ice.Override.ConnectTimeout",
             ms(&properties, "Ice.Override.Timeout", -1)?.map(|d| d.as_millis() as i64).unwrap_or(-1),
         )?;
-        let override_compress = match properties.get("Ice.Override.Compress") {
-            Some(v) => Some(v.trim() != "0"),
-            None => None,
-        };
+        let override_compress = properties.get("Ice.Override.Compress").map(|v| v.trim() != "0");
         let inner = Inner {
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,

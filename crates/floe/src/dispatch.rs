@@ -78,7 +78,11 @@ impl Current {
     }
 
     /// A user-exception reply (status 1).
-    pub fn user_exception<E: UserExceptionSlices + ?Sized>(&self, e: &E, format: crate::encoding::FormatType) -> Response {
+    pub fn user_exception<E: UserExceptionSlices + ?Sized>(
+        &self,
+        e: &E,
+        format: crate::encoding::FormatType,
+    ) -> Response {
         if self.is_oneway() {
             return Response::none();
         }

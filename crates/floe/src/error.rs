@@ -5,7 +5,7 @@ use thiserror::Error;
 use crate::encoding::{DecodeError, Identity, UserExceptionSlices};
 use crate::protocol::ProtocolError;
 
-/// How a caller should react to an [`Error`].
+/// How a caller should react to an [`enum@Error`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The connection is gone or could not be made; the request may be retried elsewhere.

@@ -72,7 +72,7 @@ struct PendingTable {
 impl PendingTable {
     fn allocate(&mut self) -> i32 {
         loop {
-            self.next_id = if self.next_id >= i32::MAX || self.next_id < 1 { 1 } else { self.next_id + 1 };
+            self.next_id = if self.next_id == i32::MAX || self.next_id < 1 { 1 } else { self.next_id + 1 };
             if !self.map.contains_key(&self.next_id) {
                 return self.next_id;
             }

@@ -229,12 +229,11 @@ fn parse_version(v: &str) -> std::result::Result<(u8, u8), String> {
     Ok((major, minor))
 }
 
-/// Finds the first of `seps` outside quotes; returns the text before it and the separator with
-/// the text after it.
-fn split_outside_quotes<'a>(
-    s: &'a str,
-    seps: &[char],
-) -> std::result::Result<(&'a str, Option<(char, &'a str)>), String> {
+/// The text before a separator, and the separator with the text after it.
+type Split<'a> = (&'a str, Option<(char, &'a str)>);
+
+/// Finds the first of `seps` outside quotes.
+fn split_outside_quotes<'a>(s: &'a str, seps: &[char]) -> std::result::Result<Split<'a>, String> {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for (i, c) in s.char_indices() {

@@ -1,0 +1,147 @@
+//! The interop matrix, run by `cargo test`: floe client ↔ floe server, floe client ↔ a real
+//! ZeroC Ice 3.7 server (Python), and real Ice 3.7 clients (Python and C++) ↔ floe server.
+//! The Ice programs come from Debian's packages, installed by scripts/install-deps.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a server and waits for its `TestAdapter ready` line.
+fn start(mut cmd: Command) -> Server {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.trim() == "TestAdapter ready" {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30)).expect("server printed `TestAdapter ready`");
+    Server(child)
+}
+
+fn floe_server(port: u16) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
+    cmd.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
+    start(cmd)
+}
+
+fn python_server(port: u16) -> Server {
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(root().join("python/server.py")).args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
+    start(cmd)
+}
+
+/// Runs a client to completion and checks its closing `N passed, 0 failed` line.
+fn run_client(mut cmd: Command, min_checks: usize) {
+    let start = Instant::now();
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        out.status.success() && failures.is_empty(),
+        "{cmd:?} failed ({:?}):\n{}\n{}",
+        out.status,
+        failures.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed: usize = last.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(last.ends_with(" 0 failed") && passed >= min_checks, "unexpected summary {last:?}");
+    eprintln!("{cmd:?}: {last} in {:?}", start.elapsed());
+}
+
+fn floe_client(port: u16) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-interop-client"));
+    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
+    cmd
+}
+
+fn python_client(port: u16) -> Command {
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(root().join("python/client.py")).args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
+    cmd
+}
+
+fn wait_exit(server: &mut Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            assert!(status.success(), "server exited with {status}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("server did not exit after shutdown()");
+}
+
+#[test]
+fn floe_client_against_floe_server() {
+    let port = free_port();
+    let mut server = floe_server(port);
+    run_client(floe_client(port), 160);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn floe_client_against_ice_python_server() {
+    let port = free_port();
+    let mut server = python_server(port);
+    run_client(floe_client(port), 160);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn ice_python_client_against_floe_server() {
+    let port = free_port();
+    let mut server = floe_server(port);
+    run_client(python_client(port), 140);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn ice_cpp_client_against_floe_server() {
+    let client = build_cpp_client();
+    let port = free_port();
+    let mut server = floe_server(port);
+    let mut cmd = Command::new(client);
+    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
+    run_client(cmd, 60);
+    wait_exit(&mut server);
+}
+
+/// Builds the C++ client against Debian's libzeroc-ice-dev into target/.
+fn build_cpp_client() -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-client");
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(root().join("cpp"))
+        .arg(format!("OUT={}", out.display()))
+        .status()
+        .expect("make runs");
+    assert!(status.success(), "building the C++ client failed");
+    out.join("client")
+}
