@@ -187,6 +187,9 @@ impl Communicator {
             encoding,
         };
         let client_config = connection_config(&properties, "", "Client", 3)?;
+        if properties.get_bool("Floe.Malloc.Tune", true)? {
+            crate::malloc::tune(client_config.max_message_size);
+        }
         let override_timeout = ms(
             &properties,
             "Ice.Override.ConnectTimeout",

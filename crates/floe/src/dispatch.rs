@@ -64,7 +64,7 @@ impl Current {
         if self.is_oneway() {
             return Response::none();
         }
-        let mut enc = Encoder::with_capacity(64, EncodingVersion::V1_0);
+        let mut enc = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
         let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
         write(&mut enc);
         finish_reply(&mut enc, start);

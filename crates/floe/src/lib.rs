@@ -8,6 +8,7 @@ pub mod communicator;
 pub mod connection;
 pub mod dispatch;
 pub mod error;
+mod malloc;
 pub mod properties;
 pub mod proxy;
 pub mod transport;

@@ -479,11 +479,13 @@ const SHRINK_ABOVE: usize = 64 * 1024;
 async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+    let mut last_size = 0;
     loop {
         // Take every complete message out of the buffer.
         loop {
             match frames.next_message(&mut buf) {
                 Ok(Some(msg)) => {
+                    last_size = msg.header.size;
                     if let Err(e) = handle_message(&conn, msg).await {
                         warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
                         conn.close_forcefully(e);
@@ -501,8 +503,9 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
         if conn.shared.closed.load(Ordering::Acquire) {
             return;
         }
-        // Shrink a buffer that grew for a large message once it is drained.
-        if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+        // A buffer that grew for large messages is kept while large messages keep coming
+        // (reallocating it would cost fresh pages each time) and shrunk after a small one.
+        if buf.is_empty() && buf.capacity() > SHRINK_ABOVE && last_size < buf.capacity() / 4 {
             buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
         }
         if buf.capacity() - buf.len() < 512 {
@@ -632,6 +635,7 @@ fn finish_dispatch(conn: &Connection) {
 async fn send_response(conn: &Connection, result: std::thread::Result<Response>, request_id: i32, compress: bool) {
     if let Some(reply) = response_bytes(result, request_id, compress, conn.shared.config.compression_level) {
         let _ = conn.write_message(&reply).await;
+        crate::encoding::pool::give(reply);
     }
 }
 

@@ -12,6 +12,7 @@ mod encoder;
 mod error;
 mod exception;
 mod identity;
+pub mod pool;
 mod proxy_data;
 mod traits;
 

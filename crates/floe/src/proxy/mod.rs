@@ -393,7 +393,7 @@ impl ObjectPrx {
         context: &Context,
         write: impl FnOnce(&mut Encoder),
     ) -> BytesMut {
-        let mut e = Encoder::with_capacity(64, EncodingVersion::V1_0);
+        let mut e = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
         e.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
         e.write_i32(0);
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
@@ -462,7 +462,10 @@ impl ObjectPrx {
                     *self.inner.connection.lock().expect("proxy connection") = None;
                     tracing::debug!(target: "floe::retry", "retrying after {e}");
                 }
-                other => return other,
+                other => {
+                    crate::encoding::pool::give(msg);
+                    return other;
+                }
             }
         }
     }

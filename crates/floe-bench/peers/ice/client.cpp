@@ -1,0 +1,126 @@
+// ZeroC Ice 3.7 C++11 benchmark client: runs one test for a bounded time and prints
+// "<operations> <seconds>".
+// Usage: ice-client <port> <test> <duration-ms> <param>
+#include <Ice/Ice.h>
+#include <Bench.h>
+
+#include <chrono>
+#include <deque>
+#include <iostream>
+#include <string>
+
+using namespace std;
+using namespace Bench;
+
+int main(int argc, char* argv[])
+{
+    if(argc < 5)
+    {
+        cerr << "usage: ice-client <port> <test> <duration-ms> <param>" << endl;
+        return 2;
+    }
+    string port = argv[1], test = argv[2];
+    auto duration = chrono::milliseconds(stoi(argv[3]));
+    int param = stoi(argv[4]);
+    Ice::InitializationData init;
+    init.properties = Ice::createProperties();
+    init.properties->setProperty("Ice.MessageSizeMax", "100000");
+    init.properties->setProperty("Ice.ACM.Timeout", "0");
+    Ice::CommunicatorHolder ich(init);
+    auto p = Ice::uncheckedCast<PerfPrx>(ich->stringToProxy("a:tcp -h 127.0.0.1 -p " + port));
+    p->ice_ping();
+    ByteSeq bytes(static_cast<size_t>(param));
+    FixedSeq fixed(static_cast<size_t>(param), Fixed{1, 2, 3.0});
+    StringDoubleSeq sds(static_cast<size_t>(param), StringDouble{"hello", 3.14});
+    // Warm up.
+    for(int i = 0; i < 100; ++i)
+    {
+        p->o();
+    }
+    long long ops = 0;
+    auto start = chrono::steady_clock::now();
+    auto deadline = start + duration;
+    if(test == "twoway")
+    {
+        while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 100; ++i) p->o(); ops += 100; }
+    }
+    else if(test == "oneway")
+    {
+        auto o = p->ice_oneway();
+        while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 1000; ++i) o->o(); ops += 1000; }
+        p->ice_ping();
+    }
+    else if(test == "batch-send")
+    {
+        auto b = p->ice_batchOneway();
+        while(chrono::steady_clock::now() < deadline && ops < 50000000)
+        {
+            for(int i = 0; i < 10000; ++i) b->o();
+            ops += 10000;
+            if(ops % 100000 == 0) b->ice_flushBatchRequests();
+        }
+        auto end = chrono::steady_clock::now();
+        b->ice_flushBatchRequests();
+        p->ice_ping();
+        cout << ops << " " << chrono::duration<double>(end - start).count() << endl;
+        return 0;
+    }
+    else if(test == "batch-delivered")
+    {
+        p->reset();
+        auto b = p->ice_batchOneway();
+        while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 10000; ++i) b->incr(); b->ice_flushBatchRequests(); ops += 10000; }
+        while(p->count() < ops) {}
+    }
+    else if(test == "ami")
+    {
+        deque<future<void>> inflight;
+        while(chrono::steady_clock::now() < deadline)
+        {
+            for(int i = 0; i < 100; ++i)
+            {
+                inflight.push_back(p->oAsync());
+                if(inflight.size() >= static_cast<size_t>(param)) { inflight.front().get(); inflight.pop_front(); }
+            }
+            ops += 100;
+        }
+        for(auto& f : inflight) f.get();
+    }
+    else if(test == "bytes-send")
+    {
+        auto range = make_pair(bytes.data(), bytes.data() + bytes.size());
+        while(chrono::steady_clock::now() < deadline) { p->sendByteSeq(range); ++ops; }
+    }
+    else if(test == "bytes-recv")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->recvByteSeq(param); ++ops; }
+    }
+    else if(test == "fixed-send")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->sendFixedSeq(fixed); ++ops; }
+    }
+    else if(test == "fixed-recv")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->recvFixedSeq(param); ++ops; }
+    }
+    else if(test == "strings-send")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->sendStringDoubleSeq(sds); ++ops; }
+    }
+    else if(test == "strings-recv")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->recvStringDoubleSeq(param); ++ops; }
+    }
+    else if(test == "work")
+    {
+        while(chrono::steady_clock::now() < deadline) { p->work(param); ++ops; }
+    }
+    else
+    {
+        cerr << "unknown test " << test << endl;
+        return 2;
+    }
+    auto end = chrono::steady_clock::now();
+    cout << ops << " " << chrono::duration<double>(end - start).count() << endl;
+    return 0;
+}

@@ -1,0 +1,61 @@
+// ZeroC Ice 3.7 C++11 benchmark server: implements Bench::Perf as identity "a".
+// Usage: ice-server <port> [--Ice.X=Y ...]; prints "ready" when listening.
+#include <Ice/Ice.h>
+#include <Bench.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+
+using namespace std;
+using namespace Bench;
+
+class PerfI : public Perf
+{
+public:
+    PerfI() : _count(0) {}
+    void o(const Ice::Current&) override {}
+    void sendByteSeq(pair<const Ice::Byte*, const Ice::Byte*>, const Ice::Current&) override {}
+    ByteSeq recvByteSeq(int size, const Ice::Current&) override { return ByteSeq(static_cast<size_t>(size)); }
+    void sendFixedSeq(FixedSeq, const Ice::Current&) override {}
+    FixedSeq recvFixedSeq(int count, const Ice::Current&) override { return FixedSeq(static_cast<size_t>(count), Fixed{1, 2, 3.0}); }
+    void sendStringDoubleSeq(StringDoubleSeq, const Ice::Current&) override {}
+    StringDoubleSeq recvStringDoubleSeq(int count, const Ice::Current&) override
+    {
+        return StringDoubleSeq(static_cast<size_t>(count), StringDouble{"hello", 3.14});
+    }
+    void work(int micros, const Ice::Current&) override
+    {
+        auto end = chrono::steady_clock::now() + chrono::microseconds(micros);
+        while(chrono::steady_clock::now() < end)
+        {
+        }
+    }
+    void incr(const Ice::Current&) override { ++_count; }
+    int count(const Ice::Current&) override { return _count.load(); }
+    void reset(const Ice::Current&) override { _count = 0; }
+    void shutdown(const Ice::Current& c) override { c.adapter->getCommunicator()->shutdown(); }
+
+private:
+    atomic<int> _count;
+};
+
+int main(int argc, char* argv[])
+{
+    if(argc < 2)
+    {
+        cerr << "usage: ice-server <port>" << endl;
+        return 2;
+    }
+    Ice::InitializationData init;
+    init.properties = Ice::createProperties(argc, argv);
+    init.properties->setProperty("Ice.MessageSizeMax", "100000");
+    init.properties->setProperty("Ice.ACM.Timeout", "0");
+    Ice::CommunicatorHolder ich(init);
+    auto adapter = ich->createObjectAdapterWithEndpoints("Bench", string("tcp -h 127.0.0.1 -p ") + argv[1]);
+    adapter->add(make_shared<PerfI>(), Ice::stringToIdentity("a"));
+    adapter->activate();
+    cout << "ready" << endl;
+    ich->waitForShutdown();
+    return 0;
+}

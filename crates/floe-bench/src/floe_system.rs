@@ -1,0 +1,243 @@
+//! floe as a benchmark system: a single-threaded server process (as in the seeds) and an
+//! in-process client whose calls run on the connection's own runtime thread.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use floe::bytes::Bytes;
+use floe::protocol::OperationMode;
+use floe::{Communicator, Current, Identity, ObjectPrx, Properties, Proxy};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use crate::bench::*;
+use crate::tests::Test;
+
+struct PerfI {
+    communicator: Communicator,
+    count: AtomicI32,
+}
+
+impl Perf for PerfI {
+    async fn o(&self, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+    async fn send_byte_seq(&self, _b: ByteSeq, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+    async fn recv_byte_seq(&self, size: i32, _: &Current) -> floe::Result<ByteSeq> {
+        Ok(Bytes::from(vec![0u8; size.max(0) as usize]))
+    }
+    async fn send_fixed_seq(&self, _s: FixedSeq, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+    async fn recv_fixed_seq(&self, count: i32, _: &Current) -> floe::Result<FixedSeq> {
+        Ok(vec![Fixed { i: 1, j: 2, d: 3.0 }; count.max(0) as usize])
+    }
+    async fn send_string_double_seq(&self, _s: StringDoubleSeq, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+    async fn recv_string_double_seq(&self, count: i32, _: &Current) -> floe::Result<StringDoubleSeq> {
+        Ok(vec![StringDouble { s: "hello".into(), d: 3.14 }; count.max(0) as usize])
+    }
+    async fn work(&self, micros: i32, _: &Current) -> floe::Result<()> {
+        let end = Instant::now() + Duration::from_micros(micros.max(0) as u64);
+        while Instant::now() < end {}
+        Ok(())
+    }
+    async fn incr(&self, _: &Current) -> floe::Result<()> {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    async fn count(&self, _: &Current) -> floe::Result<i32> {
+        Ok(self.count.load(Ordering::Relaxed))
+    }
+    async fn reset(&self, _: &Current) -> floe::Result<()> {
+        self.count.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+    async fn shutdown(&self, _: &Current) -> floe::Result<()> {
+        self.communicator.shutdown();
+        Ok(())
+    }
+}
+
+fn properties(threads: usize) -> Properties {
+    let p = Properties::new();
+    p.set("Floe.Runtime.Threads", &threads.to_string());
+    p.set("Ice.MessageSizeMax", "100000");
+    p.set("Ice.ACM.Timeout", "0");
+    p
+}
+
+/// Serves the benchmark interface on `port` with `threads` runtime threads until `shutdown`.
+pub(crate) fn serve(port: u16, threads: usize) -> floe::Result<()> {
+    let communicator = Communicator::with_properties(properties(threads))?;
+    let adapter = communicator.create_object_adapter_with_endpoints("Bench", &format!("tcp -h 127.0.0.1 -p {port}"))?;
+    adapter.add(
+        PerfServer::new(PerfI { communicator: communicator.clone(), count: AtomicI32::new(0) }),
+        Identity::new("a"),
+    );
+    communicator.block_on(adapter.activate())?;
+    println!("ready");
+    communicator.block_on(async {
+        communicator.wait_for_shutdown().await;
+        communicator.destroy().await;
+    });
+    Ok(())
+}
+
+/// Runs `test` against a server on `port` for about `duration`; returns `(operations, seconds)`.
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<(u64, f64)> {
+    let communicator = Communicator::with_properties(properties(1))?;
+    let proxy = PerfPrx::from_object(communicator.string_to_proxy(&format!("a:tcp -h 127.0.0.1 -p {port}"))?);
+    let test = *test;
+    let handle = communicator.runtime_handle().clone();
+    let result = communicator.block_on(async move {
+        handle
+            .spawn(async move { run(&test, &proxy, duration).await })
+            .await
+            .map_err(|e| floe::Error::Io(e.to_string()))?
+    });
+    communicator.destroy_blocking();
+    result
+}
+
+async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64, f64)> {
+    for _ in 0..100 {
+        p.o().await?;
+    }
+    let param = test.param;
+    let n = param.max(0) as usize;
+    let mut ops: u64 = 0;
+    let start = Instant::now();
+    let deadline = start + duration;
+    match test.name {
+        "twoway" => {
+            while Instant::now() < deadline {
+                for _ in 0..100 {
+                    p.o().await?;
+                }
+                ops += 100;
+            }
+        }
+        "oneway" => {
+            let o = p.ice_oneway();
+            while Instant::now() < deadline {
+                for _ in 0..1000 {
+                    o.o().await?;
+                }
+                ops += 1000;
+            }
+            p.o().await?;
+        }
+        "batch-send" => {
+            let b = p.ice_batch_oneway();
+            let mut end = start;
+            while Instant::now() < deadline && ops < 50_000_000 {
+                for _ in 0..10_000 {
+                    b.o().await?;
+                }
+                ops += 10_000;
+                end = Instant::now();
+                if ops % 100_000 == 0 {
+                    b.ice_flush_batch_requests().await?;
+                }
+            }
+            b.ice_flush_batch_requests().await?;
+            p.o().await?;
+            return Ok((ops, (end - start).as_secs_f64()));
+        }
+        "batch-delivered" => {
+            p.reset().await?;
+            let b = p.ice_batch_oneway();
+            while Instant::now() < deadline {
+                for _ in 0..10_000 {
+                    b.incr().await?;
+                }
+                b.ice_flush_batch_requests().await?;
+                ops += 10_000;
+            }
+            while (p.count().await? as u64) < ops {}
+        }
+        "batch-twoway" => {
+            let obj: &ObjectPrx = p;
+            while Instant::now() < deadline {
+                let outcomes = obj
+                    .invoke_batch_twoway(
+                        "o",
+                        OperationMode::Normal,
+                        (0..param).map(|_| |_: &mut floe::encoding::Encoder| {}),
+                    )
+                    .await?;
+                for o in outcomes {
+                    o?.decode(|_| Ok(()))?;
+                }
+                ops += param as u64;
+            }
+        }
+        "ami" => {
+            let mut inflight = FuturesUnordered::new();
+            while Instant::now() < deadline {
+                for _ in 0..100 {
+                    let q = p.clone();
+                    inflight.push(async move { q.o().await });
+                    if inflight.len() >= n {
+                        if let Some(r) = inflight.next().await {
+                            r?;
+                        }
+                    }
+                }
+                ops += 100;
+            }
+            while let Some(r) = inflight.next().await {
+                r?;
+            }
+        }
+        "bytes-send" => {
+            let b = Bytes::from(vec![0u8; n]);
+            while Instant::now() < deadline {
+                p.send_byte_seq(&b).await?;
+                ops += 1;
+            }
+        }
+        "bytes-recv" => {
+            while Instant::now() < deadline {
+                p.recv_byte_seq(param).await?;
+                ops += 1;
+            }
+        }
+        "fixed-send" => {
+            let v = vec![Fixed { i: 1, j: 2, d: 3.0 }; n];
+            while Instant::now() < deadline {
+                p.send_fixed_seq(&v).await?;
+                ops += 1;
+            }
+        }
+        "fixed-recv" => {
+            while Instant::now() < deadline {
+                p.recv_fixed_seq(param).await?;
+                ops += 1;
+            }
+        }
+        "strings-send" => {
+            let v = vec![StringDouble { s: "hello".into(), d: 3.14 }; n];
+            while Instant::now() < deadline {
+                p.send_string_double_seq(&v).await?;
+                ops += 1;
+            }
+        }
+        "strings-recv" => {
+            while Instant::now() < deadline {
+                p.recv_string_double_seq(param).await?;
+                ops += 1;
+            }
+        }
+        _ => {
+            while Instant::now() < deadline {
+                p.work(param).await?;
+                ops += 1;
+            }
+        }
+    }
+    Ok((ops, start.elapsed().as_secs_f64()))
+}

@@ -1,0 +1,325 @@
+//! floe-bench: the seed documents' benchmarks, run for floe, a raw-socket baseline and ZeroC
+//! Ice 3.7 C++ in one interleaved run, reported as medians and ratios.
+//!
+//! `cargo run --release --bin floe-bench -- [--quick] [--json PATH] [--html PATH] [--peers ice]`
+#![allow(clippy::approx_constant)] // 3.14 is the seeds' string-struct payload, not pi.
+
+mod floe_system;
+mod raw;
+mod report;
+mod tests;
+
+/// The Rust mapping of slice/Bench.ice.
+#[allow(missing_docs, unreachable_pub)]
+pub mod generated {
+    include!(concat!(env!("OUT_DIR"), "/Bench.rs"));
+}
+pub(crate) use generated::bench;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use report::{Record, Sample};
+use tests::{Test, ALL};
+
+#[derive(Parser, Debug)]
+#[command(name = "floe-bench", about = "floe against a raw-socket baseline and ZeroC Ice C++, interleaved")]
+struct Args {
+    /// A short run (about 2 minutes): fewer runs, shorter measurements.
+    #[arg(long)]
+    quick: bool,
+    /// Write one JSON record per system × test here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the HTML report here (default: target/floe-bench/report.html).
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Peers to include, comma-separated (`ice`); `none` for floe and raw only.
+    #[arg(long, default_value = "ice")]
+    peers: String,
+    /// Only these tests (comma-separated names).
+    #[arg(long)]
+    tests: Option<String>,
+    /// Number of interleaved runs (default 5, or 3 with --quick).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Internal: serve a system (`raw` or `floe`) on --port.
+    #[arg(long, hide = true)]
+    serve: Option<String>,
+    /// Internal: run one system's client (`raw` or `floe`) against a server already on --port.
+    #[arg(long, hide = true)]
+    client: Option<String>,
+    /// Internal: the port to serve on.
+    #[arg(long, hide = true, default_value_t = 0)]
+    port: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum System {
+    Floe,
+    Raw,
+    Ice,
+}
+
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            System::Floe => "floe",
+            System::Raw => "raw",
+            System::Ice => "ice-cpp",
+        }
+    }
+}
+
+struct Server {
+    system: System,
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+fn start_server(system: System, ice_dir: Option<&Path>) -> Result<Server, String> {
+    let port = free_port();
+    let mut cmd = match system {
+        System::Ice => {
+            let mut c = Command::new(ice_dir.ok_or("no Ice peer")?.join("ice-server"));
+            ice_malloc_env(&mut c);
+            c
+        }
+        _ => Command::new(std::env::current_exe().map_err(|e| e.to_string())?),
+    };
+    match system {
+        System::Ice => {
+            cmd.arg(port.to_string());
+        }
+        s => {
+            cmd.args(["--serve", s.name(), "--port", &port.to_string()]);
+        }
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {} server: {e}", system.name()))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+    if line.trim() != "ready" {
+        return Err(format!("{} server did not start: {line:?}", system.name()));
+    }
+    Ok(Server { system, child, port })
+}
+
+/// (user + system CPU seconds, peak RSS in kB) of a process.
+fn proc_stats(pid: u32) -> (f64, u64) {
+    let ticks = 100.0;
+    let cpu = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.rsplit_once(')')?.1.split_whitespace().collect::<Vec<_>>();
+            let utime: f64 = after.get(11)?.parse().ok()?;
+            let stime: f64 = after.get(12)?.parse().ok()?;
+            Some((utime + stime) / ticks)
+        })
+        .unwrap_or(0.0);
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0);
+    (cpu, rss)
+}
+
+fn measure(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<(u64, f64), String> {
+    match server.system {
+        System::Raw => raw::measure(test, server.port, duration).map_err(|e| e.to_string()),
+        System::Floe => floe_system::measure(test, server.port, duration).map_err(|e| e.to_string()),
+        System::Ice => {
+            let dir = ice_dir.ok_or("no Ice peer")?;
+            let mut cmd = Command::new(dir.join("ice-client"));
+            ice_malloc_env(&mut cmd);
+            let out = cmd
+                .args([
+                    server.port.to_string(),
+                    test.ice_name().to_string(),
+                    duration.as_millis().to_string(),
+                    test.param.to_string(),
+                ])
+                .output()
+                .map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut it = text.split_whitespace();
+            let ops = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("ice-client said {text:?}"))?;
+            let secs = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("ice-client said {text:?}"))?;
+            Ok((ops, secs))
+        }
+    }
+}
+
+/// The Ice peer gets the allocator settings floe applies to itself (the tuning ZeroC recommends
+/// for large messages), so that both run as their users would run them.
+fn ice_malloc_env(cmd: &mut Command) {
+    cmd.env("MALLOC_MMAP_THRESHOLD_", (64u32 << 20).to_string())
+        .env("MALLOC_TRIM_THRESHOLD_", (128u32 << 20).to_string());
+}
+
+/// Builds the Ice C++ peer if Ice's compiler and libraries are installed.
+fn build_ice_peer() -> Result<PathBuf, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ice");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/floe-bench/ice");
+    if Command::new("slice2cpp").arg("--version").output().is_err() {
+        return Err("slice2cpp is not installed (bash scripts/install-deps installs ZeroC Ice 3.7)".into());
+    }
+    eprintln!("building the Ice C++ peer…");
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&src)
+        .arg(format!("OUT={}", out.display()))
+        .status()
+        .map_err(|e| format!("make: {e}"))?;
+    if !status.success() {
+        return Err("building the Ice C++ peer failed".into());
+    }
+    Ok(out)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    if let Some(system) = &args.serve {
+        let r = match system.as_str() {
+            "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
+            "floe" => floe_system::serve(args.port, 1).map_err(|e| e.to_string()),
+            other => Err(format!("unknown system {other}")),
+        };
+        if let Err(e) = r {
+            eprintln!("floe-bench --serve: {e}");
+            return std::process::ExitCode::from(2);
+        }
+        return std::process::ExitCode::SUCCESS;
+    }
+
+    if let Some(system) = &args.client {
+        for test in
+            ALL.iter().filter(|t| args.tests.as_deref().map(|l| l.split(',').any(|n| n == t.name)).unwrap_or(true))
+        {
+            let d = Duration::from_millis(500);
+            let r = match system.as_str() {
+                "raw" => raw::measure(test, args.port, d).map_err(|e| e.to_string()),
+                _ => floe_system::measure(test, args.port, d).map_err(|e| e.to_string()),
+            };
+            match r {
+                Ok((ops, secs)) => println!("{} {} {:.0}", system, test.name, ops as f64 / secs),
+                Err(e) => println!("{} {} error: {e}", system, test.name),
+            }
+        }
+        return std::process::ExitCode::SUCCESS;
+    }
+    let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
+    let duration = Duration::from_millis(if args.quick { 150 } else { 700 });
+    let selected: Vec<Test> = match &args.tests {
+        Some(list) => {
+            let names: Vec<&str> = list.split(',').map(str::trim).collect();
+            ALL.iter().filter(|t| names.contains(&t.name)).copied().collect()
+        }
+        None => ALL.to_vec(),
+    };
+    let mut notes = Vec::new();
+    let mut ice_dir = None;
+    if args.peers.split(',').any(|p| p.trim() == "ice") {
+        match build_ice_peer() {
+            Ok(d) => ice_dir = Some(d),
+            Err(e) => notes.push(format!("ice-cpp skipped: {e}")),
+        }
+    }
+    if args.peers.split(',').any(|p| p.trim() == "tonic") {
+        notes.push("tonic skipped: the tonic peer is not part of this build yet".into());
+    }
+    let mut systems = vec![System::Floe, System::Raw];
+    if ice_dir.is_some() {
+        systems.push(System::Ice);
+    }
+    let mut servers = Vec::new();
+    for s in &systems {
+        match start_server(*s, ice_dir.as_deref()) {
+            Ok(srv) => servers.push(srv),
+            Err(e) => notes.push(format!("{} skipped: {e}", s.name())),
+        }
+    }
+    let started = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let total = runs * selected.len() * servers.len();
+    let mut done = 0;
+    for run in 0..runs {
+        for test in &selected {
+            for server in &servers {
+                if server.system == System::Ice && !test.ice {
+                    continue;
+                }
+                done += 1;
+                let (cpu0, _) = proc_stats(server.child.id());
+                let r = measure(server, test, duration, ice_dir.as_deref());
+                let (cpu1, rss) = proc_stats(server.child.id());
+                match r {
+                    Ok((ops, secs)) => {
+                        let rate = ops as f64 / secs.max(1e-9);
+                        eprintln!(
+                            "[{done}/{total} {:>4.0}s] run {} {:<16} {:<8} {:>14.0} {}",
+                            started.elapsed().as_secs_f64(),
+                            run + 1,
+                            test.name,
+                            server.system.name(),
+                            rate,
+                            test.unit
+                        );
+                        samples.push(Sample {
+                            system: server.system.name(),
+                            test: test.name,
+                            rate,
+                            server_cpu_per_100k: if ops > 0 { (cpu1 - cpu0) * 100_000.0 / ops as f64 } else { 0.0 },
+                            server_peak_rss_kb: rss,
+                        });
+                    }
+                    Err(e) => notes.push(format!("{} / {} run {}: {e}", server.system.name(), test.name, run + 1)),
+                }
+            }
+        }
+    }
+    drop(servers);
+    let records = report::summarize(&selected, &samples, runs);
+    let machine = report::machine_description();
+    println!("{}", report::table(&selected, &records, &machine, started.elapsed()));
+    for n in &notes {
+        println!("note: {n}");
+    }
+    if let Some(path) = &args.json {
+        if let Err(e) = std::fs::write(path, report::json(&records)) {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
+    }
+    let html = args
+        .html
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/floe-bench/report.html"));
+    if let Some(dir) = html.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::write(&html, report::html(&selected, &records, &machine, &notes)) {
+        Ok(()) => println!("HTML report: {}", html.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", html.display()),
+    }
+    let _: &[Record] = &records;
+    std::process::ExitCode::SUCCESS
+}

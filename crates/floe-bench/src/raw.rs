@@ -1,0 +1,353 @@
+//! The raw-socket baseline: the same bytes as an Ice twoway/oneway/batch exchange, written and
+//! read with blocking sockets and no middleware — the physical limit on this machine.
+
+use std::io::{BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use floe::encoding::{Encode, EncodingVersion, Identity};
+use floe::protocol::request::encode_request;
+use floe::protocol::{OperationMode, RequestPrefix};
+
+use crate::tests::Test;
+
+fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
+    let size = 14 + 4 + 1 + 6 + payload.len();
+    let mut r = Vec::with_capacity(size);
+    r.extend_from_slice(b"IceP\x01\x00\x01\x00\x02\x00");
+    r.extend_from_slice(&(size as i32).to_le_bytes());
+    r.extend_from_slice(&request_id.to_le_bytes());
+    r.push(0);
+    r.extend_from_slice(&((payload.len() + 6) as i32).to_le_bytes());
+    r.extend_from_slice(&[1, 1]);
+    r.extend_from_slice(payload);
+    r
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    p: usize,
+}
+
+impl Cursor<'_> {
+    fn byte(&mut self) -> u8 {
+        let v = self.b.get(self.p).copied().unwrap_or(0);
+        self.p += 1;
+        v
+    }
+    fn size(&mut self) -> usize {
+        let b = self.byte();
+        if b < 255 {
+            return b as usize;
+        }
+        self.int() as usize
+    }
+    fn int(&mut self) -> i32 {
+        let mut a = [0u8; 4];
+        if let Some(s) = self.b.get(self.p..self.p + 4) {
+            a.copy_from_slice(s);
+        }
+        self.p += 4;
+        i32::from_le_bytes(a)
+    }
+    fn str(&mut self) -> &str {
+        let n = self.size();
+        let s = self.b.get(self.p..self.p + n).and_then(|s| std::str::from_utf8(s).ok()).unwrap_or("");
+        self.p += n;
+        s
+    }
+    /// Skips identity, facet; returns (operation, params) and moves past the request.
+    fn request(&mut self) -> (String, Vec<u8>) {
+        self.str();
+        self.str();
+        if self.size() == 1 {
+            self.str();
+        }
+        let op = self.str().to_string();
+        self.byte();
+        let ctx = self.size();
+        for _ in 0..ctx {
+            self.str();
+            self.str();
+        }
+        // The encapsulation size counts its own four bytes, already read.
+        let rest = self.int().max(6) as usize - 4;
+        let start = (self.p + 2).min(self.b.len());
+        let end = (self.p + rest).min(self.b.len()).max(start);
+        self.p += rest;
+        (op, self.b[start..end].to_vec())
+    }
+}
+
+fn payload_for(op: &str, param: i32) -> Vec<u8> {
+    let mut e = floe::encoding::Encoder::new(EncodingVersion::V1_1);
+    let n = param.max(0) as usize;
+    match op {
+        "recvByteSeq" => e.write_byte_seq(&vec![0u8; n]),
+        "recvFixedSeq" => {
+            e.write_size(n);
+            for _ in 0..n {
+                e.write_i32(1);
+                e.write_i32(2);
+                e.write_f64(3.0);
+            }
+        }
+        "recvStringDoubleSeq" => {
+            e.write_size(n);
+            for _ in 0..n {
+                e.write_str("hello");
+                e.write_f64(3.14);
+            }
+        }
+        _ => {}
+    }
+    e.into_buffer().to_vec()
+}
+
+/// Serves the raw protocol on `port` until a `shutdown` request arrives.
+pub(crate) fn serve(port: u16) -> std::io::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", port))?;
+    println!("ready");
+    let counter = Arc::new(AtomicI64::new(0));
+    for stream in listener.incoming() {
+        let stream = stream?;
+        let counter = counter.clone();
+        std::thread::spawn(move || {
+            let _ = serve_connection(stream, &counter);
+        });
+    }
+    Ok(())
+}
+
+fn serve_connection(mut stream: TcpStream, counter: &AtomicI64) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.write_all(&floe::protocol::header::VALIDATE_CONNECTION)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
+    let mut header = [0u8; 14];
+    let mut body = Vec::new();
+    let mut cache: Vec<(String, i32, Vec<u8>)> = Vec::new();
+    loop {
+        if reader.read_exact(&mut header).is_err() {
+            return Ok(());
+        }
+        let size = i32::from_le_bytes([header[10], header[11], header[12], header[13]]).max(14) as usize;
+        body.resize(size - 14, 0);
+        reader.read_exact(&mut body)?;
+        match header[8] {
+            0 => {
+                let mut c = Cursor { b: &body, p: 0 };
+                let id = c.int();
+                let (op, params) = c.request();
+                let param = Cursor { b: &params, p: 0 }.int();
+                let payload: Vec<u8> = match op.as_str() {
+                    "incr" => {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        Vec::new()
+                    }
+                    "reset" => {
+                        counter.store(0, Ordering::Relaxed);
+                        Vec::new()
+                    }
+                    "count" => (counter.load(Ordering::Relaxed) as i32).to_le_bytes().to_vec(),
+                    "work" => {
+                        let end = Instant::now() + Duration::from_micros(param.max(0) as u64);
+                        while Instant::now() < end {}
+                        Vec::new()
+                    }
+                    "recvByteSeq" | "recvFixedSeq" | "recvStringDoubleSeq" => {
+                        match cache.iter().find(|(o, p, _)| *o == op && *p == param) {
+                            Some((_, _, r)) => r.clone(),
+                            None => {
+                                let r = payload_for(&op, param);
+                                cache.push((op.clone(), param, r.clone()));
+                                r
+                            }
+                        }
+                    }
+                    "shutdown" => {
+                        if id != 0 {
+                            stream.write_all(&reply_ok(id, &[]))?;
+                        }
+                        std::process::exit(0);
+                    }
+                    _ => Vec::new(),
+                };
+                if id != 0 {
+                    stream.write_all(&reply_ok(id, &payload))?;
+                }
+            }
+            1 => {
+                let mut c = Cursor { b: &body, p: 0 };
+                let n = c.int();
+                for _ in 0..n {
+                    let (op, _) = c.request();
+                    if op == "incr" {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            4 => return Ok(()),
+            _ => {}
+        }
+    }
+}
+
+fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u8> {
+    let prefix = RequestPrefix::new(&Identity::new("a"), "", op, OperationMode::Normal);
+    encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, params).to_vec()
+}
+
+struct Conn {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+    body: Vec<u8>,
+}
+
+impl Conn {
+    fn open(port: u16) -> std::io::Result<Conn> {
+        let s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_nodelay(true)?;
+        let mut r = BufReader::with_capacity(1 << 20, s.try_clone()?);
+        let mut v = [0u8; 14];
+        r.read_exact(&mut v)?;
+        Ok(Conn { w: s, r, body: Vec::new() })
+    }
+
+    fn read_reply(&mut self) -> std::io::Result<()> {
+        let mut h = [0u8; 14];
+        self.r.read_exact(&mut h)?;
+        let size = i32::from_le_bytes([h[10], h[11], h[12], h[13]]).max(14) as usize;
+        self.body.resize(size - 14, 0);
+        self.r.read_exact(&mut self.body)
+    }
+
+    fn call(&mut self, msg: &[u8]) -> std::io::Result<()> {
+        self.w.write_all(msg)?;
+        self.read_reply()
+    }
+
+    fn count(&mut self) -> std::io::Result<i64> {
+        self.call(&message("count", |_| {}))?;
+        let b = &self.body;
+        Ok(i32::from_le_bytes([b[11], b[12], b[13], b[14]]) as i64)
+    }
+}
+
+/// Runs `test` against the raw server on `port` for about `duration`; returns
+/// `(operations, seconds)`.
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<(u64, f64)> {
+    let mut c = Conn::open(port)?;
+    let o = message("o", |_| {});
+    for _ in 0..100 {
+        c.call(&o)?;
+    }
+    let param = test.param;
+    let mut ops: u64 = 0;
+    let start = Instant::now();
+    let deadline = start + duration;
+    match test.name {
+        "twoway" => {
+            while Instant::now() < deadline {
+                for _ in 0..100 {
+                    c.call(&o)?;
+                }
+                ops += 100;
+            }
+        }
+        "oneway" => {
+            let mut ow = o.clone();
+            ow[14..18].copy_from_slice(&0i32.to_le_bytes());
+            while Instant::now() < deadline {
+                for _ in 0..1000 {
+                    c.w.write_all(&ow)?;
+                }
+                ops += 1000;
+            }
+            c.call(&o)?;
+        }
+        "batch-send" | "batch-delivered" => {
+            let op = if test.name == "batch-send" { "o" } else { "incr" };
+            let req = message(op, |_| {});
+            let body = &req[18..];
+            if test.name == "batch-delivered" {
+                c.call(&message("reset", |_| {}))?;
+            }
+            let per_batch = if test.name == "batch-send" { 100_000 } else { 10_000 };
+            let mut buf: Vec<u8> = Vec::with_capacity(18 + per_batch * body.len());
+            let mut end = start;
+            while Instant::now() < deadline && ops < 50_000_000 {
+                buf.clear();
+                buf.extend_from_slice(b"IceP\x01\x00\x01\x00\x01\x00\0\0\0\0\0\0\0\0");
+                for _ in 0..per_batch {
+                    buf.extend_from_slice(body);
+                }
+                let size = buf.len() as i32;
+                buf[10..14].copy_from_slice(&size.to_le_bytes());
+                buf[14..18].copy_from_slice(&(per_batch as i32).to_le_bytes());
+                ops += per_batch as u64;
+                end = Instant::now();
+                c.w.write_all(&buf)?;
+            }
+            if test.name == "batch-send" {
+                c.call(&o)?;
+                return Ok((ops, (end - start).as_secs_f64()));
+            }
+            while c.count()? < ops as i64 {}
+        }
+        "batch-twoway" => {
+            let mut all = Vec::with_capacity(o.len() * param as usize);
+            for k in 0..param {
+                let mut m = o.clone();
+                m[14..18].copy_from_slice(&(k + 1).to_le_bytes());
+                all.extend_from_slice(&m);
+            }
+            while Instant::now() < deadline {
+                c.w.write_all(&all)?;
+                for _ in 0..param {
+                    c.read_reply()?;
+                }
+                ops += param as u64;
+            }
+        }
+        "ami" => {
+            let mut inflight = 0;
+            while Instant::now() < deadline {
+                for _ in 0..100 {
+                    c.w.write_all(&o)?;
+                    inflight += 1;
+                    if inflight >= param {
+                        c.read_reply()?;
+                        inflight -= 1;
+                    }
+                }
+                ops += 100;
+            }
+            for _ in 0..inflight {
+                c.read_reply()?;
+            }
+        }
+        name => {
+            let n = param.max(0) as usize;
+            let msg = match name {
+                "bytes-send" => message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])),
+                "bytes-recv" => message("recvByteSeq", |e| param.encode(e)),
+                "fixed-send" => message("sendFixedSeq", |e| {
+                    e.write_raw(&payload_for("recvFixedSeq", param));
+                }),
+                "fixed-recv" => message("recvFixedSeq", |e| param.encode(e)),
+                "strings-send" => message("sendStringDoubleSeq", |e| {
+                    e.write_raw(&payload_for("recvStringDoubleSeq", param));
+                }),
+                "strings-recv" => message("recvStringDoubleSeq", |e| param.encode(e)),
+                _ => message("work", |e| param.encode(e)),
+            };
+            while Instant::now() < deadline {
+                c.call(&msg)?;
+                ops += 1;
+            }
+        }
+    }
+    Ok((ops, start.elapsed().as_secs_f64()))
+}

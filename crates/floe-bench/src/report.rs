@@ -1,0 +1,276 @@
+//! Medians, ratios, and the three outputs: terminal table, JSON records, HTML with SVG plots.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::tests::Test;
+
+/// One measurement.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample {
+    /// System name.
+    pub(crate) system: &'static str,
+    /// Test name.
+    pub(crate) test: &'static str,
+    /// Operations per second.
+    pub(crate) rate: f64,
+    /// Server CPU seconds per 100,000 operations.
+    pub server_cpu_per_100k: f64,
+    /// Server peak RSS so far, kB.
+    pub(crate) server_peak_rss_kb: u64,
+}
+
+/// Summary of one system × test.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    /// System.
+    pub(crate) system: &'static str,
+    /// Test.
+    pub(crate) test: &'static str,
+    /// Unit of the rate.
+    pub(crate) unit: &'static str,
+    /// Median rate.
+    pub(crate) median: f64,
+    /// Smallest rate.
+    pub(crate) min: f64,
+    /// Largest rate.
+    pub(crate) max: f64,
+    /// Number of runs.
+    pub(crate) runs: usize,
+    /// Median server CPU seconds per 100k operations.
+    pub cpu_per_100k: f64,
+    /// Largest server peak RSS seen, kB.
+    pub(crate) peak_rss_kb: u64,
+    /// Payload bytes per operation (throughput tests).
+    pub(crate) payload: usize,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if v.is_empty() {
+        return 0.0;
+    }
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Medians and ranges per system × test.
+pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec<Record> {
+    let mut out = Vec::new();
+    for t in tests {
+        for system in ["floe", "raw", "ice-cpp"] {
+            let s: Vec<&Sample> = samples.iter().filter(|s| s.test == t.name && s.system == system).collect();
+            if s.is_empty() {
+                continue;
+            }
+            let mut rates: Vec<f64> = s.iter().map(|x| x.rate).collect();
+            let mut cpu: Vec<f64> = s.iter().map(|x| x.server_cpu_per_100k).collect();
+            let min = rates.iter().cloned().fold(f64::INFINITY, f64::min);
+            let max = rates.iter().cloned().fold(0.0, f64::max);
+            out.push(Record {
+                system,
+                test: t.name,
+                unit: t.unit,
+                median: median(&mut rates),
+                min,
+                max,
+                runs: s.len(),
+                cpu_per_100k: median(&mut cpu),
+                peak_rss_kb: s.iter().map(|x| x.server_peak_rss_kb).max().unwrap_or(0),
+                payload: t.payload,
+            });
+        }
+    }
+    out
+}
+
+fn find<'a>(records: &'a [Record], test: &str, system: &str) -> Option<&'a Record> {
+    records.iter().find(|r| r.test == test && r.system == system)
+}
+
+fn human(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The machine the run was taken on.
+pub(crate) fn machine_description() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    format!("{cpu}, {cores} cores")
+}
+
+/// The terminal table.
+pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: Duration) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nfloe-bench on {machine} ({:.0} s); medians over interleaved runs, min–max in brackets",
+        elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10}",
+        "test", "floe", "raw socket", "ice-cpp", "floe/raw", "floe/ice", "floe Mbit/s"
+    );
+    for t in tests {
+        let cell = |sys: &str| match find(records, t.name, sys) {
+            Some(r) => format!("{} [{}–{}]", human(r.median), human(r.min), human(r.max)),
+            None => "-".into(),
+        };
+        let f = find(records, t.name, "floe");
+        let ratio = |sys: &str| match (f, find(records, t.name, sys)) {
+            (Some(a), Some(b)) if b.median > 0.0 => format!("{:.2}", a.median / b.median),
+            _ => "-".into(),
+        };
+        let mbit = match f {
+            Some(r) if t.payload > 0 => format!("{:.0}", r.median * t.payload as f64 * 8.0 / 1e6),
+            _ => "".into(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10}",
+            t.name,
+            cell("floe"),
+            cell("raw"),
+            cell("ice-cpp"),
+            ratio("raw"),
+            ratio("ice-cpp"),
+            mbit
+        );
+    }
+    let _ = writeln!(s, "\nserver resources (median CPU seconds per 100k calls; peak RSS):");
+    for sys in ["floe", "raw", "ice-cpp"] {
+        let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let peak = rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0);
+        let tw = rs.iter().find(|r| r.test == "twoway").map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
+        let _ = writeln!(s, "  {sys:<8} twoway CPU/100k calls: {tw:>6} s   peak RSS: {:.1} MB", peak as f64 / 1024.0);
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// One JSON record per system × test.
+pub(crate) fn json(records: &[Record]) -> String {
+    let mut s = String::from("[\n");
+    for (i, r) in records.iter().enumerate() {
+        let _ = write!(
+            s,
+            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"payload_bytes\": {}}}",
+            esc(r.system),
+            esc(r.test),
+            esc(r.unit),
+            r.median,
+            r.min,
+            r.max,
+            r.runs,
+            r.cpu_per_100k,
+            r.peak_rss_kb,
+            r.payload
+        );
+        s.push_str(if i + 1 < records.len() { ",\n" } else { "\n" });
+    }
+    s.push_str("]\n");
+    s
+}
+
+/// An HTML page with the table and one bar chart per test (median with min–max whiskers).
+pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[String]) -> String {
+    let mut s = String::new();
+    s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>");
+    let _ = write!(s, "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>", html_escape(machine));
+    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>ice-cpp</th><th>floe/raw</th><th>floe/ice</th></tr>");
+    for t in tests {
+        let f = find(records, t.name, "floe");
+        let cell = |sys: &str| find(records, t.name, sys).map(|r| human(r.median)).unwrap_or("-".into());
+        let ratio = |sys: &str| match (f, find(records, t.name, sys)) {
+            (Some(a), Some(b)) if b.median > 0.0 => format!("{:.2}", a.median / b.median),
+            _ => "-".into(),
+        };
+        let _ = write!(
+            s,
+            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_escape(t.title),
+            html_escape(t.seed),
+            t.unit,
+            cell("floe"),
+            cell("raw"),
+            cell("ice-cpp"),
+            ratio("raw"),
+            ratio("ice-cpp")
+        );
+    }
+    s.push_str("</table>");
+    for t in tests {
+        let rs: Vec<&Record> = ["floe", "raw", "ice-cpp"].iter().filter_map(|sys| find(records, t.name, sys)).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let top = rs.iter().map(|r| r.max).fold(0.0, f64::max).max(1.0);
+        let (w, h, bar) = (360.0, 200.0, 70.0);
+        let _ = write!(
+            s,
+            "<div class=\"chart\"><h3>{}</h3><svg width=\"{w}\" height=\"{}\">",
+            html_escape(t.title),
+            h + 40.0
+        );
+        for (i, r) in rs.iter().enumerate() {
+            let x = 30.0 + i as f64 * (bar + 40.0);
+            let bh = r.median / top * h;
+            let color = match r.system {
+                "floe" => "#2a7",
+                "raw" => "#888",
+                _ => "#c63",
+            };
+            let _ = write!(
+                s,
+                "<rect x=\"{x}\" y=\"{}\" width=\"{bar}\" height=\"{bh}\" fill=\"{color}\"/><line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\"/><text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{} {}</text>",
+                h - bh,
+                x + bar / 2.0,
+                x + bar / 2.0,
+                h - r.min / top * h,
+                h - r.max / top * h,
+                x + bar / 2.0,
+                h + 16.0,
+                r.system,
+                human(r.median)
+            );
+        }
+        s.push_str("</svg></div>");
+    }
+    if !notes.is_empty() {
+        s.push_str("<h2>Notes</h2><ul>");
+        for n in notes {
+            let _ = write!(s, "<li>{}</li>", html_escape(n));
+        }
+        s.push_str("</ul>");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}

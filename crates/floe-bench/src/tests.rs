@@ -1,0 +1,161 @@
+//! The catalogue of tests, after the seed documents.
+
+/// One benchmark test.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Test {
+    /// Short name (also the Ice peer's test name).
+    pub(crate) name: &'static str,
+    /// What it measures, for the report.
+    pub(crate) title: &'static str,
+    /// Parameter: payload size, element count, in-flight window or servant microseconds.
+    pub(crate) param: i32,
+    /// Payload bytes moved per operation (for Mbit/s), 0 if not a throughput test.
+    pub(crate) payload: usize,
+    /// Unit of the rate.
+    pub(crate) unit: &'static str,
+    /// The seed the test comes from.
+    pub(crate) seed: &'static str,
+    /// Whether Ice can run it (batched twoway does not exist in Ice).
+    pub(crate) ice: bool,
+}
+
+/// Every test, in report order.
+pub(crate) const ALL: &[Test] = &[
+    Test {
+        name: "twoway",
+        title: "twoway void o() (32 B request, 25 B reply)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning latency; TAO twoway; cxRmi TEST5",
+        ice: true,
+    },
+    Test {
+        name: "oneway",
+        title: "oneway void o()",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning oneway; TAO oneway",
+        ice: true,
+    },
+    Test {
+        name: "batch-send",
+        title: "batched oneway o(), sender side",
+        param: 0,
+        payload: 0,
+        unit: "requests/s",
+        seed: "cxRmi TEST1; TAO batched oneway",
+        ice: true,
+    },
+    Test {
+        name: "batch-delivered",
+        title: "batched oneway incr(), delivered",
+        param: 0,
+        payload: 0,
+        unit: "requests/s",
+        seed: "cxRmi TEST2",
+        ice: true,
+    },
+    Test {
+        name: "batch-twoway",
+        title: "batched twoway o() (1000 per batch)",
+        param: 1000,
+        payload: 0,
+        unit: "calls/s",
+        seed: "cxRmi TEST3/TEST4",
+        ice: false,
+    },
+    Test {
+        name: "ami",
+        title: "pipelined async twoway o() (100 in flight)",
+        param: 100,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning AMI; TAO twoway AMI",
+        ice: true,
+    },
+    Test {
+        name: "bytes-send",
+        title: "send 500,000-byte sequence",
+        param: 500_000,
+        payload: 500_000,
+        unit: "calls/s",
+        seed: "Henning byte seq; cxRmi TEST6",
+        ice: true,
+    },
+    Test {
+        name: "bytes-recv",
+        title: "receive 500,000-byte sequence",
+        param: 500_000,
+        payload: 500_000,
+        unit: "calls/s",
+        seed: "Henning byte seq",
+        ice: true,
+    },
+    Test {
+        name: "fixed-send",
+        title: "send 50,000 {int,int,double}",
+        param: 50_000,
+        payload: 800_000,
+        unit: "calls/s",
+        seed: "Henning fixed structs; cxRmi TEST7",
+        ice: true,
+    },
+    Test {
+        name: "fixed-recv",
+        title: "receive 50,000 {int,int,double}",
+        param: 50_000,
+        payload: 800_000,
+        unit: "calls/s",
+        seed: "Henning fixed structs",
+        ice: true,
+    },
+    Test {
+        name: "strings-send",
+        title: "send 50,000 {string \"hello\", double}",
+        param: 50_000,
+        payload: 700_000,
+        unit: "calls/s",
+        seed: "Henning string structs",
+        ice: true,
+    },
+    Test {
+        name: "strings-recv",
+        title: "receive 50,000 {string \"hello\", double}",
+        param: 50_000,
+        payload: 700_000,
+        unit: "calls/s",
+        seed: "Henning string structs",
+        ice: true,
+    },
+    Test {
+        name: "work-10",
+        title: "twoway, servant busy 10 µs",
+        param: 10,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning server-side processing",
+        ice: true,
+    },
+    Test {
+        name: "work-150",
+        title: "twoway, servant busy 150 µs",
+        param: 150,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning server-side processing",
+        ice: true,
+    },
+];
+
+impl Test {
+    /// The name the Ice peer knows the test by.
+    pub(crate) fn ice_name(&self) -> &'static str {
+        if self.name.starts_with("work-") {
+            "work"
+        } else {
+            self.name
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! A short smoke run of floe-bench (floe and the raw baseline, one run of a few tests) that
+//! checks the suite works end to end and writes well-formed JSON. Figures are not asserted:
+//! performance is judged by full runs of the suite, never by tests.
+
+use std::process::Command;
+
+#[test]
+fn quick_run_produces_a_table_and_json() {
+    let dir = std::env::temp_dir().join(format!("floe-bench-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let html = dir.join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_floe-bench"))
+        .args([
+            "--quick",
+            "--runs",
+            "1",
+            "--peers",
+            "none",
+            "--tests",
+            "twoway,oneway,batch-send,batch-delivered,batch-twoway,ami,bytes-send,fixed-recv,strings-send,work-10",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("twoway") && stdout.contains("floe/raw"), "{stdout}");
+    assert!(!stdout.contains("note: floe /"), "a floe measurement failed:\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for test in [
+        "twoway",
+        "oneway",
+        "batch-send",
+        "batch-delivered",
+        "batch-twoway",
+        "ami",
+        "bytes-send",
+        "fixed-recv",
+        "strings-send",
+        "work-10",
+    ] {
+        for system in ["floe", "raw"] {
+            let needle = format!("\"system\": \"{system}\", \"test\": \"{test}\"");
+            assert!(text.contains(&needle), "no record for {system}/{test} in {text}");
+        }
+    }
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
