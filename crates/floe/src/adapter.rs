@@ -60,7 +60,9 @@ impl ObjectAdapter {
         let defaults = communicator.parse_defaults();
         let mut configured = Vec::new();
         if !endpoints.trim().is_empty() {
-            for ep in endpoints.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+            let list = crate::proxy::reference::split_endpoints(endpoints)
+                .map_err(|reason| Error::Adapter(format!("{name}: invalid endpoints {endpoints:?}: {reason}")))?;
+            for ep in list.into_iter().map(str::trim).filter(|e| !e.is_empty()) {
                 let ep = parse_endpoint(ep, &defaults)
                     .map_err(|reason| Error::Adapter(format!("{name}: invalid endpoint {ep:?}: {reason}")))?;
                 configured.push(ep);

@@ -255,6 +255,11 @@ fn split_outside_quotes<'a>(s: &'a str, seps: &[char]) -> std::result::Result<Sp
     Ok((s, None))
 }
 
+/// Splits an endpoint list (`tcp -p 1:tcp -h "::1" -p 2`) at the colons outside quotes.
+pub fn split_endpoints(s: &str) -> std::result::Result<Vec<&str>, String> {
+    split_all_outside_quotes(s, ':')
+}
+
 fn split_all_outside_quotes(mut s: &str, sep: char) -> std::result::Result<Vec<&str>, String> {
     let mut out = Vec::new();
     loop {

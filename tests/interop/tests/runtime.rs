@@ -1,0 +1,241 @@
+//! Runtime behaviour under bad input and faults, against the floe interop server: a bad
+//! connection is closed alone and every other connection keeps working; a client whose server
+//! dies gets a typed error promptly; timeouts fire and free their requests.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use floe::{Communicator, Error, Proxy};
+use floe_interop::interop::TesterPrx;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server(endpoints: &str, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"))
+        .args(["--endpoints", endpoints])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = [0u8; 64];
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.contains("TestAdapter ready") && Instant::now() < deadline {
+        let n = out.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("TestAdapter ready"), "server did not start: {seen:?}");
+    Server(child)
+}
+
+fn tester(c: &Communicator, port: u16) -> TesterPrx {
+    TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap())
+}
+
+/// Opens a raw connection, reads the ValidateConnection message, sends `bytes`, and returns
+/// whether the server closed the connection within a few seconds.
+fn hostile(port: u16, bytes: &[u8]) -> bool {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut v = [0u8; 14];
+    s.read_exact(&mut v).unwrap();
+    assert_eq!(&v[..4], b"IceP");
+    let _ = s.write_all(bytes);
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    matches!(s.read_to_end(&mut rest), Ok(_))
+}
+
+fn header(kind: u8, size: i32) -> Vec<u8> {
+    let mut h = b"IceP\x01\x00\x01\x00".to_vec();
+    h.push(kind);
+    h.push(0);
+    h.extend_from_slice(&size.to_le_bytes());
+    h
+}
+
+#[test]
+fn bad_connections_are_closed_alone() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &["--Ice.MessageSizeMax=64"]);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    c.block_on(t.ping()).unwrap();
+    let mut wrong_magic = header(0, 14);
+    wrong_magic[0] = b'X';
+    let mut bad_version = header(0, 14);
+    bad_version[4] = 9;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("garbage", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()),
+        ("wrong magic", wrong_magic),
+        ("bad protocol version", bad_version),
+        ("unknown message type", header(9, 14)),
+        ("size below the header", header(0, 3)),
+        ("size over MessageSizeMax", header(0, 10 << 20)),
+        ("validate with a body", header(3, 20)),
+        ("request body that does not decode", {
+            let mut m = header(0, 20);
+            m.extend_from_slice(&[1, 0, 0, 0, 200, 1]);
+            m
+        }),
+        ("batch with an absurd count", {
+            let mut m = header(1, 18);
+            m.extend_from_slice(&i32::MAX.to_le_bytes());
+            m
+        }),
+    ];
+    for (what, bytes) in cases {
+        assert!(hostile(port, &bytes), "{what}: the server kept the connection open");
+        // The well-behaved client's connection is untouched.
+        c.block_on(t.ping()).unwrap_or_else(|e| panic!("after {what}: {e}"));
+    }
+    // A request larger than MessageSizeMax (64 KB here) closes that connection only.
+    let big = floe::bytes::Bytes::from(vec![0u8; 100 * 1024]);
+    let c2 = Communicator::new().unwrap();
+    let t2 = tester(&c2, port);
+    match c2.block_on(t2.send_byte_seq(&big)) {
+        Err(Error::ConnectionLost(_)) | Err(Error::CloseConnection) => {}
+        other => panic!("oversized request: {other:?}"),
+    }
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn undecodable_parameters_get_an_error_reply_and_the_connection_stays() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    // opInt with 2 bytes of parameters instead of 8.
+    let r = c.block_on(t.invoke("opInt", floe::protocol::OperationMode::Normal, None, |e| e.write_i16(1)));
+    match r {
+        Err(Error::UnknownLocalException(msg)) => {
+            assert!(msg.contains("out of bounds") || msg.contains("marshal"), "{msg}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Unknown operation, and a mode mismatch (ping is not idempotent).
+    match c.block_on(t.invoke("noSuchOp", floe::protocol::OperationMode::Normal, None, |_| {})) {
+        Err(Error::OperationNotExist { operation, .. }) => assert_eq!(operation, "noSuchOp"),
+        other => panic!("{other:?}"),
+    }
+    match c.block_on(t.invoke("ping", floe::protocol::OperationMode::Idempotent, None, |_| {})) {
+        Err(Error::UnknownLocalException(msg)) => assert!(msg.contains("mode"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn a_server_that_dies_mid_call_gives_a_typed_error_promptly() {
+    let port = free_port();
+    let mut srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    c.block_on(t.ping()).unwrap();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = srv.0.kill();
+        let _ = srv.0.wait();
+    });
+    let start = Instant::now();
+    let r = c.block_on(t.sleep_then_return(10_000, 1));
+    assert!(matches!(r, Err(Error::ConnectionLost(_))), "{r:?}");
+    assert!(start.elapsed() < Duration::from_secs(3), "took {:?}", start.elapsed());
+    killer.join().unwrap();
+    // With the server gone, new calls fail to connect (typed, not a hang).
+    match c.block_on(t.ping()) {
+        Err(Error::ConnectFailed { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn clients_reconnect_to_a_restarted_server() {
+    let port = free_port();
+    let endpoints = format!("tcp -h 127.0.0.1 -p {port}");
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    {
+        let _srv = server(&endpoints, &[]);
+        assert_eq!(c.block_on(t.op_idempotent(1)).unwrap(), 2);
+    }
+    let _srv = server(&endpoints, &[]);
+    // The cached connection is dead; the idempotent call is retried on a new one.
+    assert_eq!(c.block_on(t.op_idempotent(2)).unwrap(), 3);
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn invocation_timeouts_fire_and_free_the_request() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    let conn = c.block_on(t.ice_get_connection()).unwrap();
+    let slow = t.ice_invocation_timeout(Some(Duration::from_millis(100)));
+    let start = Instant::now();
+    for _ in 0..20 {
+        assert!(matches!(c.block_on(slow.sleep_then_return(2000, 1)), Err(Error::InvocationTimeout(_))));
+    }
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(conn.pending_count(), 0, "timed-out requests were forgotten");
+    // Cancellation (dropping the future) frees the request too.
+    c.block_on(async {
+        let fut = t.sleep_then_return(2000, 1);
+        let _ = tokio::time::timeout(Duration::from_millis(50), fut).await;
+    });
+    assert_eq!(conn.pending_count(), 0);
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn ipv6_loopback_and_config_files() {
+    TcpListener::bind("[::1]:0").expect("IPv6 loopback (::1) is available");
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("floe-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("server.cfg");
+    std::fs::write(&config, format!("TestAdapter.Endpoints=tcp -h \"::1\" -p {port}\nIce.MessageSizeMax=2048\n"))
+        .unwrap();
+    let _srv = server("tcp -h 127.0.0.1 -p 1", &[&format!("--Ice.Config={}", config.display())]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h \"::1\" -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    assert_eq!(c.block_on(t.op_int(6, 7)).unwrap(), (6, 42));
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn servers_send_heartbeats_while_dispatching() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &["--Ice.ACM.Timeout=1"]);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    let conn = c.block_on(t.ice_get_connection()).unwrap();
+    // A 1.5 s dispatch: with a 1 s ACM timeout the server heartbeats every 250 ms.
+    assert_eq!(c.block_on(t.sleep_then_return(1500, 9)).unwrap(), 9);
+    assert!(conn.heartbeats_received() >= 2, "{} heartbeats", conn.heartbeats_received());
+    c.block_on(t.shutdown()).unwrap();
+}
