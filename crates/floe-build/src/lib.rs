@@ -62,6 +62,33 @@ impl Builder {
         self
     }
 
+    /// Compiles several files as one unit (so that definitions shared between them are
+    /// generated once) into `file_name` in the output directory.
+    pub fn compile_into(
+        self,
+        files: &[impl AsRef<Path>],
+        include_dirs: &[impl AsRef<Path>],
+        file_name: &str,
+    ) -> Result<(), Error> {
+        let out_dir = match self.out_dir.clone().or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from)) {
+            Some(d) => d,
+            None => return Err(Error::NoOutDir),
+        };
+        let includes: Vec<PathBuf> = include_dirs.iter().map(|d| d.as_ref().to_path_buf()).collect();
+        let c = floe_slice::compile(files, &includes);
+        if self.emit_rerun {
+            for f in &c.sources.files {
+                println!("cargo:rerun-if-changed={}", f.path);
+            }
+        }
+        let Some(unit) = c.unit.as_ref() else {
+            return Err(Error::Slice(c.render_diagnostics()));
+        };
+        let code = floe_slice::generate(unit, &floe_slice::gen::Options { floe: self.floe_path.clone() });
+        std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
+        std::fs::write(out_dir.join(file_name), code).map_err(Error::Io)
+    }
+
     /// Compiles each file to `<stem>.rs` in the output directory.
     pub fn compile(self, files: &[impl AsRef<Path>], include_dirs: &[impl AsRef<Path>]) -> Result<(), Error> {
         let out_dir = match self.out_dir.clone().or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from)) {

@@ -237,12 +237,15 @@ impl Checker {
             };
             let r = self.resolve_name(name, *span, scope, want, what);
             if let Some(abs) = &r {
-                if !*proxy && self.symbols[abs].kind == SymKind::Interface {
-                    self.diags.push(Diagnostic::error(
-                        Code::IllegalUse,
-                        *span,
-                        format!("interface `{name}` cannot be passed by value; use a proxy `{name}*`"),
-                    ));
+                let sym = &self.symbols[abs];
+                if !*proxy && sym.kind == SymKind::Interface && !sym.local {
+                    // Ice 3.7 accepts this (as a class instance) with a deprecation warning.
+                    self.diags.push(Diagnostic {
+                        severity: crate::diag::Severity::Warning,
+                        code: Code::IllegalUse,
+                        message: format!("interface `{name}` passed by value is deprecated; use a proxy `{name}*`"),
+                        span: *span,
+                    });
                 }
             }
             *resolved = r;

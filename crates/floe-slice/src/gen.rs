@@ -162,10 +162,10 @@ impl<'a> Gen<'a> {
 
     fn has_output(&self, defs: &[Definition]) -> bool {
         defs.iter().any(|d| {
-            !d.included
-                && !d.local
+            !d.local
                 && match &d.kind {
                     DefKind::Module(inner) => self.has_output(inner),
+                    _ if d.included => false,
                     DefKind::Class { .. } => false,
                     DefKind::Interface { forward: true, .. } => false,
                     _ => true,
@@ -185,8 +185,26 @@ impl<'a> Gen<'a> {
     }
 
     fn defs(&mut self, defs: &[Definition]) {
+        // A module reopened several times (in one file or across files) becomes one Rust module.
+        let mut merged: Vec<Definition> = Vec::new();
         for d in defs {
-            if d.included || d.local {
+            if let DefKind::Module(inner) = &d.kind {
+                if let Some(prev) = merged.iter_mut().find(|m| m.name == d.name && matches!(m.kind, DefKind::Module(_)))
+                {
+                    if let DefKind::Module(all) = &mut prev.kind {
+                        all.extend(inner.iter().cloned());
+                    }
+                    prev.included &= d.included;
+                    continue;
+                }
+            }
+            merged.push(d.clone());
+        }
+        for d in &merged {
+            if d.included && !matches!(d.kind, DefKind::Module(_)) {
+                continue;
+            }
+            if d.local {
                 continue;
             }
             let abs = self.abs(&d.name);
@@ -245,7 +263,8 @@ impl<'a> Gen<'a> {
                     return false;
                 }
                 match self.unit.lookup(abs).map(|(_, d)| &d.kind) {
-                    Some(DefKind::Class { .. }) => true,
+                    // A class, or an interface passed by value (a class instance in Ice 3.7).
+                    Some(DefKind::Class { .. }) | Some(DefKind::Interface { .. }) => true,
                     Some(DefKind::Struct { members }) => members.iter().any(|m| self.uses_class(&m.ty, seen)),
                     Some(DefKind::Sequence { elem }) => self.uses_class(elem, seen),
                     Some(DefKind::Dictionary { key, value }) => {
@@ -269,21 +288,25 @@ impl<'a> Gen<'a> {
             }
             DefKind::Sequence { elem } => self.uses_class(elem, &mut seen),
             DefKind::Dictionary { key, value } => self.uses_class(key, &mut seen) || self.uses_class(value, &mut seen),
-            DefKind::Interface { .. } => self.interface_ops(&self.abs(&d.name)).iter().any(|(_, o)| {
-                o.ret.as_ref().map(|r| self.uses_class(r, &mut seen.clone())).unwrap_or(false)
-                    || o.params.iter().any(|p| self.uses_class(&p.ty, &mut seen.clone()))
-                    || o.throws.iter().any(|(_, _, r)| {
-                        r.as_ref()
-                            .map(|r| {
-                                self.exception_chain(r)
-                                    .iter()
-                                    .any(|(_, ms)| ms.iter().any(|m| self.uses_class(&m.ty, &mut seen.clone())))
-                            })
-                            .unwrap_or(false)
-                    })
-            }),
+            // Interfaces are always generated; operations that need classes are left out.
+            DefKind::Interface { .. } => false,
             _ => false,
         }
+    }
+
+    fn op_uses_class(&self, o: &Operation) -> bool {
+        let mut seen = HashSet::new();
+        o.ret.as_ref().map(|r| self.uses_class(r, &mut seen.clone())).unwrap_or(false)
+            || o.params.iter().any(|p| self.uses_class(&p.ty, &mut seen.clone()))
+            || o.throws.iter().any(|(_, _, r)| {
+                r.as_ref()
+                    .map(|r| {
+                        self.exception_chain(r)
+                            .iter()
+                            .any(|(_, ms)| ms.iter().any(|m| self.uses_class(&m.ty, &mut seen)))
+                    })
+                    .unwrap_or(false)
+            })
     }
 
     /// Encoded size when fixed, else `None`.
@@ -1036,7 +1059,14 @@ impl<'a> Gen<'a> {
         let f = self.f.clone();
         let name = ident(&d.name);
         let prx = format!("{name}Prx");
-        let ops = self.interface_ops(abs);
+        let mut ops = self.interface_ops(abs);
+        let before: Vec<String> = ops.iter().map(|(owner, o)| format!("{owner}::{}", o.name)).collect();
+        ops.retain(|(_, o)| !self.op_uses_class(o));
+        for (i, (owner, o)) in self.interface_ops(abs).iter().enumerate() {
+            if owner == abs && self.op_uses_class(o) {
+                self.skipped.push(before[i].clone());
+            }
+        }
         let ids = self.interface_ids(abs);
 
         // Error enums for operations with throws (own operations only; bases have theirs).

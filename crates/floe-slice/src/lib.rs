@@ -70,6 +70,8 @@ fn finish(pp: preprocess::Preprocessor<'_>, out: preprocess::Preprocessed) -> Co
 /// Compiles Slice files (and what they include, searched in `include_dirs`).
 pub fn compile(files: &[impl AsRef<Path>], include_dirs: &[PathBuf]) -> Compilation {
     let mut pp = preprocess::Preprocessor::new(include_dirs);
+    let mains: Vec<PathBuf> = files.iter().map(|f| f.as_ref().to_path_buf()).collect();
+    pp.set_main_files(&mains);
     let mut out = preprocess::Preprocessed { runs: Vec::new() };
     for f in files {
         pp.file(f.as_ref(), false, &mut out, Span::default());

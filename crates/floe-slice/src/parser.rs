@@ -456,7 +456,21 @@ impl Parser {
                 return self.err(format!("expected a definition (module, interface, class, …), not `{other}`"));
             }
         };
-        self.expect_punct(';')?;
+        // Slice 3.7 makes the ';' after a closing brace optional; elsewhere it is required.
+        let braced = matches!(
+            kind,
+            DefKind::Module(_)
+                | DefKind::Interface { forward: false, .. }
+                | DefKind::Class { forward: false, .. }
+                | DefKind::Exception { .. }
+                | DefKind::Struct { .. }
+                | DefKind::Enum { .. }
+        );
+        if braced {
+            self.eat_punct(';');
+        } else {
+            self.expect_punct(';')?;
+        }
         Ok(Definition { name, kind, local, metadata, doc, included, span })
     }
 

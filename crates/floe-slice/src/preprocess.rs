@@ -21,6 +21,7 @@ pub struct Preprocessor<'a> {
     defines: HashSet<String>,
     once: HashSet<PathBuf>,
     active: Vec<PathBuf>,
+    main_files: HashSet<PathBuf>,
     /// Loaded files.
     pub sources: SourceMap,
     /// Problems found.
@@ -37,9 +38,16 @@ impl<'a> Preprocessor<'a> {
             defines,
             once: HashSet::new(),
             active: Vec::new(),
+            main_files: HashSet::new(),
             sources: SourceMap::default(),
             diags: Vec::new(),
         }
+    }
+
+    /// Declares the files given to the compiler: their definitions are generated even when
+    /// another of them includes them first.
+    pub fn set_main_files(&mut self, files: &[PathBuf]) {
+        self.main_files = files.iter().map(|f| f.canonicalize().unwrap_or_else(|_| f.clone())).collect();
     }
 
     /// Adds a file that exists only in memory (for tests and the fuzzer).
@@ -75,6 +83,7 @@ impl<'a> Preprocessor<'a> {
         };
         let id = self.add_virtual(&path.display().to_string(), &text);
         self.active.push(canon.clone());
+        let included = included && !self.main_files.contains(&canon);
         self.text(id, &text, Some(path), included, out, &canon);
         self.active.pop();
     }

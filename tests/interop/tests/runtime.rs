@@ -60,7 +60,7 @@ fn hostile(port: u16, bytes: &[u8]) -> bool {
     let _ = s.write_all(bytes);
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut rest = Vec::new();
-    matches!(s.read_to_end(&mut rest), Ok(_))
+    s.read_to_end(&mut rest).is_ok()
 }
 
 fn header(kind: u8, size: i32) -> Vec<u8> {

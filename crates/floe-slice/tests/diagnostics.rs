@@ -1,0 +1,118 @@
+//! Invalid Slice gives diagnostics with stable codes and exact positions, never a panic.
+
+use floe_slice::{compile_str, Code};
+use proptest::prelude::*;
+
+fn codes(src: &str) -> Vec<(Code, u32)> {
+    let c = compile_str("test.ice", src, &[]);
+    assert!(c.has_errors() == c.unit.is_none());
+    c.diagnostics.iter().map(|d| (d.code, d.span.line)).collect()
+}
+
+fn expect(src: &str, code: Code, line: u32) {
+    let got = codes(src);
+    assert!(got.contains(&(code, line)), "expected {code:?} at line {line} in\n{src}\ngot {got:?}");
+}
+
+#[test]
+fn every_code_is_reported_where_it_belongs() {
+    expect("module M {\n  struct S { int x }\n};", Code::Syntax, 2);
+    expect("module M {\n  struct S { Missing m; };\n};", Code::Undefined, 2);
+    expect("module M {\n  struct S { int x; };\n  struct S { int y; };\n};", Code::Redefinition, 3);
+    expect("module M {\n  struct Point { int x; };\n  struct point { int y; };\n};", Code::CaseClash, 3);
+    expect("module M {\n  exception E {};\n  struct S { E e; };\n};", Code::WrongKind, 3);
+    expect("module M {\n  dictionary<double, int> D;\n};", Code::IllegalKey, 2);
+    expect("module M {\n  struct K { float f; };\n  dictionary<K, int> D;\n};", Code::IllegalKey, 3);
+    expect("module M {\n  class C { optional(1) int a;\n optional(1) int b; };\n};", Code::DuplicateTag, 3);
+    expect("module M {\n  interface I { void op(optional(2) int a, optional(2) int b); };\n};", Code::DuplicateTag, 2);
+    expect("module M {\n  class A;\n  class B extends A {};\n  class A extends B {};\n};", Code::CyclicInheritance, 4);
+    expect("module M {\n  interface I extends I {};\n};", Code::CyclicInheritance, 2);
+    expect("module M {\n  struct S { int module; };\n};", Code::KeywordIdentifier, 2);
+    expect("module M {\n  enum E { A = 1, B = 1 };\n};", Code::BadEnumerator, 2);
+    expect("module M {\n  enum E { A = -1 };\n};", Code::BadEnumerator, 2);
+    expect("module M {\n  const byte B = 300;\n};", Code::BadConstant, 2);
+    expect("module M {\n  const string S = 5;\n};", Code::BadConstant, 2);
+    expect("module M {\n  struct S { optional(1) int x; };\n};", Code::BadOptional, 2);
+    expect("module M {\n  local interface L {};\n  interface I { void op(L* l); };\n};", Code::IllegalUse, 3);
+    expect("module M {\n  interface I {};\n  struct S { I byValue; };\n};", Code::IllegalUse, 3);
+    expect(
+        "module M {\n  interface A { void op(); };\n  interface B extends A { void op(); };\n};",
+        Code::Ambiguous,
+        3,
+    );
+    expect("#include <Nope.ice>\nmodule M { struct S { int x; }; };", Code::Preprocessor, 1);
+    expect("#ifndef X\nmodule M { struct S { int x; }; };", Code::Preprocessor, 2);
+    expect("module M {\n  const string S = \"unterminated;\n};", Code::Lexical, 2);
+    expect("module M {\n  struct S { int x; };\n  interface I { S op() throws S; };\n};", Code::WrongKind, 3);
+    expect("module M {\n  interface I { void op(out int a, int b); };\n};", Code::Syntax, 2);
+}
+
+#[test]
+fn diagnostics_render_like_rustc() {
+    let c = compile_str("demo.ice", "module M {\n  struct S { Missing m; };\n};\n", &[]);
+    let text = c.render_diagnostics();
+    assert!(text.starts_with("error[E0004]: `Missing` is not defined"), "{text}");
+    assert!(text.contains("--> demo.ice:2:14"), "{text}");
+    assert!(text.contains("2 |   struct S { Missing m; };"), "{text}");
+    assert!(text.contains("^"), "{text}");
+}
+
+#[test]
+fn valid_slice_has_no_diagnostics() {
+    let src = r#"
+        [["java:package:x"]]
+        #pragma once
+        #ifndef GUARD
+        #define GUARD
+        module A { module B {
+            /** A point. */
+            struct P { int x; int y = 3; };
+            sequence<P> PS;
+            dictionary<string, PS> D;
+            enum E { X, Y = 10, Z };
+            const E Default = Y;
+            const double Pi = 3.14;
+            const long Big = -9223372036854775807;
+            exception Ex { string why; };
+            exception Ex2 extends Ex { optional(1) int code; };
+            interface Base { idempotent int get(); };
+            interface Other { void put(int v); };
+            interface I extends Base, Other {
+                ["amd"] optional(1) string op(P p, optional(2) PS seq, out D d, out optional(3) E e) throws Ex;
+                Object* self();
+                I* peer(\module m);
+            };
+            class Node { int v; Node next; };
+            local interface Hidden { void x(); };
+        }; };
+        module A { struct Reopened { bool b; }; };
+        #endif
+        module \module { struct S { int x; }; };
+    "#;
+    let c = compile_str("ok.ice", &src.replace("\\module m", "string \\module"), &[]);
+    assert!(!c.has_errors(), "{}", c.render_diagnostics());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics(src in ".{0,300}") {
+        let c = compile_str("fuzz.ice", &src, &[]);
+        if let Some(u) = &c.unit {
+            let _ = floe_slice::generate(u, &Default::default());
+        }
+    }
+
+    #[test]
+    fn mutated_valid_slice_never_panics(cut in 0usize..600, insert in "[{}();<>,:*=\\[\\]\"a-z0-9 ]{0,8}") {
+        let base = include_str!("../../../tests/interop/Test.ice");
+        let cut = cut.min(base.len());
+        let cut = (0..=cut).rev().find(|i| base.is_char_boundary(*i)).unwrap_or(0);
+        let src = format!("{}{}{}", &base[..cut], insert, &base[cut..]);
+        let c = compile_str("fuzz.ice", &src, &[]);
+        if let Some(u) = &c.unit {
+            let _ = floe_slice::generate(u, &Default::default());
+        }
+    }
+}
