@@ -2,6 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
+/// The caller's include directories followed by floe's built-in Slice directory (which has
+/// `Ice/Identity.ice` and `Ice/Context.ice`).
+fn with_builtin(include_dirs: &[impl AsRef<Path>]) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = include_dirs.iter().map(|d| d.as_ref().to_path_buf()).collect();
+    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("slice"));
+    v
+}
+
 /// Builder for a Slice compilation.
 #[derive(Debug, Clone)]
 pub struct Builder {
@@ -74,7 +82,7 @@ impl Builder {
             Some(d) => d,
             None => return Err(Error::NoOutDir),
         };
-        let includes: Vec<PathBuf> = include_dirs.iter().map(|d| d.as_ref().to_path_buf()).collect();
+        let includes = with_builtin(include_dirs);
         let c = floe_slice::compile(files, &includes);
         if self.emit_rerun {
             for f in &c.sources.files {
@@ -95,7 +103,7 @@ impl Builder {
             Some(d) => d,
             None => return Err(Error::NoOutDir),
         };
-        let includes: Vec<PathBuf> = include_dirs.iter().map(|d| d.as_ref().to_path_buf()).collect();
+        let includes = with_builtin(include_dirs);
         let options = floe_slice::gen::Options { floe: self.floe_path.clone() };
         for file in files {
             let file = file.as_ref();

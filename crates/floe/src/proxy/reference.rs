@@ -604,9 +604,10 @@ mod tests {
         assert_eq!(r.identity.name, "a b:c");
         assert_eq!(r.facet, "f g");
         assert_eq!(r.to_string(), "\"a b:c\" -f \"f g\" -t -e 1.1:tcp -h \"::1\" -p 5 -t 60000");
-        let r = p("a\\/b/c\\ d");
+        let r = p("\"a\\/b/c d\"");
         assert_eq!(r.identity, Identity::with_category("a/b", "c d"));
         assert_eq!(identity_to_string(&r.identity), "a\\/b/c d");
+        assert_eq!(p("/x").identity, Identity::new("x"));
         let d = ParseDefaults {
             host: "10.0.0.1".into(),
             protocol: "tcp".into(),
@@ -658,7 +659,6 @@ mod tests {
             "a/b/c",
             "x\\",
             "x\\q",
-            "/x",
         ] {
             let e = Reference::parse(bad, &ParseDefaults::default());
             assert!(matches!(e, Err(Error::ProxyParse { .. })), "{bad:?} gave {e:?}");

@@ -1,0 +1,25 @@
+//! `slice2rs`: exit status 0 and a generated file on success; 1 and diagnostics otherwise.
+
+use std::process::Command;
+
+#[test]
+fn slice2rs_generates_or_reports() {
+    let dir = std::env::temp_dir().join(format!("slice2rs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("Good.ice");
+    std::fs::write(&good, "module M { struct S { int x; }; interface I { S get(); }; };").unwrap();
+    let bad = dir.join("Bad.ice");
+    std::fs::write(&bad, "module M {\n  struct S { Nope x; };\n};").unwrap();
+    let out = dir.join("out");
+    let ok = Command::new(env!("CARGO_BIN_EXE_slice2rs")).arg("--output-dir").arg(&out).arg(&good).output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let code = std::fs::read_to_string(out.join("Good.rs")).unwrap();
+    assert!(code.contains("pub struct S") && code.contains("pub struct IPrx"));
+    let fail = Command::new(env!("CARGO_BIN_EXE_slice2rs")).arg("--output-dir").arg(&out).arg(&bad).output().unwrap();
+    assert_eq!(fail.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&fail.stderr);
+    assert!(stderr.contains("error[E0004]: `Nope` is not defined") && stderr.contains("Bad.ice:2:14"), "{stderr}");
+    let missing = Command::new(env!("CARGO_BIN_EXE_slice2rs")).arg(dir.join("Missing.ice")).output().unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
