@@ -1,0 +1,129 @@
+//! Fuzz entry points. Each takes arbitrary bytes and must return without panicking, whatever
+//! they contain; `fuzz/` runs them under libFuzzer and `tests/replay.rs` replays the corpora
+//! and every past crash in the default test run.
+
+use bytes::{Bytes, BytesMut};
+use floe::encoding::{Decode, Decoder, EncodingVersion, OptionalFormat, ProxyData};
+use floe::protocol::compress::decompress_message;
+use floe::protocol::request::decode_batch;
+use floe::protocol::{FrameReader, MessageType, Reply, Request};
+
+/// The targets by name, as `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/` know them.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("frame", frame),
+    ("request", request),
+    ("reply", reply),
+    ("types", types),
+    ("decompress", decompress),
+    ("proxy_string", proxy_string),
+    ("slice", slice),
+];
+
+/// A byte stream cut into messages by the frame reader (fed in two pieces), each decoded as
+/// its type says.
+pub fn frame(data: &[u8]) {
+    let reader = FrameReader::new(1 << 20);
+    let split = data.first().map(|b| *b as usize % (data.len() + 1)).unwrap_or(0);
+    let mut buf = BytesMut::new();
+    for piece in [&data[..split], &data[split..]] {
+        buf.extend_from_slice(piece);
+        while let Ok(Some(m)) = reader.next_message(&mut buf) {
+            match m.header.message_type {
+                MessageType::Request => {
+                    let _ = Request::decode(m.body);
+                }
+                MessageType::BatchRequest => {
+                    let _ = decode_batch(m.body);
+                }
+                MessageType::Reply => {
+                    let _ = Reply::decode(m.body);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A request body, then its parameters read as several types.
+pub fn request(data: &[u8]) {
+    if let Ok(r) = Request::decode(Bytes::copy_from_slice(data)) {
+        let mut d = r.params_decoder();
+        let _ = Vec::<String>::decode(&mut d);
+        let _ = d.read_optional(1, OptionalFormat::VSize);
+        let _ = d.skip_remaining_optionals();
+    }
+    let _ = decode_batch(Bytes::copy_from_slice(data));
+}
+
+/// A reply body, then its payload as a user exception.
+pub fn reply(data: &[u8]) {
+    if let Ok(r) = Reply::decode(Bytes::copy_from_slice(data)) {
+        if let floe::protocol::ReplyBody::UserException { encoding, payload } = r.body {
+            let mut d = Decoder::new(payload, encoding);
+            if d.start_exception().is_ok() {
+                while let Ok(h) = d.start_exception_slice() {
+                    if h.is_last || d.skip_exception_slice(&h).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every Slice type's decoder, in both encodings (the first byte picks the encoding).
+pub fn types(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else { return };
+    let enc = if first & 1 == 0 { EncodingVersion::V1_0 } else { EncodingVersion::V1_1 };
+    let b = Bytes::copy_from_slice(rest);
+    let d = || Decoder::new(b.clone(), enc);
+    let _ = ProxyData::decode_nullable(&mut d());
+    let _ = Vec::<bool>::decode(&mut d());
+    let _ = Vec::<i16>::decode(&mut d());
+    let _ = Vec::<i64>::decode(&mut d());
+    let _ = Vec::<f64>::decode(&mut d());
+    let _ = Bytes::decode(&mut d());
+    let _ = Vec::<Vec<String>>::decode(&mut d());
+    let _ = std::collections::HashMap::<String, Vec<i32>>::decode(&mut d());
+    let _ = std::collections::BTreeMap::<i32, String>::decode(&mut d());
+    let _ = floe::encoding::Identity::decode(&mut d());
+    let _ = d().read_enum(first as i32 * 1000);
+    let mut e = d();
+    if e.start_encapsulation().is_ok() {
+        for tag in [1, 5, 40] {
+            if let Ok(true) = e.read_optional(tag, OptionalFormat::from_bits(first >> 1)) {
+                let _ = e.skip_optional(OptionalFormat::from_bits(first >> 1));
+            }
+        }
+        let _ = e.end_encapsulation();
+    }
+}
+
+/// A compressed message, decompressed with a 1 MB cap.
+pub fn decompress(data: &[u8]) {
+    let _ = decompress_message(data, 1 << 20);
+}
+
+/// Proxy and endpoint strings.
+pub fn proxy_string(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let defaults = floe::proxy::reference::ParseDefaults::default();
+        if let Ok(r) = floe::proxy::reference::Reference::parse(s, &defaults) {
+            // What parses must print and parse back to the same reference.
+            let again = floe::proxy::reference::Reference::parse(&r.to_string(), &defaults);
+            assert_eq!(again.as_ref().ok(), Some(&r), "{s:?} printed as {}", r);
+        }
+        let _ = floe::proxy::reference::parse_endpoint(s, &defaults);
+    }
+}
+
+/// Slice source text: compiled, and generated when it checks.
+pub fn slice(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let c = floe_slice::compile_str("fuzz.ice", s, &[]);
+        let _ = c.render_diagnostics();
+        if let Some(u) = &c.unit {
+            let _ = floe_slice::generate(u, &Default::default());
+        }
+    }
+}

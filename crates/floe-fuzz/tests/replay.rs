@@ -1,0 +1,22 @@
+//! Replays every corpus entry and every saved crash through its fuzz target (the fuzzers run
+//! for long behind `scripts/fuzz`; this keeps what they found fixed).
+
+use std::path::Path;
+
+#[test]
+fn corpora_and_regressions_replay_cleanly() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut total = 0;
+    for (name, target) in floe_fuzz::TARGETS {
+        for dir in ["corpus", "regressions"] {
+            let d = root.join(dir).join(name);
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            for e in entries.flatten() {
+                let data = std::fs::read(e.path()).unwrap();
+                target(&data);
+                total += 1;
+            }
+        }
+    }
+    assert!(total >= 200, "only {total} corpus entries replayed: the seed corpora are missing");
+}
