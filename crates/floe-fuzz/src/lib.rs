@@ -8,8 +8,11 @@ use floe::protocol::compress::decompress_message;
 use floe::protocol::request::decode_batch;
 use floe::protocol::{FrameReader, MessageType, Reply, Request};
 
+/// A fuzz entry point.
+pub type Target = fn(&[u8]);
+
 /// The targets by name, as `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/` know them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("frame", frame),
     ("request", request),
     ("reply", reply),
