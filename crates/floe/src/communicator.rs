@@ -67,14 +67,20 @@ fn acm(props: &Properties, side: &str, default_close: i64) -> Result<AcmConfig> 
         props.get_int(&format!("Ice.ACM.{side}.{key}"), general)
     };
     let mut a = AcmConfig::from_ints(get("Timeout", 60)?, get("Heartbeat", 1)?, get("Close", default_close)?);
-    // Ice 3.8: an idle timeout means heartbeats every half of it and closing after it.
+    // Ice 3.8: an idle timeout means a heartbeat whenever nothing was written for a while,
+    // and, with the idle check on, aborting a connection that heard nothing for the timeout.
     if let Some(idle) = props.get("Ice.Connection.IdleTimeout") {
         let secs: u64 = idle.parse().map_err(|_| Error::Property {
             name: "Ice.Connection.IdleTimeout".into(),
             reason: format!("{idle:?} is not an integer"),
         })?;
         a.timeout = Duration::from_secs(secs);
-        a.heartbeat = crate::connection::AcmHeartbeat::Always;
+        a.heartbeat = crate::connection::AcmHeartbeat::OnIdle;
+        a.close = if props.get_bool("Ice.Connection.EnableIdleCheck", true)? {
+            crate::connection::AcmClose::OnIdleForceful
+        } else {
+            crate::connection::AcmClose::Off
+        };
     }
     Ok(a)
 }

@@ -239,3 +239,133 @@ fn servers_send_heartbeats_while_dispatching() {
     assert!(conn.heartbeats_received() >= 2, "{} heartbeats", conn.heartbeats_received());
     c.block_on(t.shutdown()).unwrap();
 }
+
+#[test]
+fn implicit_per_proxy_and_per_call_contexts() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let c = Communicator::new().unwrap();
+    c.set_implicit_context("implicit", "1");
+    c.set_implicit_context("shared", "implicit");
+    let t = tester(&c, port);
+    let got = c.block_on(t.get_context()).unwrap();
+    assert_eq!(got.get("implicit").map(String::as_str), Some("1"));
+    let ctx: floe::Context = [("shared".to_string(), "proxy".to_string())].into();
+    let got = c.block_on(t.ice_context(ctx).get_context()).unwrap();
+    assert_eq!((got["implicit"].as_str(), got["shared"].as_str()), ("1", "proxy"), "per-proxy entries win");
+    // A per-call context on the untyped invocation path.
+    let call: floe::Context = [("call".to_string(), "yes".to_string())].into();
+    let out = c
+        .block_on(t.invoke("getContext", floe::protocol::OperationMode::Normal, Some(&call), |_| {}))
+        .unwrap()
+        .unwrap();
+    let got = out.decode(<std::collections::HashMap<String, String> as floe::encoding::Decode>::decode).unwrap();
+    assert_eq!((got["call"].as_str(), got["implicit"].as_str()), ("yes", "1"));
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn batches_flush_themselves_at_the_size_limit() {
+    let port = free_port();
+    let _srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let (c, _) = Communicator::from_args(["--Ice.BatchAutoFlushSize=1"]).unwrap();
+    let t = tester(&c, port);
+    c.block_on(t.reset_counter()).unwrap();
+    let b = t.ice_batch_oneway();
+    for _ in 0..200 {
+        c.block_on(b.inc_counter(1)).unwrap();
+    }
+    // Every ~1 KB of requests went out by itself; the rest waits for the flush.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut before = 0;
+    while Instant::now() < deadline {
+        before = c.block_on(t.get_counter()).unwrap();
+        if before >= 150 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!((150..200).contains(&before), "{before} delivered before the explicit flush");
+    assert!(b.batch_request_count() > 0 && b.batch_request_count() < 50);
+    c.block_on(b.ice_flush_batch_requests()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.block_on(t.get_counter()).unwrap() != 200 {
+        assert!(Instant::now() < deadline, "the flushed batch never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.block_on(t.shutdown()).unwrap();
+}
+
+/// Ice 3.8's idle timeout: heartbeat while nothing is written, abort after hearing nothing.
+#[test]
+fn idle_timeout_heartbeats_and_aborts_a_silent_peer() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&floe::protocol::header::VALIDATE_CONNECTION).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+        let mut heartbeats = 0;
+        let mut h = [0u8; 14];
+        while s.read_exact(&mut h).is_ok() {
+            if h == floe::protocol::header::VALIDATE_CONNECTION {
+                heartbeats += 1;
+            }
+        }
+        heartbeats
+    });
+    let (c, _) = Communicator::from_args(["--Ice.Connection.IdleTimeout=1"]).unwrap();
+    let p = c.string_to_proxy(&format!("x:tcp -h 127.0.0.1 -p {port}")).unwrap();
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    let start = Instant::now();
+    while !conn.is_closed() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let closed_after = start.elapsed();
+    assert!(conn.is_closed(), "the silent connection was not aborted");
+    assert!(
+        closed_after >= Duration::from_millis(700) && closed_after < Duration::from_millis(2500),
+        "{closed_after:?}"
+    );
+    let heartbeats = peer.join().unwrap();
+    assert!(heartbeats >= 2, "{heartbeats} heartbeats");
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn idle_connections_cost_little_server_memory() {
+    let port = free_port();
+    let srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
+    let pid = srv.0.id();
+    // Warm up: a few connections and calls so that lazily allocated runtime state exists.
+    let mut conns = Vec::new();
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut v = [0u8; 14];
+        s.read_exact(&mut v).unwrap();
+        conns.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kb(pid);
+    const N: usize = 2000;
+    for _ in 0..N {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut v = [0u8; 14];
+        s.read_exact(&mut v).unwrap();
+        conns.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kb(pid);
+    let per_conn = (after.saturating_sub(before)) as f64 * 1024.0 / N as f64;
+    eprintln!("server RSS {before} kB -> {after} kB: {per_conn:.0} bytes per idle connection");
+    assert!(per_conn < 10_000.0, "{per_conn:.0} bytes per idle connection");
+    drop(conns);
+}

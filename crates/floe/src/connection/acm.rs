@@ -15,7 +15,7 @@ pub enum AcmHeartbeat {
     Off,
     /// Only while requests are being dispatched (1, Ice 3.7's default).
     OnDispatch,
-    /// When the connection is idle (2).
+    /// When nothing was written for a quarter of the timeout (2; also Ice 3.8's idle timeout).
     OnIdle,
     /// Always, every quarter of the timeout (3; what Ice 3.8's idle timeout needs).
     Always,
@@ -33,7 +33,7 @@ pub enum AcmClose {
     OnInvocation,
     /// Both of the above (3; clients' default).
     OnInvocationAndIdle,
-    /// Forcefully, once nothing was heard for the timeout (4).
+    /// Forcefully, once nothing was heard for the timeout (4; also Ice 3.8's idle check).
     OnIdleForceful,
 }
 

@@ -1,0 +1,71 @@
+//! Servant resolution inside one process: servants by identity and facet, default servants by
+//! category, servant locators, and the ObjectNotExist / FacetNotExist distinction.
+
+use std::sync::Arc;
+
+use floe::encoding::Decode;
+use floe::protocol::OperationMode;
+use floe::{Communicator, Current, DispatchFuture, Dispatcher, Error, Identity, IncomingRequest, ServantLocator};
+
+/// Answers `who` with a label and the identity it was called on.
+struct Labelled(&'static str);
+
+impl Dispatcher for Labelled {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let label = self.0;
+        Box::pin(async move {
+            let c = &request.current;
+            match c.operation.as_str() {
+                "who" => {
+                    let s = format!("{label}:{}/{}#{}", c.id.category, c.id.name, c.facet);
+                    c.ok(|e| e.write_str(&s))
+                }
+                _ => c.operation_not_exist(),
+            }
+        })
+    }
+}
+
+struct Locator;
+
+impl ServantLocator for Locator {
+    fn locate(&self, current: &Current) -> Option<Arc<dyn Dispatcher>> {
+        // Only names starting with "ok" exist.
+        current.id.name.starts_with("ok").then(|| Arc::new(Labelled("located")) as Arc<dyn Dispatcher>)
+    }
+}
+
+#[test]
+fn servants_default_servants_and_locators() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        a.add(Arc::new(Labelled("plain")), Identity::new("obj"));
+        a.add_facet(Arc::new(Labelled("facet")), Identity::new("obj"), "f");
+        a.add_default_servant(Arc::new(Labelled("default")), "cat");
+        a.add_servant_locator(Arc::new(Locator), "loc");
+        a.activate().await.unwrap();
+        let base = a.create_proxy(Identity::new("obj"));
+        let who = |p: floe::ObjectPrx| async move {
+            let o = p.invoke("who", OperationMode::Normal, None, |_| {}).await?.unwrap();
+            o.decode(String::decode)
+        };
+        assert_eq!(who(base.clone()).await.unwrap(), "plain:/obj#");
+        assert_eq!(who(base.ice_facet("f")).await.unwrap(), "facet:/obj#f");
+        assert_eq!(who(base.ice_identity(Identity::with_category("cat", "any"))).await.unwrap(), "default:cat/any#");
+        assert_eq!(who(base.ice_identity(Identity::with_category("loc", "ok-1"))).await.unwrap(), "located:loc/ok-1#");
+        assert!(matches!(
+            who(base.ice_identity(Identity::with_category("loc", "missing"))).await,
+            Err(Error::ObjectNotExist { .. })
+        ));
+        assert!(matches!(who(base.ice_facet("nope")).await, Err(Error::FacetNotExist { .. })));
+        assert!(matches!(who(base.ice_identity(Identity::new("nobody"))).await, Err(Error::ObjectNotExist { .. })));
+        assert!(matches!(base.ice_ping().await, Err(Error::OperationNotExist { .. })));
+        // Removing the servant makes the identity unknown.
+        a.remove(&Identity::new("obj"));
+        a.remove_facet(&Identity::new("obj"), "f");
+        assert!(matches!(who(base.clone()).await, Err(Error::ObjectNotExist { .. })));
+        c.destroy().await;
+    });
+}
