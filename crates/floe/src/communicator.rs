@@ -30,6 +30,7 @@ struct Inner {
     shutdown_notify: Notify,
     destroyed: AtomicBool,
     implicit_context: Mutex<Context>,
+    implicit_context_set: AtomicBool,
     connect_timeout: Option<Duration>,
     retries: usize,
     batch_auto_flush: usize,
@@ -216,6 +217,7 @@ impl Communicator {
             shutdown_notify: Notify::new(),
             destroyed: AtomicBool::new(false),
             implicit_context: Mutex::new(Context::new()),
+            implicit_context_set: AtomicBool::new(false),
             connect_timeout: override_timeout,
             override_compress,
         };
@@ -256,11 +258,21 @@ impl Communicator {
 
     /// Sets an entry of the implicit context.
     pub fn set_implicit_context(&self, key: &str, value: &str) {
-        self.inner.implicit_context.lock().expect("implicit context").insert(key.to_string(), value.to_string());
+        let mut ctx = self.inner.implicit_context.lock().expect("implicit context");
+        ctx.insert(key.to_string(), value.to_string());
+        self.inner.implicit_context_set.store(true, Ordering::Release);
     }
 
+    /// Removes an entry of the implicit context.
+    pub fn remove_implicit_context(&self, key: &str) {
+        let mut ctx = self.inner.implicit_context.lock().expect("implicit context");
+        ctx.remove(key);
+        self.inner.implicit_context_set.store(!ctx.is_empty(), Ordering::Release);
+    }
+
+    #[inline]
     pub(crate) fn has_implicit_context(&self) -> bool {
-        !self.inner.implicit_context.lock().expect("implicit context").is_empty()
+        self.inner.implicit_context_set.load(Ordering::Acquire)
     }
 
     pub(crate) fn retries(&self) -> usize {

@@ -26,7 +26,32 @@ struct ProxyInner {
     target: Bytes,
     connection: Mutex<Option<Connection>>,
     fixed: Option<Connection>,
-    batch: Arc<Mutex<BatchBuilder>>,
+    batch: Arc<Mutex<BatchQueue>>,
+}
+
+/// Batched requests waiting for a flush, and the encoded heads (target, operation, mode) of
+/// the operations batched so far, so that queuing a request copies one slice.
+#[derive(Default)]
+struct BatchQueue {
+    builder: BatchBuilder,
+    heads: Vec<(String, OperationMode, Vec<u8>)>,
+}
+
+impl BatchQueue {
+    fn head(&mut self, target: &[u8], operation: &str, mode: OperationMode) -> usize {
+        if let Some(i) = self.heads.iter().position(|(op, m, _)| *m == mode && op == operation) {
+            return i;
+        }
+        let mut e = Encoder::with_capacity(target.len() + operation.len() + 6, EncodingVersion::V1_0);
+        e.write_raw(target);
+        e.write_str(operation);
+        e.write_u8(mode as u8);
+        if self.heads.len() >= 16 {
+            self.heads.remove(0);
+        }
+        self.heads.push((operation.to_string(), mode, e.into_buffer().to_vec()));
+        self.heads.len() - 1
+    }
 }
 
 /// An untyped proxy to an Ice object. Cheap to clone.
@@ -174,14 +199,14 @@ fn write_request_head(e: &mut Encoder, target: &[u8], operation: &str, mode: Ope
 impl ObjectPrx {
     /// A proxy for a reference.
     pub fn from_reference(communicator: Communicator, reference: Reference) -> Self {
-        Self::build(communicator, reference, None, Arc::new(Mutex::new(BatchBuilder::new())))
+        Self::build(communicator, reference, None, Arc::new(Mutex::new(BatchQueue::default())))
     }
 
     fn build(
         communicator: Communicator,
         reference: Reference,
         fixed: Option<Connection>,
-        batch: Arc<Mutex<BatchBuilder>>,
+        batch: Arc<Mutex<BatchQueue>>,
     ) -> Self {
         let target = encode_target(&reference);
         ObjectPrx {
@@ -216,7 +241,7 @@ impl ObjectPrx {
             self.inner.communicator.clone(),
             r,
             self.inner.fixed.clone(),
-            Arc::new(Mutex::new(BatchBuilder::new())),
+            Arc::new(Mutex::new(BatchQueue::default())),
         )
     }
 
@@ -321,7 +346,7 @@ impl ObjectPrx {
             self.inner.communicator.clone(),
             self.inner.reference.clone(),
             Some(connection),
-            Arc::new(Mutex::new(BatchBuilder::new())),
+            Arc::new(Mutex::new(BatchQueue::default())),
         )
     }
 
@@ -408,8 +433,32 @@ impl ObjectPrx {
 
     /// Invokes `operation` with parameters written by `write`. For a twoway proxy, waits for
     /// the reply and returns its [`Outcome`]; for oneway returns `None` once the request is
-    /// written; for batch oneway returns `None` once the request is queued.
-    pub async fn invoke(
+    /// written; for batch oneway returns `None` once the request is queued (queuing does no
+    /// I/O unless the batch reached `Ice.BatchAutoFlushSize`).
+    pub fn invoke<'a>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        write: impl FnOnce(&mut Encoder) + 'a,
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        if self.inner.reference.mode.is_batch() {
+            let full = self.queue_batch(operation, mode, context, write);
+            // The flush future is boxed so that queuing stays a small, ready future.
+            let flush = full.map(|msg| Box::pin(self.send_with_retry(msg, OperationMode::Normal, false)));
+            return futures_util::future::Either::Left(async move {
+                if let Some(f) = flush {
+                    f.await?;
+                }
+                Ok(None)
+            });
+        }
+        // Boxed: the twoway path's future is large, and moving it on every call (batched ones
+        // included) would cost more than the allocation does next to a round trip.
+        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(operation, mode, context, write)))
+    }
+
+    async fn invoke_unbatched(
         &self,
         operation: &str,
         mode: OperationMode,
@@ -418,14 +467,10 @@ impl ObjectPrx {
     ) -> Result<Option<Outcome>> {
         let ctx = self.context_for(context);
         match self.inner.reference.mode {
-            InvocationMode::BatchOneway | InvocationMode::BatchDatagram => {
-                self.queue_batch(operation, mode, &ctx, write).await?;
-                Ok(None)
-            }
-            InvocationMode::Datagram => {
+            InvocationMode::Datagram | InvocationMode::BatchDatagram => {
                 Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
             }
-            InvocationMode::Oneway => {
+            InvocationMode::Oneway | InvocationMode::BatchOneway => {
                 let msg = self.encode_request(operation, mode, &ctx, write);
                 self.send_with_retry(msg, mode, false).await.map(|_| None)
             }
@@ -470,40 +515,44 @@ impl ObjectPrx {
         }
     }
 
-    async fn queue_batch(
+    /// Queues a request; returns the batch message when it reached the auto-flush size.
+    fn queue_batch(
         &self,
         operation: &str,
         mode: OperationMode,
-        ctx: &Context,
+        context: Option<&Context>,
         write: impl FnOnce(&mut Encoder),
-    ) -> Result<()> {
-        let full = {
-            let mut b = self.inner.batch.lock().expect("batch");
-            let enc = b.start_request_raw();
-            write_request_head(enc, &self.inner.target, operation, mode, ctx);
-            enc.start_encapsulation(self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
-            write(enc);
-            b.finish_request();
-            if b.len() >= self.inner.communicator.batch_auto_flush_size() {
-                b.take()
-            } else {
-                None
-            }
-        };
-        if let Some(msg) = full {
-            self.send_with_retry(msg, OperationMode::Normal, false).await?;
+    ) -> Option<BytesMut> {
+        let ctx = self.context_for(context);
+        let encoding = self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
+        let mut q = self.inner.batch.lock().expect("batch");
+        let q = &mut *q;
+        let head = q.head(&self.inner.target, operation, mode);
+        let enc = q.builder.start_request_raw();
+        enc.write_raw(&q.heads[head].2);
+        if ctx.is_empty() {
+            enc.write_u8(0);
+        } else {
+            ctx.encode(enc);
         }
-        Ok(())
+        enc.start_encapsulation(encoding);
+        write(enc);
+        q.builder.finish_request();
+        if q.builder.len() >= self.inner.communicator.batch_auto_flush_size() {
+            q.builder.take()
+        } else {
+            None
+        }
     }
 
     /// Number of batched requests waiting to be flushed.
     pub fn batch_request_count(&self) -> usize {
-        self.inner.batch.lock().expect("batch").count()
+        self.inner.batch.lock().expect("batch").builder.count()
     }
 
     /// Sends the queued batch requests in one message.
     pub async fn ice_flush_batch_requests(&self) -> Result<()> {
-        let msg = self.inner.batch.lock().expect("batch").take();
+        let msg = self.inner.batch.lock().expect("batch").builder.take();
         match msg {
             Some(m) => self.send_with_retry(m, OperationMode::Normal, false).await.map(|_| ()),
             None => Ok(()),
