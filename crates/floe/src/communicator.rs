@@ -105,11 +105,18 @@ pub(crate) fn connection_config(
         max_message_size,
         compression_level: props.get_int("Ice.Compression.Level", 1)?.clamp(1, 9) as u32,
         acm,
-        max_dispatches: props
-            .get_int(&format!("{prefix}.MaxDispatches"), props.get_int("Floe.MaxDispatchesPerConnection", 0)?)?
-            .max(0) as usize,
+        max_dispatches: {
+            // Ice.ThreadPool.Server.Serialize=1 serializes the dispatches of each connection.
+            let serialize = side == "Server" && props.get_bool("Ice.ThreadPool.Server.Serialize", false)?;
+            let general = props.get_int("Floe.MaxDispatchesPerConnection", if serialize { 1 } else { 0 })?;
+            props.get_int(&format!("{prefix}.MaxDispatches"), general)?.max(0) as usize
+        },
         close_timeout: ms(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),
         trace_protocol: props.get_int("Ice.Trace.Protocol", 0)? > 0,
+        partial_message_timeout: match props.get_int("Floe.Connection.PartialMessageTimeout", 30)? {
+            t if t <= 0 => None,
+            t => Some(Duration::from_secs(t as u64)),
+        },
     })
 }
 
@@ -122,17 +129,13 @@ impl Communicator {
         S: Into<String>,
     {
         let args: Vec<String> = args.into_iter().map(Into::into).collect();
-        // Adapter-specific properties (`Name.Endpoints=…`) are recognised for any `X.Endpoints` / `X.AdapterId`.
+        // Besides Ice's own prefixes, `--Name.Property=value` is taken as a property when `Name`
+        // starts with an upper-case letter, as adapter names do (`--TestAdapter.Endpoints=…`).
         let prefixes: Vec<String> = args
             .iter()
             .filter_map(|a| a.strip_prefix("--"))
             .filter_map(|a| a.split_once('=').map(|(n, _)| n))
-            .filter(|n| {
-                n.ends_with(".Endpoints")
-                    || n.ends_with(".AdapterId")
-                    || n.contains(".ACM.")
-                    || n.ends_with(".MessageSizeMax")
-            })
+            .filter(|n| n.contains('.') && n.starts_with(|c: char| c.is_ascii_uppercase()))
             .filter_map(|n| n.split('.').next().map(str::to_string))
             .collect();
         let refs: Vec<&str> = prefixes.iter().map(String::as_str).collect();
@@ -152,12 +155,14 @@ impl Communicator {
         let (runtime, handle) = match tokio::runtime::Handle::try_current() {
             Ok(h) => (None, h),
             Err(_) => {
-                let threads = properties
-                    .get_int(
-                        "Floe.Runtime.Threads",
-                        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i64,
-                    )?
-                    .max(1) as usize;
+                // Ice's thread pool sizes, when given, size the runtime (Floe.Runtime.Threads wins).
+                let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i64;
+                let server = properties
+                    .get_int("Ice.ThreadPool.Server.SizeMax", properties.get_int("Ice.ThreadPool.Server.Size", 0)?)?;
+                let client = properties.get_int("Ice.ThreadPool.Client.Size", 0)?;
+                let from_ice = server.max(client);
+                let default = if from_ice > 0 { from_ice } else { cpus };
+                let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
                 let rt = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(threads)
                     .thread_name("floe")

@@ -46,6 +46,10 @@ pub struct ConnectionConfig {
     pub close_timeout: Duration,
     /// Log every message (`Ice.Trace.Protocol`).
     pub trace_protocol: bool,
+    /// How long a message may stay incomplete without more bytes arriving before the connection
+    /// is closed (`Floe.Connection.PartialMessageTimeout`, seconds; protects against peers that
+    /// send a header and stall).
+    pub partial_message_timeout: Option<Duration>,
 }
 
 impl Default for ConnectionConfig {
@@ -57,6 +61,7 @@ impl Default for ConnectionConfig {
             max_dispatches: 0,
             close_timeout: Duration::from_secs(10),
             trace_protocol: false,
+            partial_message_timeout: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -486,9 +491,16 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             match frames.next_message(&mut buf) {
                 Ok(Some(msg)) => {
                     last_size = msg.header.size;
+                    if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
+                        wait_for_dispatch_slot(&conn).await;
+                    }
                     if let Err(e) = handle_message(&conn, msg).await {
                         warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
                         conn.close_forcefully(e);
+                        return;
+                    }
+                    // Nothing after a CloseConnection (or a fatal error) is dispatched.
+                    if conn.shared.closed.load(Ordering::Acquire) {
                         return;
                     }
                 }
@@ -513,15 +525,20 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             buf.reserve(needed.max(8 * 1024));
         }
         // Bound the dispatches in progress: stop reading until one completes.
-        let max = conn.shared.config.max_dispatches;
-        while max > 0 && conn.shared.dispatch_count.load(Ordering::Acquire) >= max {
-            let notified = conn.shared.dispatch_done.notified();
-            if conn.shared.dispatch_count.load(Ordering::Acquire) < max {
-                break;
-            }
-            notified.await;
-        }
-        match read.read_buf(&mut buf).await {
+        wait_for_dispatch_slot(&conn).await;
+        // While a message is incomplete, more of it must arrive in time.
+        let result = match (buf.is_empty(), conn.shared.config.partial_message_timeout) {
+            (false, Some(limit)) => match tokio::time::timeout(limit, read.read_buf(&mut buf)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    warn!(target: "floe::network", "closing connection: message incomplete for {limit:?}\n{}", conn.shared.description);
+                    conn.close_forcefully(Error::ConnectionLost(format!("message incomplete for {limit:?}")));
+                    return;
+                }
+            },
+            _ => read.read_buf(&mut buf).await,
+        };
+        match result {
             Ok(0) => {
                 let reason = if conn.shared.closing.load(Ordering::Acquire) {
                     Error::CloseConnection
@@ -537,6 +554,18 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
                 return;
             }
         }
+    }
+}
+
+/// Waits while the connection has as many dispatches in progress as it may have.
+async fn wait_for_dispatch_slot(conn: &Connection) {
+    let max = conn.shared.config.max_dispatches;
+    while max > 0 && conn.shared.dispatch_count.load(Ordering::Acquire) >= max {
+        let notified = conn.shared.dispatch_done.notified();
+        if conn.shared.dispatch_count.load(Ordering::Acquire) < max {
+            break;
+        }
+        notified.await;
     }
 }
 

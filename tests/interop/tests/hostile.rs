@@ -1,0 +1,239 @@
+//! Hostile peers against a running floe server: stalled and trickled messages, a flood of
+//! silent connections, a client that never reads its replies, requests after
+//! CloseConnection. Throughout, a well-behaved client keeps being served and the server's
+//! memory stays bounded.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use floe::{Communicator, Proxy};
+use floe_interop::interop::TesterPrx;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server(port: u16, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"))
+        .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut b = [0u8; 64];
+    while !String::from_utf8_lossy(&seen).contains("TestAdapter ready") {
+        let n = out.read(&mut b).unwrap();
+        assert!(n > 0, "server exited");
+        seen.extend_from_slice(&b[..n]);
+    }
+    Server(child)
+}
+
+fn connect(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut v = [0u8; 14];
+    s.read_exact(&mut v).unwrap();
+    s
+}
+
+fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut b = [0u8; 1024];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap()
+}
+
+fn request(op: &str, id: i32, params: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&id.to_le_bytes());
+    body.extend_from_slice(b"\x06tester\x00\x00");
+    body.push(op.len() as u8);
+    body.extend_from_slice(op.as_bytes());
+    body.extend_from_slice(&[0, 0]);
+    body.extend_from_slice(&((params.len() + 6) as i32).to_le_bytes());
+    body.extend_from_slice(&[1, 1]);
+    body.extend_from_slice(params);
+    let mut m = b"IceP\x01\x00\x01\x00\x00\x00".to_vec();
+    m.extend_from_slice(&((body.len() + 14) as i32).to_le_bytes());
+    m.extend_from_slice(&body);
+    m
+}
+
+#[test]
+fn stalled_and_trickled_messages_are_cut_off() {
+    let port = free_port();
+    let _srv = server(port, &["--Floe.Connection.PartialMessageTimeout=1"]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    // A header announcing 100 bytes, then silence.
+    let mut stalled = connect(port);
+    stalled.write_all(&request("ping", 1, &[0; 86])[..14]).unwrap();
+    // A message trickled one byte every 1.5 s.
+    let mut trickle = connect(port);
+    let msg = request("ping", 1, &[]);
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut cut = false;
+    while start.elapsed() < Duration::from_secs(6) && sent < msg.len() {
+        if trickle.write_all(&msg[sent..sent + 1]).is_err() {
+            cut = true;
+            break;
+        }
+        sent += 1;
+        if closed_within(&mut trickle, Duration::from_millis(1500)) {
+            cut = true;
+            break;
+        }
+    }
+    assert!(cut, "the trickled message was not cut off ({sent} bytes sent)");
+    assert!(closed_within(&mut stalled, Duration::from_secs(3)), "the stalled message was not cut off");
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn a_flood_of_silent_connections_is_bounded_and_others_are_served() {
+    let port = free_port();
+    let srv = server(port, &["--TestAdapter.MaxConnections=300"]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    let mut flood = Vec::new();
+    let mut refused = 0;
+    for _ in 0..600 {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(mut s) => {
+                s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+                let mut v = [0u8; 14];
+                if s.read_exact(&mut v).is_ok() {
+                    flood.push(s);
+                } else {
+                    refused += 1;
+                }
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(flood.len() <= 300, "{} connections accepted past the limit", flood.len());
+    assert!(refused >= 290, "only {refused} refused");
+    // The established client connection keeps working.
+    c.block_on(t.ping()).unwrap();
+    assert!(rss_kb(srv.0.id()) < 200 * 1024);
+    drop(flood);
+    std::thread::sleep(Duration::from_millis(300));
+    // Once the flood is gone, new clients get in again.
+    let c2 = Communicator::new().unwrap();
+    let t2 = TesterPrx::from_object(c2.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c2.block_on(t2.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn a_client_that_never_reads_does_not_grow_the_server() {
+    let port = free_port();
+    let srv = server(port, &[]);
+    let pid = srv.0.id();
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    let before = rss_kb(pid);
+    // 2000 requests for 500 KB each, never reading a reply: 1 GB if the server buffered them.
+    let mut greedy = connect(port);
+    greedy.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    let req = request("recvByteSeq", 1, &500_000i32.to_le_bytes());
+    for _ in 0..2000 {
+        if greedy.write_all(&req).is_err() {
+            break;
+        }
+    }
+    // The server is now blocked writing a reply nobody reads; it must not have queued the rest.
+    std::thread::sleep(Duration::from_millis(500));
+    let grown = rss_kb(pid).saturating_sub(before);
+    assert!(grown < 64 * 1024, "server grew by {grown} kB");
+    // Other clients are still served.
+    c.block_on(t.ping()).unwrap();
+    drop(greedy);
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn requests_after_close_connection_are_not_dispatched() {
+    let port = free_port();
+    let _srv = server(port, &[]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.reset_counter()).unwrap();
+    let mut s = connect(port);
+    let mut msgs = b"IceP\x01\x00\x01\x00\x04\x01\x0e\x00\x00\x00".to_vec();
+    msgs.extend_from_slice(&request("incCounter", 0, &5i32.to_le_bytes()));
+    s.write_all(&msgs).unwrap();
+    assert!(closed_within(&mut s, Duration::from_secs(3)));
+    assert_eq!(c.block_on(t.get_counter()).unwrap(), 0, "a request after CloseConnection was dispatched");
+    c.block_on(t.shutdown()).unwrap();
+}
+
+#[test]
+fn idle_connections_are_closed_when_configured() {
+    let port = free_port();
+    let _srv = server(port, &["--Ice.ACM.Server.Timeout=1", "--Ice.ACM.Server.Close=4"]);
+    let mut idle = connect(port);
+    let start = Instant::now();
+    assert!(closed_within(&mut idle, Duration::from_secs(4)), "the idle connection stayed open");
+    assert!(start.elapsed() >= Duration::from_millis(700));
+}
+
+#[test]
+fn dispatches_per_connection_can_be_limited() {
+    serialized_dispatch(&["--Floe.MaxDispatchesPerConnection=1"]);
+    // Ice's own property for the same thing.
+    serialized_dispatch(&["--Ice.ThreadPool.Server.Serialize=1"]);
+}
+
+fn serialized_dispatch(flags: &[&str]) {
+    let port = free_port();
+    let _srv = server(port, flags);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    // With one dispatch at a time, three 300 ms sleeps on one connection take ~900 ms.
+    let start = Instant::now();
+    let r = c.block_on(async {
+        let (a, b, d) =
+            tokio::join!(t.sleep_then_return(300, 1), t.sleep_then_return(300, 2), t.sleep_then_return(300, 3));
+        (a.unwrap(), b.unwrap(), d.unwrap())
+    });
+    assert_eq!(r, (1, 2, 3));
+    assert!(start.elapsed() >= Duration::from_millis(850), "{:?}", start.elapsed());
+    c.block_on(t.shutdown()).unwrap();
+}
