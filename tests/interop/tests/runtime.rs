@@ -369,3 +369,23 @@ fn idle_connections_cost_little_server_memory() {
     assert!(per_conn < 10_000.0, "{per_conn:.0} bytes per idle connection");
     drop(conns);
 }
+
+#[test]
+fn idempotent_calls_fail_over_to_the_next_endpoint() {
+    let (a, b) = (free_port(), free_port());
+    let mut first = server(&format!("tcp -h 127.0.0.1 -p {a}"), &[]);
+    let _second = server(&format!("tcp -h 127.0.0.1 -p {b}"), &[]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(
+        c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {a}:tcp -h 127.0.0.1 -p {b}")).unwrap(),
+    );
+    // Bound to the first server.
+    c.block_on(t.reset_counter()).unwrap();
+    c.block_on(t.inc_counter(7)).unwrap();
+    let _ = first.0.kill();
+    let _ = first.0.wait();
+    // The idempotent call notices the lost connection and goes to the second endpoint.
+    assert_eq!(c.block_on(t.op_idempotent(1)).unwrap(), 2);
+    assert_eq!(c.block_on(t.get_counter()).unwrap(), 0, "now talking to the second server");
+    c.block_on(t.shutdown()).unwrap();
+}
