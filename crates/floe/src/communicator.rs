@@ -108,7 +108,8 @@ pub(crate) fn connection_config(
         max_dispatches: {
             // Ice.ThreadPool.Server.Serialize=1 serializes the dispatches of each connection.
             let serialize = side == "Server" && props.get_bool("Ice.ThreadPool.Server.Serialize", false)?;
-            let general = props.get_int("Floe.MaxDispatchesPerConnection", if serialize { 1 } else { 0 })?;
+            // A safe default: one connection cannot pile up more than 1000 waiting dispatches.
+            let general = props.get_int("Floe.MaxDispatchesPerConnection", if serialize { 1 } else { 1000 })?;
             props.get_int(&format!("{prefix}.MaxDispatches"), general)?.max(0) as usize
         },
         close_timeout: ms(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),

@@ -237,3 +237,20 @@ fn serialized_dispatch(flags: &[&str]) {
     assert!(start.elapsed() >= Duration::from_millis(850), "{:?}", start.elapsed());
     c.block_on(t.shutdown()).unwrap();
 }
+
+#[test]
+fn a_peer_that_ignores_close_connection_is_cut_after_the_close_timeout() {
+    let port = free_port();
+    let _srv = server(port, &["--Ice.Override.CloseTimeout=500"]);
+    let mut stubborn = connect(port);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.shutdown()).unwrap();
+    // The server sends CloseConnection and waits for us to close; we never do.
+    let start = Instant::now();
+    let mut h = [0u8; 14];
+    stubborn.read_exact(&mut h).unwrap();
+    assert_eq!(h[8], 4, "expected CloseConnection, got message type {}", h[8]);
+    assert!(closed_within(&mut stubborn, Duration::from_secs(3)), "the server waited forever");
+    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+}

@@ -58,7 +58,7 @@ impl Default for ConnectionConfig {
             max_message_size: crate::protocol::DEFAULT_MESSAGE_SIZE_MAX,
             compression_level: 1,
             acm: AcmConfig::default(),
-            max_dispatches: 0,
+            max_dispatches: 1000,
             close_timeout: Duration::from_secs(10),
             trace_protocol: false,
             partial_message_timeout: Some(Duration::from_secs(30)),
