@@ -31,6 +31,7 @@ struct Inner {
     destroyed: AtomicBool,
     implicit_context: Mutex<Context>,
     implicit_context_set: AtomicBool,
+    decoder_context: std::sync::OnceLock<crate::encoding::DecoderContext>,
     connect_timeout: Option<Duration>,
     retries: usize,
     batch_auto_flush: usize,
@@ -44,6 +45,9 @@ impl Drop for Inner {
         }
     }
 }
+
+/// What decoders carry to find their communicator.
+struct CommunicatorRef(std::sync::Weak<Inner>);
 
 /// The root object of a floe program, like `Ice::Communicator`. Cheap to clone.
 #[derive(Clone)]
@@ -224,10 +228,22 @@ impl Communicator {
             destroyed: AtomicBool::new(false),
             implicit_context: Mutex::new(Context::new()),
             implicit_context_set: AtomicBool::new(false),
+            decoder_context: std::sync::OnceLock::new(),
             connect_timeout: override_timeout,
             override_compress,
         };
         Ok(Communicator { inner: Arc::new(inner) })
+    }
+
+    /// The context attached to decoders so that proxies in parameters and results can be
+    /// built: made once, and holding the communicator weakly (no reference cycle).
+    pub(crate) fn decoder_context(&self) -> crate::encoding::DecoderContext {
+        self.inner.decoder_context.get_or_init(|| Arc::new(CommunicatorRef(Arc::downgrade(&self.inner)))).clone()
+    }
+
+    /// The communicator a decoder context refers to, if it is still alive.
+    pub(crate) fn from_decoder_context(ctx: &crate::encoding::DecoderContext) -> Option<Communicator> {
+        ctx.downcast_ref::<CommunicatorRef>().and_then(|r| r.0.upgrade()).map(|inner| Communicator { inner })
     }
 
     /// The properties.

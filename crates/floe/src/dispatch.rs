@@ -185,10 +185,7 @@ pub struct IncomingRequest {
 impl IncomingRequest {
     /// A decoder over the parameters (proxies in them belong to the adapter's communicator).
     pub fn decoder(&self) -> Decoder {
-        let ctx = self.current.adapter.as_ref().map(|a| {
-            let c: crate::encoding::DecoderContext = Arc::new(a.communicator().clone());
-            c
-        });
+        let ctx = self.current.adapter.as_ref().map(|a| a.communicator().decoder_context());
         Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx)
     }
 

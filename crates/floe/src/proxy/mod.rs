@@ -152,7 +152,7 @@ fn finish_encapsulation(d: &mut Decoder) -> Result<()> {
 }
 
 fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> {
-    let ctx = || -> Option<crate::encoding::DecoderContext> { Some(Arc::new(communicator.clone())) };
+    let ctx = || Some(communicator.decoder_context());
     match reply {
         ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(Decoder::new(payload, encoding).with_context(ctx()))),
         ReplyBody::UserException { encoding, payload } => {
@@ -737,8 +737,7 @@ impl<P: Proxy> Decode for Option<P> {
         let Some(data) = data else { return Ok(None) };
         let communicator = dec
             .context()
-            .and_then(|c| c.downcast_ref::<Communicator>())
-            .cloned()
+            .and_then(Communicator::from_decoder_context)
             .ok_or(crate::encoding::DecodeError::Malformed("a proxy can only be decoded with a communicator"))?;
         Ok(Some(P::from_object(ObjectPrx::from_reference(communicator, Reference::from_proxy_data(data)))))
     }
