@@ -199,6 +199,40 @@ fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u
     encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, params).to_vec()
 }
 
+/// Bytes on the wire for one request and its reply (0 for a oneway), as floe and Ice encode
+/// them.
+pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
+    let param = test.param;
+    let n = param.max(0) as usize;
+    let empty_reply = reply_ok(1, &[]).len();
+    match test.name {
+        "twoway" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
+        "oneway" => (message("o", |_| {}).len(), 0),
+        // Per request inside a batch message (its 18-byte header and count are shared).
+        "batch-send" => (message("o", |_| {}).len() - 18, 0),
+        "batch-delivered" => (message("incr", |_| {}).len() - 18, 0),
+        "bytes-send" => (message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])).len(), empty_reply),
+        "bytes-recv" => {
+            (message("recvByteSeq", |e| param.encode(e)).len(), reply_ok(1, &payload_for("recvByteSeq", param)).len())
+        }
+        "fixed-send" => {
+            (message("sendFixedSeq", |e| e.write_raw(&payload_for("recvFixedSeq", param))).len(), empty_reply)
+        }
+        "fixed-recv" => {
+            (message("recvFixedSeq", |e| param.encode(e)).len(), reply_ok(1, &payload_for("recvFixedSeq", param)).len())
+        }
+        "strings-send" => (
+            message("sendStringDoubleSeq", |e| e.write_raw(&payload_for("recvStringDoubleSeq", param))).len(),
+            empty_reply,
+        ),
+        "strings-recv" => (
+            message("recvStringDoubleSeq", |e| param.encode(e)).len(),
+            reply_ok(1, &payload_for("recvStringDoubleSeq", param)).len(),
+        ),
+        _ => (message("work", |e| param.encode(e)).len(), empty_reply),
+    }
+}
+
 struct Conn {
     w: TcpStream,
     r: BufReader<TcpStream>,

@@ -43,6 +43,8 @@ pub(crate) struct Record {
     pub(crate) peak_rss_kb: u64,
     /// Payload bytes per operation (throughput tests).
     pub(crate) payload: usize,
+    /// Bytes on the wire for one request and its reply.
+    pub(crate) wire: (usize, usize),
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -82,6 +84,7 @@ pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec
                 cpu_per_100k: median(&mut cpu),
                 peak_rss_kb: s.iter().map(|x| x.server_peak_rss_kb).max().unwrap_or(0),
                 payload: t.payload,
+                wire: crate::raw::wire_sizes(t),
             });
         }
     }
@@ -126,8 +129,8 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
     );
     let _ = writeln!(
         s,
-        "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10}",
-        "test", "floe", "raw socket", "ice-cpp", "floe/raw", "floe/ice", "floe Mbit/s"
+        "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
+        "test", "floe", "raw socket", "ice-cpp", "floe/raw", "floe/ice", "floe Mbit/s", "wire req/reply B"
     );
     for t in tests {
         let cell = |sys: &str| match find(records, t.name, sys) {
@@ -143,16 +146,18 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
             Some(r) if t.payload > 0 => format!("{:.0}", r.median * t.payload as f64 * 8.0 / 1e6),
             _ => "".into(),
         };
+        let (req, rep) = crate::raw::wire_sizes(t);
         let _ = writeln!(
             s,
-            "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10}",
+            "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
             t.name,
             cell("floe"),
             cell("raw"),
             cell("ice-cpp"),
             ratio("raw"),
             ratio("ice-cpp"),
-            mbit
+            mbit,
+            format!("{req}/{rep}")
         );
     }
     let _ = writeln!(s, "\nserver resources (median CPU seconds per 100k calls; peak RSS):");
@@ -178,7 +183,7 @@ pub(crate) fn json(records: &[Record]) -> String {
     for (i, r) in records.iter().enumerate() {
         let _ = write!(
             s,
-            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"payload_bytes\": {}}}",
+            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"payload_bytes\": {}, \"request_bytes\": {}, \"reply_bytes\": {}}}",
             esc(r.system),
             esc(r.test),
             esc(r.unit),
@@ -188,7 +193,9 @@ pub(crate) fn json(records: &[Record]) -> String {
             r.runs,
             r.cpu_per_100k,
             r.peak_rss_kb,
-            r.payload
+            r.payload,
+            r.wire.0,
+            r.wire.1
         );
         s.push_str(if i + 1 < records.len() { ",\n" } else { "\n" });
     }
