@@ -111,7 +111,7 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
     let mut ops: u64 = 0;
     let start = Instant::now();
     let deadline = start + duration;
-    match test.name {
+    match test.kind() {
         "twoway" => {
             while Instant::now() < deadline {
                 for _ in 0..100 {

@@ -205,7 +205,7 @@ pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
     let param = test.param;
     let n = param.max(0) as usize;
     let empty_reply = reply_ok(1, &[]).len();
-    match test.name {
+    match test.kind() {
         "twoway" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
         "oneway" => (message("o", |_| {}).len(), 0),
         // Per request inside a batch message (its 18-byte header and count are shared).
@@ -281,7 +281,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
     let mut ops: u64 = 0;
     let start = Instant::now();
     let deadline = start + duration;
-    match test.name {
+    match test.kind() {
         "twoway" => {
             while Instant::now() < deadline {
                 for _ in 0..100 {

@@ -267,6 +267,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
         }
         s.push_str("</svg></div>");
     }
+    sweep_chart(&mut s, tests, records);
     if !notes.is_empty() {
         s.push_str("<h2>Notes</h2><ul>");
         for n in notes {
@@ -276,6 +277,57 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// Throughput (Mbit/s of payload) against message size, one line per system, log-scale x.
+fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
+    let sweep: Vec<&Test> = tests.iter().filter(|t| t.is_sweep() && t.payload > 0).collect();
+    if sweep.len() < 2 {
+        return;
+    }
+    let (w, h, left, bottom) = (640.0, 320.0, 60.0, 40.0);
+    let xmin = (sweep.iter().map(|t| t.payload).min().unwrap_or(1) as f64).log2();
+    let xmax = (sweep.iter().map(|t| t.payload).max().unwrap_or(2) as f64).log2();
+    let mbit = |r: &Record| r.median * r.payload as f64 * 8.0 / 1e6;
+    let ymax = records.iter().filter(|r| r.payload > 0 && r.test.starts_with("send-")).map(mbit).fold(1.0, f64::max);
+    let _ = write!(
+        s,
+        "<h2>Throughput against message size</h2><svg width=\"{}\" height=\"{}\">",
+        w + left + 20.0,
+        h + bottom + 20.0
+    );
+    let x = |p: usize| left + ((p as f64).log2() - xmin) / (xmax - xmin).max(1e-9) * w;
+    let y = |v: f64| 10.0 + h - v / ymax * h;
+    let _ =
+        write!(s, "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#000\"/>", h + 10.0, left + w, h + 10.0);
+    let _ = write!(s, "<line x1=\"{left}\" y1=\"10\" x2=\"{left}\" y2=\"{}\" stroke=\"#000\"/>", h + 10.0);
+    let _ = write!(s, "<text x=\"5\" y=\"20\" font-size=\"12\">{ymax:.0} Mbit/s</text>");
+    for t in &sweep {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            x(t.payload),
+            h + 28.0,
+            t.name.trim_start_matches("send-")
+        );
+    }
+    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("ice-cpp", "#c63")] {
+        let pts: Vec<String> = sweep
+            .iter()
+            .filter_map(|t| find(records, t.name, sys).map(|r| format!("{:.1},{:.1}", x(t.payload), y(mbit(r)))))
+            .collect();
+        if pts.len() >= 2 {
+            let _ = write!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+                pts.join(" ")
+            );
+            let last = pts.last().cloned().unwrap_or_default();
+            let (lx, ly) = last.split_once(',').unwrap_or(("0", "0"));
+            let _ = write!(s, "<text x=\"{lx}\" y=\"{ly}\" font-size=\"12\" dx=\"4\" fill=\"{color}\">{sys}</text>");
+        }
+    }
+    s.push_str("</svg>");
 }
 
 fn html_escape(s: &str) -> String {

@@ -147,15 +147,90 @@ pub(crate) const ALL: &[Test] = &[
         seed: "Henning server-side processing",
         ice: true,
     },
+    Test {
+        name: "send-0",
+        title: "send 0-byte sequence",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-1k",
+        title: "send 1 KB sequence",
+        param: 1024,
+        payload: 1024,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-4k",
+        title: "send 4 KB sequence",
+        param: 4096,
+        payload: 4096,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-16k",
+        title: "send 16 KB sequence",
+        param: 16384,
+        payload: 16384,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-64k",
+        title: "send 64 KB sequence",
+        param: 65536,
+        payload: 65536,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-256k",
+        title: "send 256 KB sequence",
+        param: 262144,
+        payload: 262144,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
+    Test {
+        name: "send-1m",
+        title: "send 1 MB sequence",
+        param: 1048576,
+        payload: 1048576,
+        unit: "calls/s",
+        seed: "Henning throughput vs size",
+        ice: true,
+    },
 ];
 
 impl Test {
     /// The name the Ice peer knows the test by.
     pub(crate) fn ice_name(&self) -> &'static str {
+        self.kind()
+    }
+
+    /// What the client does: size-sweep tests are `bytes-send`, busy servants `work`.
+    pub(crate) fn kind(&self) -> &'static str {
         if self.name.starts_with("work-") {
             "work"
+        } else if self.name.starts_with("send-") {
+            "bytes-send"
         } else {
             self.name
         }
+    }
+
+    /// Part of the message-size sweep (drawn as throughput against size).
+    pub(crate) fn is_sweep(&self) -> bool {
+        self.name.starts_with("send-")
     }
 }
