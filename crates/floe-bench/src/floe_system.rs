@@ -120,6 +120,23 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 ops += 100;
             }
         }
+        "demarey" => {
+            let mut steps = crate::report::Steps::default();
+            for _ in 0..1000 {
+                p.o().await?;
+            }
+            let start = Instant::now();
+            for _ in 0..10 {
+                let s0 = Instant::now();
+                for _ in 0..param {
+                    p.o().await?;
+                }
+                steps.push(s0.elapsed(), param as u64);
+                ops += param as u64;
+            }
+            crate::report::record_steps(steps);
+            return Ok((ops, start.elapsed().as_secs_f64()));
+        }
         "oneway" => {
             let o = p.ice_oneway();
             while Instant::now() < deadline {

@@ -163,6 +163,10 @@ fn measure(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Pa
             let mut it = text.split_whitespace();
             let ops = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("ice-client said {text:?}"))?;
             let secs = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("ice-client said {text:?}"))?;
+            let rest: Vec<f64> = it.filter_map(|s| s.parse().ok()).collect();
+            if let [mean, min, max, sd] = rest[..] {
+                ice_steps(Some((mean, min, max, sd)));
+            }
             Ok((ops, secs))
         }
     }
@@ -173,6 +177,19 @@ fn measure(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Pa
 fn ice_malloc_env(cmd: &mut Command) {
     cmd.env("MALLOC_MMAP_THRESHOLD_", (64u32 << 20).to_string())
         .env("MALLOC_TRIM_THRESHOLD_", (128u32 << 20).to_string());
+}
+
+static ICE_STEPS: std::sync::Mutex<Option<(f64, f64, f64, f64)>> = std::sync::Mutex::new(None);
+
+fn ice_steps(v: Option<(f64, f64, f64, f64)>) -> Option<(f64, f64, f64, f64)> {
+    let mut g = ICE_STEPS.lock().expect("ice steps");
+    match v {
+        Some(v) => {
+            *g = Some(v);
+            None
+        }
+        None => g.take(),
+    }
 }
 
 /// Builds the Ice C++ peer if Ice's compiler and libraries are installed.
@@ -284,7 +301,12 @@ fn main() -> std::process::ExitCode {
                             rate,
                             test.unit
                         );
+                        let steps = match server.system {
+                            System::Ice => ice_steps(None),
+                            _ => report::take_steps().map(|s| s.stats()),
+                        };
                         samples.push(Sample {
+                            steps,
                             system: server.system.name(),
                             test: test.name,
                             rate,

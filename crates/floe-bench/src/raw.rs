@@ -206,7 +206,7 @@ pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
     let n = param.max(0) as usize;
     let empty_reply = reply_ok(1, &[]).len();
     match test.kind() {
-        "twoway" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
+        "twoway" | "demarey" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
         "oneway" => (message("o", |_| {}).len(), 0),
         // Per request inside a batch message (its 18-byte header and count are shared).
         "batch-send" => (message("o", |_| {}).len() - 18, 0),
@@ -289,6 +289,23 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
                 }
                 ops += 100;
             }
+        }
+        "demarey" => {
+            let mut steps = crate::report::Steps::default();
+            for _ in 0..1000 {
+                c.call(&o)?;
+            }
+            let start = Instant::now();
+            for _ in 0..10 {
+                let s0 = Instant::now();
+                for _ in 0..param {
+                    c.call(&o)?;
+                }
+                steps.push(s0.elapsed(), param as u64);
+                ops += param as u64;
+            }
+            crate::report::record_steps(steps);
+            return Ok((ops, start.elapsed().as_secs_f64()));
         }
         "oneway" => {
             let mut ow = o.clone();

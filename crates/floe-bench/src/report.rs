@@ -5,6 +5,40 @@ use std::time::Duration;
 
 use crate::tests::Test;
 
+/// Per-call latencies (µs) of the steps of one Demarey series.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Steps(pub(crate) Vec<f64>);
+
+impl Steps {
+    /// Adds a step of `calls` calls that took `elapsed`.
+    pub(crate) fn push(&mut self, elapsed: std::time::Duration, calls: u64) {
+        self.0.push(elapsed.as_secs_f64() * 1e6 / calls.max(1) as f64);
+    }
+
+    /// (mean, min, max, standard deviation).
+    pub(crate) fn stats(&self) -> (f64, f64, f64, f64) {
+        let n = self.0.len().max(1) as f64;
+        let mean = self.0.iter().sum::<f64>() / n;
+        let min = self.0.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = self.0.iter().cloned().fold(0.0, f64::max);
+        let var = self.0.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        (mean, min, max, var.sqrt())
+    }
+}
+
+/// Hands the steps of the measurement just made to the orchestrator (floe's measurement runs
+/// on its runtime thread, so this goes through a global).
+pub(crate) fn record_steps(steps: Steps) {
+    *STEPS.lock().expect("steps") = Some(steps);
+}
+
+static STEPS: std::sync::Mutex<Option<Steps>> = std::sync::Mutex::new(None);
+
+/// Takes the steps recorded by the last Demarey measurement.
+pub(crate) fn take_steps() -> Option<Steps> {
+    STEPS.lock().expect("steps").take()
+}
+
 /// One measurement.
 #[derive(Debug, Clone)]
 pub(crate) struct Sample {
@@ -18,6 +52,8 @@ pub(crate) struct Sample {
     pub server_cpu_per_100k: f64,
     /// Server peak RSS so far, kB.
     pub(crate) server_peak_rss_kb: u64,
+    /// Demarey statistics of the series: per-call µs (mean, min, max, std-dev).
+    pub(crate) steps: Option<(f64, f64, f64, f64)>,
 }
 
 /// Summary of one system × test.
@@ -45,6 +81,12 @@ pub(crate) struct Record {
     pub(crate) payload: usize,
     /// Bytes on the wire for one request and its reply.
     pub(crate) wire: (usize, usize),
+    /// Demarey statistics over all series (mean, min, max, std-dev of per-call µs).
+    pub(crate) steps: Option<(f64, f64, f64, f64)>,
+}
+
+fn samples_steps(records: &[Record], system: &str) -> Vec<(f64, f64, f64, f64)> {
+    records.iter().filter(|r| r.system == system && r.test == "demarey").filter_map(|r| r.steps).collect()
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -85,6 +127,22 @@ pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec
                 peak_rss_kb: s.iter().map(|x| x.server_peak_rss_kb).max().unwrap_or(0),
                 payload: t.payload,
                 wire: crate::raw::wire_sizes(t),
+                steps: {
+                    // Pool every step of every series (each sample carries its series' stats as
+                    // mean/min/max/std; combine them conservatively).
+                    let st: Vec<(f64, f64, f64, f64)> = s.iter().filter_map(|x| x.steps).collect();
+                    if st.is_empty() {
+                        None
+                    } else {
+                        let n = st.len() as f64;
+                        let mean = st.iter().map(|x| x.0).sum::<f64>() / n;
+                        let min = st.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+                        let max = st.iter().map(|x| x.2).fold(0.0, f64::max);
+                        // Within-series variance plus the spread of the series means.
+                        let var = st.iter().map(|x| x.3 * x.3 + (x.0 - mean) * (x.0 - mean)).sum::<f64>() / n;
+                        Some((mean, min, max, var.sqrt()))
+                    }
+                },
             });
         }
     }
@@ -159,6 +217,13 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
             mbit,
             format!("{req}/{rep}")
         );
+    }
+    let _ = writeln!(s, "\nDemarey method (per-call µs over every step of every series: mean, min, max, std-dev):");
+    for sys in ["floe", "raw", "ice-cpp"] {
+        let v: Vec<(f64, f64, f64, f64)> = samples_steps(records, sys);
+        if let Some((mean, min, max, sd)) = v.first() {
+            let _ = writeln!(s, "  {sys:<8} mean {mean:>7.2}  min {min:>7.2}  max {max:>7.2}  std-dev {sd:>6.2}");
+        }
     }
     let _ = writeln!(s, "\nserver resources (median CPU seconds per 100k calls; peak RSS):");
     for sys in ["floe", "raw", "ice-cpp"] {

@@ -31,6 +31,15 @@ pub(crate) const ALL: &[Test] = &[
         ice: true,
     },
     Test {
+        name: "demarey",
+        title: "twoway o(), Demarey method: 1000 warm-up, 10 steps × 1000 calls",
+        param: 1000,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Demarey et al. 2004",
+        ice: true,
+    },
+    Test {
         name: "oneway",
         title: "oneway void o()",
         param: 0,

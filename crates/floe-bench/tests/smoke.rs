@@ -18,7 +18,7 @@ fn quick_run_produces_a_table_and_json() {
             "--peers",
             "none",
             "--tests",
-            "twoway,oneway,batch-send,batch-delivered,batch-twoway,ami,bytes-send,fixed-recv,strings-send,work-10",
+            "twoway,demarey,oneway,batch-send,batch-delivered,batch-twoway,ami,bytes-send,fixed-recv,strings-send,work-10,send-1k",
         ])
         .arg("--json")
         .arg(&json)
@@ -49,5 +49,6 @@ fn quick_run_produces_a_table_and_json() {
         }
     }
     assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    assert!(stdout.contains("Demarey method") && stdout.contains("std-dev"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,6 +5,8 @@
 #include <Bench.h>
 
 #include <chrono>
+#include <cmath>
+#include <vector>
 #include <deque>
 #include <iostream>
 #include <string>
@@ -43,6 +45,27 @@ int main(int argc, char* argv[])
     if(test == "twoway")
     {
         while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 100; ++i) p->o(); ops += 100; }
+    }
+    else if(test == "demarey")
+    {
+        // Demarey et al.: warm-up, then steps of `param` calls; per-call latency of each step.
+        for(int i = 0; i < 1000; ++i) p->o();
+        vector<double> steps;
+        start = chrono::steady_clock::now();
+        for(int step = 0; step < 10; ++step)
+        {
+            auto s0 = chrono::steady_clock::now();
+            for(int i = 0; i < param; ++i) p->o();
+            steps.push_back(chrono::duration<double, micro>(chrono::steady_clock::now() - s0).count() / param);
+            ops += param;
+        }
+        auto end = chrono::steady_clock::now();
+        double mean = 0, mn = 1e18, mx = 0, var = 0;
+        for(double v : steps) { mean += v; mn = min(mn, v); mx = max(mx, v); }
+        mean /= steps.size();
+        for(double v : steps) var += (v - mean) * (v - mean);
+        cout << ops << " " << chrono::duration<double>(end - start).count() << " " << mean << " " << mn << " " << mx << " " << sqrt(var / steps.size()) << endl;
+        return 0;
     }
     else if(test == "oneway")
     {
