@@ -56,6 +56,9 @@ struct Args {
     /// Internal: the port to serve on.
     #[arg(long, hide = true, default_value_t = 0)]
     port: u16,
+    /// Internal: server runtime threads.
+    #[arg(long, hide = true, default_value_t = 1)]
+    threads: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,7 @@ impl System {
 
 struct Server {
     system: System,
+    threads: usize,
     child: Child,
     port: u16,
 }
@@ -92,7 +96,7 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
-fn start_server(system: System, ice_dir: Option<&Path>) -> Result<Server, String> {
+fn start_server(system: System, threads: usize, ice_dir: Option<&Path>) -> Result<Server, String> {
     let port = free_port();
     let mut cmd = match system {
         System::Ice => {
@@ -104,10 +108,10 @@ fn start_server(system: System, ice_dir: Option<&Path>) -> Result<Server, String
     };
     match system {
         System::Ice => {
-            cmd.arg(port.to_string());
+            cmd.arg(port.to_string()).arg(format!("--Ice.ThreadPool.Server.Size={threads}"));
         }
         s => {
-            cmd.args(["--serve", s.name(), "--port", &port.to_string()]);
+            cmd.args(["--serve", s.name(), "--port", &port.to_string(), "--threads", &threads.to_string()]);
         }
     }
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
@@ -118,7 +122,7 @@ fn start_server(system: System, ice_dir: Option<&Path>) -> Result<Server, String
     if line.trim() != "ready" {
         return Err(format!("{} server did not start: {line:?}", system.name()));
     }
-    Ok(Server { system, child, port })
+    Ok(Server { system, threads, child, port })
 }
 
 /// (user + system CPU seconds, peak RSS in kB) of a process.
@@ -143,6 +147,27 @@ fn proc_stats(pid: u32) -> (f64, u64) {
 }
 
 fn measure(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<(u64, f64), String> {
+    let (clients, _) = test.clients_and_threads();
+    if clients > 1 {
+        // Several clients at once, each on its own connection; rates add up.
+        let results: Vec<Result<(u64, f64), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> =
+                (0..clients).map(|_| s.spawn(|| measure_one(server, test, duration, ice_dir))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("client thread panicked".into()))).collect()
+        });
+        let mut ops = 0;
+        let mut secs: f64 = 0.0;
+        for r in results {
+            let (o, s) = r?;
+            ops += o;
+            secs = secs.max(s);
+        }
+        return Ok((ops, secs));
+    }
+    measure_one(server, test, duration, ice_dir)
+}
+
+fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<(u64, f64), String> {
     match server.system {
         System::Raw => raw::measure(test, server.port, duration).map_err(|e| e.to_string()),
         System::Floe => floe_system::measure(test, server.port, duration).map_err(|e| e.to_string()),
@@ -218,7 +243,7 @@ fn main() -> std::process::ExitCode {
     if let Some(system) = &args.serve {
         let r = match system.as_str() {
             "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
-            "floe" => floe_system::serve(args.port, 1).map_err(|e| e.to_string()),
+            "floe" => floe_system::serve(args.port, args.threads).map_err(|e| e.to_string()),
             other => Err(format!("unknown system {other}")),
         };
         if let Err(e) = r {
@@ -268,21 +293,34 @@ fn main() -> std::process::ExitCode {
     if ice_dir.is_some() {
         systems.push(System::Ice);
     }
+    let mut thread_counts: Vec<usize> = selected.iter().map(|t| t.clients_and_threads().1).collect();
+    thread_counts.sort_unstable();
+    thread_counts.dedup();
     let mut servers = Vec::new();
     for s in &systems {
-        match start_server(*s, ice_dir.as_deref()) {
-            Ok(srv) => servers.push(srv),
-            Err(e) => notes.push(format!("{} skipped: {e}", s.name())),
+        for &threads in &thread_counts {
+            // The raw baseline uses a thread per connection whatever the count.
+            if *s == System::Raw && threads != thread_counts[0] {
+                continue;
+            }
+            match start_server(*s, threads, ice_dir.as_deref()) {
+                Ok(srv) => servers.push(srv),
+                Err(e) => notes.push(format!("{} skipped: {e}", s.name())),
+            }
         }
     }
     let started = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
-    let total = runs * selected.len() * servers.len();
+    let total = runs * selected.len() * systems.len();
     let mut done = 0;
     for run in 0..runs {
         for test in &selected {
+            let want_threads = test.clients_and_threads().1;
             for server in &servers {
                 if server.system == System::Ice && !test.ice {
+                    continue;
+                }
+                if server.system != System::Raw && server.threads != want_threads {
                     continue;
                 }
                 done += 1;

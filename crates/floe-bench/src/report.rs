@@ -187,7 +187,7 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
     );
     let _ = writeln!(
         s,
-        "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
+        "{:<20} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
         "test", "floe", "raw socket", "ice-cpp", "floe/raw", "floe/ice", "floe Mbit/s", "wire req/reply B"
     );
     for t in tests {
@@ -207,7 +207,7 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
         let (req, rep) = crate::raw::wire_sizes(t);
         let _ = writeln!(
             s,
-            "{:<16} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
+            "{:<20} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
             t.name,
             cell("floe"),
             cell("raw"),

@@ -219,6 +219,51 @@ pub(crate) const ALL: &[Test] = &[
         seed: "Henning throughput vs size",
         ice: true,
     },
+    Test {
+        name: "clients-1-threads-1",
+        title: "twoway o() from 1 clients at once, server with 1 thread(s)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
+        name: "clients-2-threads-1",
+        title: "twoway o() from 2 clients at once, server with 1 thread(s)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
+        name: "clients-5-threads-1",
+        title: "twoway o() from 5 clients at once, server with 1 thread(s)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
+        name: "clients-2-threads-4",
+        title: "twoway o() from 2 clients at once, server with 4 thread(s)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
+        name: "clients-5-threads-4",
+        title: "twoway o() from 5 clients at once, server with 4 thread(s)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
 ];
 
 impl Test {
@@ -233,9 +278,20 @@ impl Test {
             "work"
         } else if self.name.starts_with("send-") {
             "bytes-send"
+        } else if self.name.starts_with("clients-") {
+            "twoway"
         } else {
             self.name
         }
+    }
+
+    /// Concurrent clients and server threads of a scaling test, or (1, 1).
+    pub(crate) fn clients_and_threads(&self) -> (usize, usize) {
+        let Some(rest) = self.name.strip_prefix("clients-") else { return (1, 1) };
+        let mut it = rest.split("-threads-");
+        let n = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
+        let t = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
+        (n, t)
     }
 
     /// Part of the message-size sweep (drawn as throughput against size).
