@@ -23,3 +23,16 @@ fn slice2rs_generates_or_reports() {
     assert_eq!(missing.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compact_strings_metadata_changes_the_string_mapping() {
+    let src = "[[\"rust:compact-strings\"]]\nmodule M { struct S { string name = \"x\"; }; sequence<string> Names; interface I { string echo(string s); }; };";
+    let c = floe_slice::compile_str("m.ice", src, &[]);
+    assert!(!c.has_errors(), "{}", c.render_diagnostics());
+    let code = floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default());
+    assert!(code.contains("pub name: ::floe::CompactString"), "{code}");
+    assert!(code.contains("pub type Names = Vec<::floe::CompactString>"), "{code}");
+    assert!(code.contains("pub async fn echo(&self, s: &str) -> ::floe::Result<::floe::CompactString>"), "{code}");
+    let plain = floe_slice::compile_str("p.ice", "module M { struct S { string name; }; };", &[]);
+    assert!(floe_slice::generate(plain.unit.as_ref().unwrap(), &Default::default()).contains("pub name: String"));
+}

@@ -24,3 +24,5 @@ pub use proxy::{ObjectPrx, Outcome, Proxy};
 
 /// Re-exported for generated code (byte sequences are [`bytes::Bytes`]).
 pub use bytes;
+/// Inline small strings, the mapping of Slice `string` under `[["rust:compact-strings"]]`.
+pub use compact_str::CompactString;

@@ -124,6 +124,17 @@ proptest! {
     }
 
     #[test]
+    fn compact_strings_share_the_string_wire_form(s in ".{0,60}", enc in encoding()) {
+        let c = floe::CompactString::from(s.as_str());
+        let mut a = Encoder::new(enc);
+        c.encode(&mut a);
+        let mut b = Encoder::new(enc);
+        s.encode(&mut b);
+        prop_assert_eq!(a.as_slice(), b.as_slice());
+        roundtrip(&c, enc);
+    }
+
+    #[test]
     fn sizes_roundtrip(n in 0usize..(i32::MAX as usize)) {
         let mut e = Encoder::default();
         e.write_size(n);

@@ -185,6 +185,23 @@ impl Decode for String {
     }
 }
 
+/// A string stored inline when it is short (up to 24 bytes): decoding it allocates nothing.
+/// Generated code uses it for Slice `string` under the `[["rust:compact-strings"]]` metadata.
+impl Encode for compact_str::CompactString {
+    #[inline]
+    fn encode(&self, enc: &mut Encoder) {
+        enc.write_str(self);
+    }
+}
+
+impl Decode for compact_str::CompactString {
+    const MIN_WIRE_SIZE: usize = 1;
+    #[inline]
+    fn decode(dec: &mut Decoder) -> Result<Self> {
+        dec.read_str().map(compact_str::CompactString::from)
+    }
+}
+
 /// A byte sequence decoded as a zero-copy view of the receive buffer.
 impl Encode for Bytes {
     #[inline]
