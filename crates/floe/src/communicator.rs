@@ -322,7 +322,8 @@ impl Communicator {
         }
         let props = &self.inner.properties;
         let config = connection_config(props, name, "Server", 2)?;
-        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 0)?.max(0) as usize;
+        // A safe default that still allows the 100,000 connections floe is built to hold.
+        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 100_000)?.max(0) as usize;
         let a = ObjectAdapter::new(self.clone(), name, endpoints, config, max_connections)?;
         self.inner.adapters.lock().expect("adapters").push(a.clone());
         Ok(a)
