@@ -3,10 +3,12 @@
 //! nothing hangs, a non-idempotent request is never executed twice, and calls work again once
 //! the network is back. Needs root (as the test command runs) and iproute2.
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{start, Server};
 use floe::{Communicator, Error, Proxy};
 use floe_interop::interop::TesterPrx;
 
@@ -20,7 +22,7 @@ struct Net {
     ns: String,
     host_if: String,
     ns_ip: String,
-    server: Option<Child>,
+    server: Option<Server>,
 }
 
 impl Net {
@@ -37,10 +39,7 @@ impl Net {
 
 impl Drop for Net {
     fn drop(&mut self) {
-        if let Some(mut s) = self.server.take() {
-            let _ = s.kill();
-            let _ = s.wait();
-        }
+        drop(self.server.take());
         let _ = Command::new("ip").args(["route", "del", "blackhole", &format!("{}/32", self.ns_ip)]).output();
         let _ = Command::new("ip").args(["link", "del", &self.host_if]).output();
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
@@ -62,22 +61,11 @@ fn setup() -> (Net, String) {
     sh(&["ip", "netns", "exec", &ns, "ip", "addr", "add", &format!("{ns_ip}/30"), "dev", &b]);
     sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", &b, "up"]);
     sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", "lo", "up"]);
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_floe-interop-server"), "--endpoints"])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_floe-interop-server"), "--endpoints"])
         .arg(format!("tcp -h {ns_ip} -p 12010"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 64];
-    while !String::from_utf8_lossy(&seen).contains("TestAdapter ready") {
-        let n = out.read(&mut buf).unwrap();
-        assert!(n > 0, "server exited");
-        seen.extend_from_slice(&buf[..n]);
-    }
-    net.server = Some(child);
+        .stderr(Stdio::null());
+    net.server = Some(start(cmd));
     (net, format!("tester:tcp -h {ns_ip} -p 12010 -t 2000"))
 }
 

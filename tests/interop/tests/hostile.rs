@@ -3,75 +3,18 @@
 //! CloseConnection. Throughout, a well-behaved client keeps being served and the server's
 //! memory stays bounded.
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::*;
 use floe::{Communicator, Proxy};
 use floe_interop::interop::TesterPrx;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn server(port: u16, extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"))
-        .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut b = [0u8; 64];
-    while !String::from_utf8_lossy(&seen).contains("TestAdapter ready") {
-        let n = out.read(&mut b).unwrap();
-        assert!(n > 0, "server exited");
-        seen.extend_from_slice(&b[..n]);
-    }
-    Server(child)
-}
-
-fn connect(port: u16) -> TcpStream {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut v = [0u8; 14];
-    s.read_exact(&mut v).unwrap();
-    s
-}
-
-fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
-    s.set_read_timeout(Some(limit)).unwrap();
-    let mut b = [0u8; 1024];
-    loop {
-        match s.read(&mut b) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
-                return false
-            }
-            Err(_) => return true,
-        }
-    }
-}
-
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap()
+    floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), extra)
 }
 
 fn request(op: &str, id: i32, params: &[u8]) -> Vec<u8> {
@@ -149,7 +92,7 @@ fn a_flood_of_silent_connections_is_bounded_and_others_are_served() {
     assert!(refused >= 290, "only {refused} refused");
     // The established client connection keeps working.
     c.block_on(t.ping()).unwrap();
-    assert!(rss_kb(srv.0.id()) < 200 * 1024);
+    assert!(rss_kb(srv.pid()) < 200 * 1024);
     drop(flood);
     std::thread::sleep(Duration::from_millis(300));
     // Once the flood is gone, new clients get in again.
@@ -163,7 +106,7 @@ fn a_flood_of_silent_connections_is_bounded_and_others_are_served() {
 fn a_client_that_never_reads_does_not_grow_the_server() {
     let port = free_port();
     let srv = server(port, &[]);
-    let pid = srv.0.id();
+    let pid = srv.pid();
     let c = Communicator::new().unwrap();
     let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
     c.block_on(t.ping()).unwrap();

@@ -2,50 +2,20 @@
 //! ZeroC Ice 3.7 server (Python), and real Ice 3.7 clients (Python and C++) ↔ floe server.
 //! The Ice programs come from Debian's packages, installed by scripts/install-deps.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use common::{free_port, start, Server};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a server and waits for its `TestAdapter ready` line.
-fn start(mut cmd: Command) -> Server {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.trim() == "TestAdapter ready" {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(30)).expect("server printed `TestAdapter ready`");
-    Server(child)
-}
-
 fn floe_server(port: u16) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
-    cmd.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
-    start(cmd)
+    common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), &[])
 }
 
 fn python_server(port: u16) -> Server {

@@ -2,65 +2,30 @@
 //! connection is closed alone and every other connection keeps working; a client whose server
 //! dies gets a typed error promptly; timeouts fire and free their requests.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::*;
 use floe::{Communicator, Error, Proxy};
 use floe_interop::interop::TesterPrx;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn server(endpoints: &str, extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"))
-        .args(["--endpoints", endpoints])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = [0u8; 64];
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !seen.contains("TestAdapter ready") && Instant::now() < deadline {
-        let n = out.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
-    assert!(seen.contains("TestAdapter ready"), "server did not start: {seen:?}");
-    Server(child)
+    floe_server(endpoints, extra)
 }
 
 fn tester(c: &Communicator, port: u16) -> TesterPrx {
     TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap())
 }
 
-/// Opens a raw connection, reads the ValidateConnection message, sends `bytes`, and returns
-/// whether the server closed the connection within a few seconds.
+/// Opens a raw connection, sends `bytes`, and returns whether the server closed the
+/// connection within a few seconds.
 fn hostile(port: u16, bytes: &[u8]) -> bool {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut v = [0u8; 14];
-    s.read_exact(&mut v).unwrap();
-    assert_eq!(&v[..4], b"IceP");
+    let mut s = connect(port);
     let _ = s.write_all(bytes);
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut rest = Vec::new();
-    s.read_to_end(&mut rest).is_ok()
+    closed_within(&mut s, Duration::from_secs(5))
 }
 
 fn header(kind: u8, size: i32) -> Vec<u8> {
@@ -331,36 +296,18 @@ fn idle_timeout_heartbeats_and_aborts_a_silent_peer() {
     assert!(heartbeats >= 2, "{heartbeats} heartbeats");
 }
 
-fn rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn idle_connections_cost_little_server_memory() {
     let port = free_port();
     let srv = server(&format!("tcp -h 127.0.0.1 -p {port}"), &[]);
-    let pid = srv.0.id();
+    let pid = srv.pid();
     // Warm up: a few connections and calls so that lazily allocated runtime state exists.
-    let mut conns = Vec::new();
-    for _ in 0..50 {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let mut v = [0u8; 14];
-        s.read_exact(&mut v).unwrap();
-        conns.push(s);
-    }
+    let mut conns: Vec<TcpStream> = (0..50).map(|_| connect(port)).collect();
     std::thread::sleep(Duration::from_millis(300));
     let before = rss_kb(pid);
     const N: usize = 2000;
     for _ in 0..N {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let mut v = [0u8; 14];
-        s.read_exact(&mut v).unwrap();
-        conns.push(s);
+        conns.push(connect(port));
     }
     std::thread::sleep(Duration::from_millis(500));
     let after = rss_kb(pid);

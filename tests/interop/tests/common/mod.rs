@@ -1,0 +1,91 @@
+//! Helpers shared by the interop test files: ports, the floe interop server as a child
+//! process, raw connections and process memory.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free port on the loopback interface.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed when dropped.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+/// Starts `cmd` and waits (up to 30 s) for it to print `TestAdapter ready`.
+pub fn start(mut cmd: Command) -> Server {
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("TestAdapter ready") {
+        assert!(Instant::now() < deadline, "{cmd:?} did not get ready: {:?}", String::from_utf8_lossy(&seen));
+        let n = out.read(&mut buf).unwrap();
+        assert!(n > 0, "{cmd:?} exited: {:?}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // Keep draining its output so that it never blocks on a full pipe.
+    std::thread::spawn(move || while out.read(&mut buf).map(|n| n > 0).unwrap_or(false) {});
+    Server(child)
+}
+
+/// The floe interop server on `endpoints`, with extra arguments.
+pub fn floe_server(endpoints: &str, extra: &[&str]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
+    cmd.args(["--endpoints", endpoints]).args(extra).stderr(Stdio::null());
+    start(cmd)
+}
+
+/// A raw connection that has read the server's ValidateConnection message.
+pub fn connect(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut v = [0u8; 14];
+    s.read_exact(&mut v).unwrap();
+    assert_eq!(&v[..4], b"IceP");
+    s
+}
+
+/// Whether the peer closed the connection within `limit` (whatever it sent before).
+pub fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).unwrap();
+    let mut b = [0u8; 1024];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Resident memory of a process, in kB.
+pub fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap()
+}
