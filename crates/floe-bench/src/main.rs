@@ -8,6 +8,8 @@ mod floe_system;
 mod raw;
 mod report;
 mod tests;
+#[cfg(feature = "tonic")]
+mod tonic_system;
 
 /// The Rust mapping of slice/Bench.ice.
 #[allow(missing_docs, unreachable_pub)]
@@ -38,8 +40,8 @@ struct Args {
     /// Write the HTML report here (default: target/floe-bench/report.html).
     #[arg(long)]
     html: Option<PathBuf>,
-    /// Peers to include, comma-separated (`ice`); `none` for floe and raw only.
-    #[arg(long, default_value = "ice")]
+    /// Peers to include, comma-separated (`ice`, `tonic`); `none` for floe and raw only.
+    #[arg(long, default_value = "ice,tonic")]
     peers: String,
     /// Only these tests (comma-separated names).
     #[arg(long)]
@@ -66,6 +68,7 @@ enum System {
     Floe,
     Raw,
     Ice,
+    Tonic,
 }
 
 impl System {
@@ -74,6 +77,7 @@ impl System {
             System::Floe => "floe",
             System::Raw => "raw",
             System::Ice => "ice-cpp",
+            System::Tonic => "tonic",
         }
     }
 }
@@ -171,6 +175,10 @@ fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option
     match server.system {
         System::Raw => raw::measure(test, server.port, duration).map_err(|e| e.to_string()),
         System::Floe => floe_system::measure(test, server.port, duration).map_err(|e| e.to_string()),
+        #[cfg(feature = "tonic")]
+        System::Tonic => tonic_system::measure(test, server.port, duration),
+        #[cfg(not(feature = "tonic"))]
+        System::Tonic => Err("built without the tonic feature".into()),
         System::Ice => {
             let dir = ice_dir.ok_or("no Ice peer")?;
             let mut cmd = Command::new(dir.join("ice-client"));
@@ -244,6 +252,8 @@ fn main() -> std::process::ExitCode {
         let r = match system.as_str() {
             "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
             "floe" => floe_system::serve(args.port, args.threads).map_err(|e| e.to_string()),
+            #[cfg(feature = "tonic")]
+            "tonic" => tonic_system::serve(args.port, args.threads),
             other => Err(format!("unknown system {other}")),
         };
         if let Err(e) = r {
@@ -286,12 +296,16 @@ fn main() -> std::process::ExitCode {
             Err(e) => notes.push(format!("ice-cpp skipped: {e}")),
         }
     }
-    if args.peers.split(',').any(|p| p.trim() == "tonic") {
-        notes.push("tonic skipped: the tonic peer is not part of this build yet".into());
-    }
     let mut systems = vec![System::Floe, System::Raw];
     if ice_dir.is_some() {
         systems.push(System::Ice);
+    }
+    if args.peers.split(',').any(|p| p.trim() == "tonic") {
+        if cfg!(feature = "tonic") {
+            systems.push(System::Tonic);
+        } else {
+            notes.push("tonic skipped: build with `--features tonic` (bash scripts/bench does)".into());
+        }
     }
     let mut thread_counts: Vec<usize> = selected.iter().map(|t| t.clients_and_threads().1).collect();
     thread_counts.sort_unstable();
@@ -318,6 +332,10 @@ fn main() -> std::process::ExitCode {
             let want_threads = test.clients_and_threads().1;
             for server in &servers {
                 if server.system == System::Ice && !test.ice {
+                    continue;
+                }
+                #[cfg(feature = "tonic")]
+                if server.system == System::Tonic && !tonic_system::supports(test) {
                     continue;
                 }
                 if server.system != System::Raw && server.threads != want_threads {

@@ -106,7 +106,7 @@ fn median(v: &mut [f64]) -> f64 {
 pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec<Record> {
     let mut out = Vec::new();
     for t in tests {
-        for system in ["floe", "raw", "ice-cpp"] {
+        for system in ["floe", "raw", "ice-cpp", "tonic"] {
             let s: Vec<&Sample> = samples.iter().filter(|s| s.test == t.name && s.system == system).collect();
             if s.is_empty() {
                 continue;
@@ -187,8 +187,17 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
     );
     let _ = writeln!(
         s,
-        "{:<20} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
-        "test", "floe", "raw socket", "ice-cpp", "floe/raw", "floe/ice", "floe Mbit/s", "wire req/reply B"
+        "{:<20} {:>24} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>10} {:>16}",
+        "test",
+        "floe",
+        "raw socket",
+        "ice-cpp",
+        "tonic",
+        "floe/raw",
+        "floe/ice",
+        "floe/tonic",
+        "floe Mbit/s",
+        "wire req/reply B"
     );
     for t in tests {
         let cell = |sys: &str| match find(records, t.name, sys) {
@@ -207,26 +216,28 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
         let (req, rep) = crate::raw::wire_sizes(t);
         let _ = writeln!(
             s,
-            "{:<20} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>16}",
+            "{:<20} {:>24} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>10} {:>16}",
             t.name,
             cell("floe"),
             cell("raw"),
             cell("ice-cpp"),
+            cell("tonic"),
             ratio("raw"),
             ratio("ice-cpp"),
+            ratio("tonic"),
             mbit,
             format!("{req}/{rep}")
         );
     }
     let _ = writeln!(s, "\nDemarey method (per-call µs over every step of every series: mean, min, max, std-dev):");
-    for sys in ["floe", "raw", "ice-cpp"] {
+    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
         let v: Vec<(f64, f64, f64, f64)> = samples_steps(records, sys);
         if let Some((mean, min, max, sd)) = v.first() {
             let _ = writeln!(s, "  {sys:<8} mean {mean:>7.2}  min {min:>7.2}  max {max:>7.2}  std-dev {sd:>6.2}");
         }
     }
     let _ = writeln!(s, "\nserver resources (median CPU seconds per 100k calls; peak RSS):");
-    for sys in ["floe", "raw", "ice-cpp"] {
+    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
         let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
         if rs.is_empty() {
             continue;
@@ -273,7 +284,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
     let mut s = String::new();
     s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>");
     let _ = write!(s, "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>", html_escape(machine));
-    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>ice-cpp</th><th>floe/raw</th><th>floe/ice</th></tr>");
+    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/ice</th><th>floe/tonic</th></tr>");
     for t in tests {
         let f = find(records, t.name, "floe");
         let cell = |sys: &str| find(records, t.name, sys).map(|r| human(r.median)).unwrap_or("-".into());
@@ -283,20 +294,23 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
         };
         let _ = write!(
             s,
-            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             html_escape(t.title),
             html_escape(t.seed),
             t.unit,
             cell("floe"),
             cell("raw"),
             cell("ice-cpp"),
+            cell("tonic"),
             ratio("raw"),
-            ratio("ice-cpp")
+            ratio("ice-cpp"),
+            ratio("tonic")
         );
     }
     s.push_str("</table>");
     for t in tests {
-        let rs: Vec<&Record> = ["floe", "raw", "ice-cpp"].iter().filter_map(|sys| find(records, t.name, sys)).collect();
+        let rs: Vec<&Record> =
+            ["floe", "raw", "ice-cpp", "tonic"].iter().filter_map(|sys| find(records, t.name, sys)).collect();
         if rs.is_empty() {
             continue;
         }
@@ -314,6 +328,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
             let color = match r.system {
                 "floe" => "#2a7",
                 "raw" => "#888",
+                "tonic" => "#36c",
                 _ => "#c63",
             };
             let _ = write!(
@@ -376,7 +391,7 @@ fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
             t.name.trim_start_matches("send-")
         );
     }
-    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("ice-cpp", "#c63")] {
+    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("ice-cpp", "#c63"), ("tonic", "#36c")] {
         let pts: Vec<String> = sweep
             .iter()
             .filter_map(|t| find(records, t.name, sys).map(|r| format!("{:.1},{:.1}", x(t.payload), y(mbit(r)))))
