@@ -22,7 +22,7 @@ def acceptable(expr):
     return False
 
 
-meta = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--locked"]))
+meta = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--locked", "--all-features"]))
 bad = []
 for pkg in meta["packages"]:
     lic = pkg.get("license")
