@@ -26,8 +26,10 @@ use crate::dispatch::{Current, IncomingRequest, Response};
 use crate::error::{Error, Result};
 use crate::protocol::compress::compress_message;
 use crate::protocol::header::{CLOSE_CONNECTION, VALIDATE_CONNECTION};
-use crate::protocol::request::{decode_batch, set_request_id};
-use crate::protocol::{CompressionStatus, FrameReader, Message, MessageType, Reply, ReplyBody, Request, HEADER_SIZE};
+use crate::protocol::request::set_request_id;
+use crate::protocol::{
+    BatchRequests, CompressionStatus, FrameReader, Message, MessageType, Reply, ReplyBody, Request, HEADER_SIZE,
+};
 use crate::transport::{ReadHalf, TransportStream, WriteHalf};
 
 /// Settings of one connection.
@@ -596,8 +598,12 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             if conn.shared.closing.load(Ordering::Acquire) {
                 return Ok(());
             }
-            for request in decode_batch(msg.body)? {
-                dispatch(conn, request, CompressionStatus::NotCompressed).await;
+            // One request at a time: a batch's requests are never all decoded at once.
+            for request in BatchRequests::new(msg.body)? {
+                dispatch(conn, request?, CompressionStatus::NotCompressed).await;
+                if conn.shared.closed.load(Ordering::Acquire) {
+                    return Ok(());
+                }
             }
         }
         MessageType::ValidateConnection => {

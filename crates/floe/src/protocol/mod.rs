@@ -17,7 +17,7 @@ pub use error::ProtocolError;
 pub use frame::{FrameReader, Message};
 pub use header::{CompressionStatus, Header, MessageType, HEADER_SIZE, MAGIC};
 pub use reply::{Reply, ReplyBody, ReplyStatus};
-pub use request::{BatchBuilder, OperationMode, Request, RequestPrefix};
+pub use request::{BatchBuilder, BatchRequests, OperationMode, Request, RequestPrefix};
 
 /// The default `Ice.MessageSizeMax`: 1024 KB.
 pub const DEFAULT_MESSAGE_SIZE_MAX: usize = 1024 * 1024;

@@ -92,25 +92,53 @@ impl Request {
     }
 }
 
+/// The requests of a batch, decoded one at a time (a batch of a megabyte holds tens of
+/// thousands of requests; materialising them all at once would multiply its size).
+pub struct BatchRequests {
+    dec: Decoder,
+    left: i32,
+}
+
+impl BatchRequests {
+    /// Reads the count of a batch body and checks it against the bytes that follow.
+    pub fn new(body: Bytes) -> Result<Self, ProtocolError> {
+        let mut dec = Decoder::new(body, EncodingVersion::V1_0);
+        let count = dec.read_i32()?;
+        // Every request takes at least 12 bytes (identity 2, facet 1, operation 1, mode 1,
+        // context 1, encapsulation 6).
+        if count < 0 || count as usize > dec.remaining() / 12 {
+            return Err(ProtocolError::InvalidBatchCount(count));
+        }
+        Ok(BatchRequests { dec, left: count })
+    }
+}
+
+impl Iterator for BatchRequests {
+    type Item = Result<Request, ProtocolError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            if !self.dec.is_empty() {
+                self.dec.skip(self.dec.remaining()).ok();
+                return Some(Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
+                    "data after the last request of a batch",
+                ))));
+            }
+            return None;
+        }
+        self.left -= 1;
+        let r = Request::decode_after_id(&mut self.dec, 0);
+        if r.is_err() {
+            self.left = 0;
+            self.dec.skip(self.dec.remaining()).ok();
+        }
+        Some(r)
+    }
+}
+
 /// Decodes the body of a batch request into its requests.
 pub fn decode_batch(body: Bytes) -> Result<Vec<Request>, ProtocolError> {
-    let mut dec = Decoder::new(body, EncodingVersion::V1_0);
-    let count = dec.read_i32()?;
-    // Every request takes at least 12 bytes (identity 2, facet 1, operation 1, mode 1,
-    // context 1, encapsulation 6).
-    if count < 0 || count as usize > dec.remaining() / 12 {
-        return Err(ProtocolError::InvalidBatchCount(count));
-    }
-    let mut out = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        out.push(Request::decode_after_id(&mut dec, 0)?);
-    }
-    if !dec.is_empty() {
-        return Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
-            "data after the last request of a batch",
-        )));
-    }
-    Ok(out)
+    BatchRequests::new(body)?.collect()
 }
 
 /// The invariant part of a request — identity, facet, operation and mode — encoded once per
