@@ -118,6 +118,7 @@ pub(crate) fn connection_config(
         },
         close_timeout: ms(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),
         trace_protocol: props.get_int("Ice.Trace.Protocol", 0)? > 0,
+        trace_network: props.get_int("Ice.Trace.Network", 0)? > 0,
         partial_message_timeout: match props.get_int("Floe.Connection.PartialMessageTimeout", 30)? {
             t if t <= 0 => None,
             t => Some(Duration::from_secs(t as u64)),

@@ -336,3 +336,22 @@ fn idempotent_calls_fail_over_to_the_next_endpoint() {
     assert_eq!(c.block_on(t.get_counter()).unwrap(), 0, "now talking to the second server");
     c.block_on(t.shutdown()).unwrap();
 }
+
+#[test]
+fn ice_trace_network_logs_connections_at_info_level() {
+    let port = free_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
+    cmd.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}"), "--Ice.Trace.Network=1"])
+        .env("RUST_LOG", "floe=info")
+        .stderr(std::process::Stdio::piped());
+    let mut srv = common::start(cmd);
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    c.block_on(t.ping()).unwrap();
+    c.block_on(t.shutdown()).unwrap();
+    let status = srv.0.wait().unwrap();
+    assert!(status.success());
+    let mut log = String::new();
+    srv.0.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(log.contains("accepted incoming connection") && log.contains("INFO"), "{log}");
+}

@@ -48,6 +48,9 @@ pub struct ConnectionConfig {
     pub close_timeout: Duration,
     /// Log every message (`Ice.Trace.Protocol`).
     pub trace_protocol: bool,
+    /// Log connection establishment and closing at info level (`Ice.Trace.Network`; they are
+    /// always logged at debug level).
+    pub trace_network: bool,
     /// How long a message may stay incomplete without more bytes arriving before the connection
     /// is closed (`Floe.Connection.PartialMessageTimeout`, seconds; protects against peers that
     /// send a header and stall).
@@ -63,6 +66,7 @@ impl Default for ConnectionConfig {
             max_dispatches: 1000,
             close_timeout: Duration::from_secs(10),
             trace_protocol: false,
+            trace_network: false,
             partial_message_timeout: Some(Duration::from_secs(30)),
         }
     }
@@ -190,7 +194,7 @@ impl Connection {
         conn.touch_read();
         conn.touch_write();
         conn.start(read);
-        debug!(target: "floe::network", "established outgoing connection\n{}", conn.shared.description);
+        net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
     }
 
@@ -208,7 +212,7 @@ impl Connection {
         conn.touch_read();
         conn.touch_write();
         conn.start(read);
-        debug!(target: "floe::network", "accepted incoming connection\n{}", conn.shared.description);
+        net_log(&conn.shared.config, format_args!("accepted incoming connection\n{}", conn.shared.description));
         Ok(conn)
     }
 
@@ -400,7 +404,7 @@ impl Connection {
         if self.shared.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        debug!(target: "floe::network", "closing connection: {reason}\n{}", self.shared.description);
+        net_log(&self.shared.config, format_args!("closing connection: {reason}\n{}", self.shared.description));
         *self.shared.close_reason.lock().expect("close lock") = Some(reason.clone());
         let pending: Vec<ReplySender> = {
             let mut p = self.shared.pending.lock().expect("pending lock");
@@ -464,6 +468,15 @@ impl Connection {
             }
             notified.await;
         }
+    }
+}
+
+/// Logs a connection event: at info level under `Ice.Trace.Network`, at debug level otherwise.
+fn net_log(config: &ConnectionConfig, what: std::fmt::Arguments<'_>) {
+    if config.trace_network {
+        tracing::info!(target: "floe::network", "{what}");
+    } else {
+        debug!(target: "floe::network", "{what}");
     }
 }
 
