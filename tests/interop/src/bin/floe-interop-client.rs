@@ -482,7 +482,10 @@ async fn futures_join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
 }
 
 fn main() -> std::process::ExitCode {
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let mut args: Vec<String> = std::env::args().collect();
     let mut proxy = "tester:tcp -h 127.0.0.1 -p 12010".to_string();
     if let Some(i) = args.iter().position(|a| a == "--proxy") {

@@ -263,7 +263,10 @@ impl Tester for TesterI {
 }
 
 fn main() -> std::process::ExitCode {
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let mut args: Vec<String> = std::env::args().collect();
     let mut endpoints = "tcp -h 127.0.0.1 -p 12010".to_string();
     if let Some(i) = args.iter().position(|a| a == "--endpoints") {
