@@ -138,7 +138,10 @@ impl Reference {
         r.encoding = defaults.encoding;
         while let Some(opt) = it.next() {
             match opt.as_str() {
-                "-f" => r.facet = it.next().ok_or_else(|| err("-f needs a facet".into()))?,
+                "-f" => {
+                    let facet = it.next().ok_or_else(|| err("-f needs a facet".into()))?;
+                    r.facet = unescape(&facet).map_err(err)?;
+                }
                 "-t" => r.mode = InvocationMode::Twoway,
                 "-o" => r.mode = InvocationMode::Oneway,
                 "-O" => r.mode = InvocationMode::BatchOneway,
@@ -167,7 +170,7 @@ impl Reference {
                 if tokens.len() != 1 || tokens[0].is_empty() {
                     return Err(err("'@' must be followed by one adapter id".into()));
                 }
-                r.adapter_id = tokens.into_iter().next().unwrap_or_default();
+                r.adapter_id = unescape(&tokens[0]).map_err(err)?;
             }
             Some((_, rest)) => {
                 for ep in split_all_outside_quotes(rest, ':').map_err(err)? {
@@ -616,6 +619,17 @@ mod tests {
         };
         let r = Reference::parse("x:default -p 3", &d).unwrap();
         assert_eq!(r.to_string(), "x -t -e 1.0:tcp -h 10.0.0.1 -p 3 -t 10000");
+    }
+
+    #[test]
+    fn escaped_facets_and_adapter_ids_round_trip() {
+        // Found by the proxy_string fuzz target: control characters in an adapter id.
+        for s in ["cat/x@\u{f}\0\0r", "x -f \"a\\tb\u{1}\" @ \"a d\\n\"", "x@a\\101"] {
+            let r = p(s);
+            assert_eq!(p(&r.to_string()), r, "{s:?} printed as {r}");
+        }
+        assert_eq!(p("x@a\\101").adapter_id, "aA");
+        assert_eq!(p("x -f \"f\\tg\"").facet, "f\tg");
     }
 
     #[test]
