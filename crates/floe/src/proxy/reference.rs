@@ -495,6 +495,9 @@ pub fn parse_endpoint(s: &str, defaults: &ParseDefaults) -> std::result::Result<
         }
     }
     let host = host.unwrap_or_else(|| defaults.host.clone());
+    if host.contains(['"', '\\']) || resource.contains(['"', '\\']) {
+        return Err(format!("invalid character in host or resource of endpoint {s:?}"));
+    }
     let ip = |host: String| IpEndpointData { host, port, timeout, compress };
     Ok(match kind.as_str() {
         "tcp" => EndpointData::Tcp(ip(host)),
@@ -511,8 +514,9 @@ pub fn parse_endpoint(s: &str, defaults: &ParseDefaults) -> std::result::Result<
     })
 }
 
+/// Quotes a host or resource that would not survive tokenizing otherwise.
 fn quote_host(h: &str) -> String {
-    if h.contains(':') {
+    if h.contains(|c: char| c.is_whitespace() || matches!(c, ':' | '@' | '\'')) {
         format!("\"{h}\"")
     } else {
         h.to_string()
@@ -540,8 +544,8 @@ pub fn endpoint_to_string(ep: &EndpointData) -> String {
     match ep {
         EndpointData::Tcp(e) => ip("tcp", e),
         EndpointData::Ssl(e) => ip("ssl", e),
-        EndpointData::Ws(e, r) => format!("{} -r {}", ip("ws", e), r),
-        EndpointData::Wss(e, r) => format!("{} -r {}", ip("wss", e), r),
+        EndpointData::Ws(e, r) => format!("{} -r {}", ip("ws", e), quote_host(r)),
+        EndpointData::Wss(e, r) => format!("{} -r {}", ip("wss", e), quote_host(r)),
         EndpointData::Udp { host, port, compress } => {
             let mut s = "udp".to_string();
             if !host.is_empty() {
@@ -624,7 +628,9 @@ mod tests {
     #[test]
     fn escaped_facets_and_adapter_ids_round_trip() {
         // Found by the proxy_string fuzz target: control characters in an adapter id.
-        for s in ["cat/x@\u{f}\0\0r", "x -f \"a\\tb\u{1}\" @ \"a d\\n\"", "x@a\\101"] {
+        for s in
+            ["cat/x@\u{f}\0\0r", "x -f \"a\\tb\u{1}\" @ \"a d\\n\"", "x@a\\101", "x:ws -h \"loc 800 h-\" -r \"/a b\""]
+        {
             let r = p(s);
             assert_eq!(p(&r.to_string()), r, "{s:?} printed as {r}");
         }
