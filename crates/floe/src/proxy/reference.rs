@@ -185,14 +185,14 @@ impl Reference {
 impl fmt::Display for Reference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let id = identity_to_string(&self.identity);
-        if id.contains([' ', ':', '@']) {
+        if needs_quotes(&id) {
             write!(f, "\"{id}\"")?;
         } else {
             f.write_str(&id)?;
         }
         if !self.facet.is_empty() {
             let facet = escape(&self.facet, "");
-            if facet.contains([' ', ':', '@']) {
+            if needs_quotes(&facet) {
                 write!(f, " -f \"{facet}\"")?;
             } else {
                 write!(f, " -f {facet}")?;
@@ -215,7 +215,7 @@ impl fmt::Display for Reference {
             }
         } else if !self.adapter_id.is_empty() {
             let a = escape(&self.adapter_id, "");
-            if a.contains([' ', ':', '@']) {
+            if needs_quotes(&a) {
                 write!(f, " @ \"{a}\"")?;
             } else {
                 write!(f, " @ {a}")?;
@@ -223,6 +223,11 @@ impl fmt::Display for Reference {
         }
         Ok(())
     }
+}
+
+/// Whether a printed identity, facet or adapter id must be quoted to read back as one token.
+fn needs_quotes(s: &str) -> bool {
+    s.is_empty() || s.starts_with('-') || s.contains(|c: char| c.is_whitespace() || matches!(c, ':' | '@'))
 }
 
 fn parse_version(v: &str) -> std::result::Result<(u8, u8), String> {
@@ -337,8 +342,12 @@ fn unescape(s: &str) -> std::result::Result<String, String> {
             't' => out.push('\t'),
             'v' => out.push('\x0b'),
             'u' | 'U' => {
+                // Exactly 4 (\u) or 8 (\U) hex digits, as Ice requires.
                 let n = if e == 'u' { 4 } else { 8 };
                 let hex: String = (0..n).filter_map(|_| chars.next()).collect();
+                if hex.len() != n || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(format!("\\{e} needs {n} hex digits"));
+                }
                 let v = u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\{e} escape"))?;
                 out.push(char::from_u32(v).ok_or_else(|| format!("bad \\{e} escape"))?);
             }
@@ -635,6 +644,8 @@ mod tests {
             assert_eq!(p(&r.to_string()), r, "{s:?} printed as {r}");
         }
         assert_eq!(p("x@a\\101").adapter_id, "aA");
+        assert!(Reference::parse("\\Ua0", &ParseDefaults::default()).is_err(), "\\U needs 8 hex digits");
+        assert_eq!(p("\\u00e9t\\U0001F600").identity.name, "ét😀");
         assert_eq!(p("x -f \"f\\tg\"").facet, "f\tg");
     }
 
