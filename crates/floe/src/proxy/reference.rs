@@ -525,7 +525,7 @@ pub fn parse_endpoint(s: &str, defaults: &ParseDefaults) -> std::result::Result<
 
 /// Quotes a host or resource that would not survive tokenizing otherwise.
 fn quote_host(h: &str) -> String {
-    if h.contains(|c: char| c.is_whitespace() || matches!(c, ':' | '@' | '\'')) {
+    if h.is_empty() || h.contains(|c: char| c.is_whitespace() || matches!(c, ':' | '@' | '\'')) {
         format!("\"{h}\"")
     } else {
         h.to_string()
@@ -647,6 +647,10 @@ mod tests {
         assert!(Reference::parse("\\Ua0", &ParseDefaults::default()).is_err(), "\\U needs 8 hex digits");
         assert_eq!(p("\\u00e9t\\U0001F600").identity.name, "ét😀");
         assert_eq!(p("x -f \"f\\tg\"").facet, "f\tg");
+        // Also found by the fuzz target: an empty resource was printed as a bare `-r`.
+        let empty = p("x:ws -r \"\"\"\"\t");
+        assert_eq!(empty.to_string(), "x -t -e 1.1:ws -p 0 -t 60000 -r \"\"");
+        assert_eq!(p(&empty.to_string()), empty);
     }
 
     #[test]
