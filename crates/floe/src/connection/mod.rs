@@ -495,6 +495,8 @@ impl Drop for PendingGuard<'_> {
 
 const INITIAL_READ_BUFFER: usize = 1024;
 const SHRINK_ABOVE: usize = 64 * 1024;
+/// A connection that stays idle this long gives back a read buffer grown above `SHRINK_ABOVE`.
+const SHRINK_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
 async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
@@ -541,17 +543,14 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
         }
         // Bound the dispatches in progress: stop reading until one completes.
         wait_for_dispatch_slot(&conn).await;
-        // While a message is incomplete, more of it must arrive in time.
-        let result = match (buf.is_empty(), conn.shared.config.partial_message_timeout) {
-            (false, Some(limit)) => match tokio::time::timeout(limit, read.read_buf(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => {
-                    warn!(target: "floe::network", "closing connection: message incomplete for {limit:?}\n{}", conn.shared.description);
-                    conn.close_forcefully(Error::ConnectionLost(format!("message incomplete for {limit:?}")));
-                    return;
-                }
-            },
-            _ => read.read_buf(&mut buf).await,
+        let result = match read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout).await {
+            ReadStep::Read(r) => r,
+            ReadStep::IdleShrunk => continue,
+            ReadStep::PartialTimeout(limit) => {
+                warn!(target: "floe::network", "closing connection: message incomplete for {limit:?}\n{}", conn.shared.description);
+                conn.close_forcefully(Error::ConnectionLost(format!("message incomplete for {limit:?}")));
+                return;
+            }
         };
         match result {
             Ok(0) => {
@@ -569,6 +568,40 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
                 return;
             }
         }
+    }
+}
+
+/// What one attempt to read more of the peer's bytes came to.
+#[derive(Debug)]
+enum ReadStep {
+    /// The read finished: bytes appended, end of stream (0) or an error.
+    Read(std::io::Result<usize>),
+    /// The connection stayed idle with a large buffer, which was replaced by a small one.
+    IdleShrunk,
+    /// A message started but the rest did not arrive within this limit.
+    PartialTimeout(Duration),
+}
+
+/// Reads more bytes into `buf`. While a message is incomplete, more of it must arrive within
+/// `partial_limit`; while the connection is idle with a buffer grown above `SHRINK_ABOVE`, the
+/// buffer is given back after `SHRINK_WHEN_IDLE_FOR`. Reading into an empty buffer is
+/// cancel-safe, so giving up on such a read loses no byte.
+async fn read_step(read: &mut ReadHalf, buf: &mut BytesMut, partial_limit: Option<Duration>) -> ReadStep {
+    match (buf.is_empty(), partial_limit) {
+        (false, Some(limit)) => match tokio::time::timeout(limit, read.read_buf(buf)).await {
+            Ok(r) => ReadStep::Read(r),
+            Err(_) => ReadStep::PartialTimeout(limit),
+        },
+        (true, _) if buf.capacity() > SHRINK_ABOVE => {
+            match tokio::time::timeout(SHRINK_WHEN_IDLE_FOR, read.read_buf(buf)).await {
+                Ok(r) => ReadStep::Read(r),
+                Err(_) => {
+                    *buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+                    ReadStep::IdleShrunk
+                }
+            }
+        }
+        _ => ReadStep::Read(read.read_buf(buf).await),
     }
 }
 
@@ -716,4 +749,51 @@ fn response_bytes(
         return Some(reply);
     }
     Some(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_idle_connection_gives_back_its_large_read_buffer() {
+        let (mut peer, ours) = tokio::io::duplex(64 * 1024);
+        let mut read: ReadHalf = Box::new(ours);
+        let mut buf = BytesMut::with_capacity(4 * SHRINK_ABOVE);
+        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::IdleShrunk));
+        assert!(buf.capacity() < SHRINK_ABOVE, "capacity {}", buf.capacity());
+        // Bytes sent afterwards are read as usual.
+        peer.write_all(b"abc").await.unwrap();
+        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::Read(Ok(3))));
+        assert_eq!(&buf[..], b"abc");
+    }
+
+    #[tokio::test]
+    async fn a_large_buffer_keeps_reading_when_bytes_arrive_in_time() {
+        let (mut peer, ours) = tokio::io::duplex(64 * 1024);
+        let mut read: ReadHalf = Box::new(ours);
+        let mut buf = BytesMut::with_capacity(4 * SHRINK_ABOVE);
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            peer.write_all(&[7; 100]).await.unwrap();
+            peer
+        });
+        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::Read(Ok(100))));
+        assert!(buf.capacity() >= 4 * SHRINK_ABOVE - 100);
+        drop(writer.await.unwrap());
+        buf.clear();
+        // A small buffer is never timed out while idle; end of stream is reported.
+        let mut small = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+        assert!(matches!(read_step(&mut read, &mut small, None).await, ReadStep::Read(Ok(0))));
+    }
+
+    #[tokio::test]
+    async fn an_incomplete_message_must_be_completed_in_time() {
+        let (_peer, ours) = tokio::io::duplex(1024);
+        let mut read: ReadHalf = Box::new(ours);
+        let mut buf = BytesMut::from(&b"IceP"[..]);
+        let limit = Duration::from_millis(50);
+        assert!(matches!(read_step(&mut read, &mut buf, Some(limit)).await, ReadStep::PartialTimeout(l) if l == limit));
+        assert_eq!(&buf[..], b"IceP");
+    }
 }
