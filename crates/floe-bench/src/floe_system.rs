@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use floe::bytes::Bytes;
 use floe::protocol::OperationMode;
 use floe::{Communicator, Current, Identity, ObjectPrx, Properties, Proxy};
-use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::bench::*;
 use crate::tests::Test;
@@ -193,22 +192,11 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             }
         }
         "ami" => {
-            let mut inflight = FuturesUnordered::new();
-            while Instant::now() < deadline {
-                for _ in 0..100 {
-                    let q = p.clone();
-                    inflight.push(async move { q.o().await });
-                    if inflight.len() >= n {
-                        if let Some(r) = inflight.next().await {
-                            r?;
-                        }
-                    }
-                }
-                ops += 100;
-            }
-            while let Some(r) = inflight.next().await {
-                r?;
-            }
+            ops = crate::pipeline::pipelined(deadline, n, || {
+                let q = p.clone();
+                async move { q.o().await }
+            })
+            .await?;
         }
         "bytes-send" => {
             let b = Bytes::from(vec![0u8; n]);

@@ -5,6 +5,7 @@
 #![allow(clippy::approx_constant)] // 3.14 is the seeds' string-struct payload, not pi.
 
 mod floe_system;
+mod pipeline;
 mod raw;
 mod report;
 mod tests;

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use tonic::{Request, Response, Status};
 
 use crate::tests::Test;
@@ -113,22 +112,11 @@ async fn run(
             }
         }
         "ami" => {
-            let mut inflight = FuturesUnordered::new();
-            while Instant::now() < deadline {
-                for _ in 0..100 {
-                    let mut q = c.clone();
-                    inflight.push(async move { q.o(pb::Empty {}).await });
-                    if inflight.len() >= n {
-                        if let Some(r) = inflight.next().await {
-                            r?;
-                        }
-                    }
-                }
-                ops += 100;
-            }
-            while let Some(r) = inflight.next().await {
-                r?;
-            }
+            ops = crate::pipeline::pipelined(deadline, n, || {
+                let mut q = c.clone();
+                async move { q.o(pb::Empty {}).await }
+            })
+            .await?;
         }
         "bytes-send" => {
             let data = vec![0u8; n];
