@@ -3,3 +3,35 @@
 #![allow(missing_docs)]
 
 include!(concat!(env!("OUT_DIR"), "/Test.rs"));
+
+/// Command-line helpers shared by the interop binaries.
+pub mod cli {
+    /// Removes `name VALUE` from `args` and returns VALUE; `Ok(None)` when `name` is absent, an
+    /// error when it is the last argument.
+    pub fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+        let Some(i) = args.iter().position(|a| a == name) else {
+            return Ok(None);
+        };
+        if i + 1 >= args.len() {
+            return Err(format!("{name} needs a value"));
+        }
+        let value = args.remove(i + 1);
+        args.remove(i);
+        Ok(Some(value))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::take_option;
+
+        #[test]
+        fn takes_the_option_and_its_value() {
+            let mut args: Vec<String> = ["prog", "--proxy", "p:tcp", "--Ice.X=1"].map(String::from).to_vec();
+            assert_eq!(take_option(&mut args, "--proxy"), Ok(Some("p:tcp".into())));
+            assert_eq!(args, ["prog", "--Ice.X=1"]);
+            assert_eq!(take_option(&mut args, "--proxy"), Ok(None));
+            args.push("--proxy".into());
+            assert!(take_option(&mut args, "--proxy").is_err());
+        }
+    }
+}

@@ -487,13 +487,13 @@ fn main() -> std::process::ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .try_init();
     let mut args: Vec<String> = std::env::args().collect();
-    let mut proxy = "tester:tcp -h 127.0.0.1 -p 12010".to_string();
-    if let Some(i) = args.iter().position(|a| a == "--proxy") {
-        if i + 1 < args.len() {
-            proxy = args.remove(i + 1);
+    let proxy = match floe_interop::cli::take_option(&mut args, "--proxy") {
+        Ok(v) => v.unwrap_or_else(|| "tester:tcp -h 127.0.0.1 -p 12010".to_string()),
+        Err(e) => {
+            eprintln!("floe-interop-client: {e}");
+            return std::process::ExitCode::from(2);
         }
-        args.remove(i);
-    }
+    };
     let shutdown = !args.iter().any(|a| a == "--no-shutdown");
     args.retain(|a| a != "--no-shutdown");
     let (communicator, _) = match Communicator::from_args(args) {

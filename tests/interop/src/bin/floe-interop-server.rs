@@ -268,13 +268,13 @@ fn main() -> std::process::ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .try_init();
     let mut args: Vec<String> = std::env::args().collect();
-    let mut endpoints = "tcp -h 127.0.0.1 -p 12010".to_string();
-    if let Some(i) = args.iter().position(|a| a == "--endpoints") {
-        if i + 1 < args.len() {
-            endpoints = args.remove(i + 1);
+    let endpoints = match floe_interop::cli::take_option(&mut args, "--endpoints") {
+        Ok(v) => v.unwrap_or_else(|| "tcp -h 127.0.0.1 -p 12010".to_string()),
+        Err(e) => {
+            eprintln!("floe-interop-server: {e}");
+            return std::process::ExitCode::from(2);
         }
-        args.remove(i);
-    }
+    };
     let (communicator, _rest) = match Communicator::from_args(args) {
         Ok(c) => c,
         Err(e) => {
