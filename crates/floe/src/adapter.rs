@@ -175,8 +175,8 @@ impl ObjectAdapter {
     /// A proxy for `identity` with this adapter's endpoints.
     pub fn create_proxy(&self, identity: Identity) -> ObjectPrx {
         let mut r = Reference::new(identity);
-        r.encoding = self.inner.communicator.parse_defaults().encoding;
-        r.endpoints = self.endpoints();
+        r.wire.encoding = self.inner.communicator.parse_defaults().encoding;
+        r.wire.endpoints = self.endpoints();
         ObjectPrx::from_reference(self.inner.communicator.clone(), r)
     }
 

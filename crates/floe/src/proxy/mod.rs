@@ -175,11 +175,11 @@ fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> 
 
 fn encode_target(r: &Reference) -> Bytes {
     let mut e = Encoder::with_capacity(
-        r.identity.name.len() + r.identity.category.len() + r.facet.len() + 4,
+        r.wire.identity.name.len() + r.wire.identity.category.len() + r.wire.facet.len() + 4,
         EncodingVersion::V1_0,
     );
-    r.identity.encode(&mut e);
-    e.write_facet(&r.facet);
+    r.wire.identity.encode(&mut e);
+    e.write_facet(&r.wire.facet);
     e.into_bytes()
 }
 
@@ -228,7 +228,7 @@ impl ObjectPrx {
     /// Writes a proxy (or the null proxy).
     pub fn encode_nullable(proxy: Option<&ObjectPrx>, enc: &mut Encoder) {
         match proxy {
-            Some(p) => p.inner.reference.to_proxy_data().encode(enc),
+            Some(p) => p.inner.reference.wire.encode(enc),
             None => ProxyData::encode_nullable(None, enc),
         }
     }
@@ -257,42 +257,42 @@ impl ObjectPrx {
 
     /// Target identity.
     pub fn ice_get_identity(&self) -> &Identity {
-        &self.inner.reference.identity
+        &self.inner.reference.wire.identity
     }
 
     /// Target facet.
     pub fn ice_get_facet(&self) -> &str {
-        &self.inner.reference.facet
+        &self.inner.reference.wire.facet
     }
 
     /// Encoding used for parameters.
     pub fn ice_get_encoding_version(&self) -> EncodingVersion {
-        self.inner.reference.encoding
+        self.inner.reference.wire.encoding
     }
 
     /// The invocation mode.
     pub fn mode(&self) -> InvocationMode {
-        self.inner.reference.mode
+        self.inner.reference.wire.mode
     }
 
     /// A twoway copy.
     pub fn ice_twoway(&self) -> Self {
-        self.derive(|r| r.mode = InvocationMode::Twoway)
+        self.derive(|r| r.wire.mode = InvocationMode::Twoway)
     }
 
     /// A oneway copy.
     pub fn ice_oneway(&self) -> Self {
-        self.derive(|r| r.mode = InvocationMode::Oneway)
+        self.derive(|r| r.wire.mode = InvocationMode::Oneway)
     }
 
     /// A batch-oneway copy (requests queue until [`ObjectPrx::ice_flush_batch_requests`]).
     pub fn ice_batch_oneway(&self) -> Self {
-        self.derive(|r| r.mode = InvocationMode::BatchOneway)
+        self.derive(|r| r.wire.mode = InvocationMode::BatchOneway)
     }
 
     /// A datagram copy (reserved: UDP is not implemented yet, invocations fail).
     pub fn ice_datagram(&self) -> Self {
-        self.derive(|r| r.mode = InvocationMode::Datagram)
+        self.derive(|r| r.wire.mode = InvocationMode::Datagram)
     }
 
     /// A copy that compresses its requests (or not).
@@ -303,7 +303,7 @@ impl ObjectPrx {
     /// A copy whose endpoints have this timeout (milliseconds; −1: infinite).
     pub fn ice_timeout(&self, timeout_ms: i32) -> Self {
         self.derive(|r| {
-            for ep in &mut r.endpoints {
+            for ep in &mut r.wire.endpoints {
                 if let crate::encoding::EndpointData::Tcp(ip)
                 | crate::encoding::EndpointData::Ssl(ip)
                 | crate::encoding::EndpointData::Ws(ip, _)
@@ -327,17 +327,17 @@ impl ObjectPrx {
 
     /// A copy for another facet.
     pub fn ice_facet(&self, facet: &str) -> Self {
-        self.derive(|r| r.facet = facet.to_string())
+        self.derive(|r| r.wire.facet = facet.to_string())
     }
 
     /// A copy for another identity.
     pub fn ice_identity(&self, identity: Identity) -> Self {
-        self.derive(|r| r.identity = identity)
+        self.derive(|r| r.wire.identity = identity)
     }
 
     /// A copy that uses another encoding for parameters.
     pub fn ice_encoding_version(&self, encoding: EncodingVersion) -> Self {
-        self.derive(|r| r.encoding = encoding)
+        self.derive(|r| r.wire.encoding = encoding)
     }
 
     /// A copy bound to one connection (for callbacks over a bidirectional connection).
@@ -364,14 +364,14 @@ impl ObjectPrx {
             }
         }
         let r = &self.inner.reference;
-        if r.endpoints.is_empty() {
+        if r.wire.endpoints.is_empty() {
             return Err(Error::NoEndpoint(format!(
                 "{} is an indirect proxy and no locator is configured",
                 self.inner.reference
             )));
         }
         let mut last = None;
-        for ep in &r.endpoints {
+        for ep in &r.wire.endpoints {
             match self.inner.communicator.connect(ep).await {
                 Ok(c) => {
                     *self.inner.connection.lock().expect("proxy connection") = Some(c.clone());
@@ -422,7 +422,7 @@ impl ObjectPrx {
         e.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
         e.write_i32(0);
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
-        e.start_encapsulation(self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
+        e.start_encapsulation(self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
         write(&mut e);
         e.end_encapsulation();
         let mut buf = e.into_buffer();
@@ -442,7 +442,7 @@ impl ObjectPrx {
         context: Option<&'a Context>,
         write: impl FnOnce(&mut Encoder) + 'a,
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
-        if self.inner.reference.mode.is_batch() {
+        if self.inner.reference.wire.mode.is_batch() {
             let full = self.queue_batch(operation, mode, context, write);
             // The flush future is boxed so that queuing stays a small, ready future.
             let flush = full.map(|msg| Box::pin(self.send_with_retry(msg, OperationMode::Normal, false)));
@@ -466,7 +466,7 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder),
     ) -> Result<Option<Outcome>> {
         let ctx = self.context_for(context);
-        match self.inner.reference.mode {
+        match self.inner.reference.wire.mode {
             InvocationMode::Datagram | InvocationMode::BatchDatagram => {
                 Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
             }
@@ -524,7 +524,7 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder),
     ) -> Option<BytesMut> {
         let ctx = self.context_for(context);
-        let encoding = self.inner.reference.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
+        let encoding = self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
         let mut q = self.inner.batch.lock().expect("batch");
         let q = &mut *q;
         let head = q.head(&self.inner.target, operation, mode);
@@ -616,7 +616,7 @@ impl ObjectPrx {
 
     /// Fails unless the proxy is twoway (for operations that return values).
     pub fn twoway_only(&self, operation: &str) -> Result<()> {
-        if self.inner.reference.mode != InvocationMode::Twoway {
+        if self.inner.reference.wire.mode != InvocationMode::Twoway {
             return Err(Error::TwowayOnly(operation.to_string()));
         }
         Ok(())

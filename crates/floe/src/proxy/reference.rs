@@ -30,25 +30,11 @@ impl Default for ParseDefaults {
     }
 }
 
-/// Everything a proxy knows about its target.
+/// Everything a proxy knows about its target: its wire form plus the settings that stay local.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
-    /// Target identity.
-    pub identity: Identity,
-    /// Target facet.
-    pub facet: String,
-    /// Invocation mode.
-    pub mode: InvocationMode,
-    /// Use secure endpoints only.
-    pub secure: bool,
-    /// Protocol version.
-    pub protocol: ProtocolVersion,
-    /// Encoding used for parameters.
-    pub encoding: EncodingVersion,
-    /// Endpoints (direct proxy).
-    pub endpoints: Vec<EndpointData>,
-    /// Adapter id (indirect proxy) or "" (well-known or direct).
-    pub adapter_id: String,
+    /// What is marshaled: identity, facet, mode, secure, protocol, encoding, endpoints, adapter id.
+    pub wire: ProxyData,
     /// `ice_compress` override of the endpoints' `-z` flag.
     pub compress: Option<bool>,
     /// Invocation timeout (`ice_invocationTimeout`); `None` waits forever.
@@ -61,55 +47,31 @@ impl Reference {
     /// A reference with the given identity and nothing else.
     pub fn new(identity: Identity) -> Self {
         Reference {
-            identity,
-            facet: String::new(),
-            mode: InvocationMode::Twoway,
-            secure: false,
-            protocol: ProtocolVersion::V1_0,
-            encoding: EncodingVersion::V1_1,
-            endpoints: Vec::new(),
-            adapter_id: String::new(),
+            wire: ProxyData {
+                identity,
+                facet: String::new(),
+                mode: InvocationMode::Twoway,
+                secure: false,
+                protocol: ProtocolVersion::V1_0,
+                encoding: EncodingVersion::V1_1,
+                endpoints: Vec::new(),
+                adapter_id: String::new(),
+            },
             compress: None,
             invocation_timeout: None,
             context: Context::new(),
-        }
-    }
-
-    /// The wire form.
-    pub fn to_proxy_data(&self) -> ProxyData {
-        ProxyData {
-            identity: self.identity.clone(),
-            facet: self.facet.clone(),
-            mode: self.mode,
-            secure: self.secure,
-            protocol: self.protocol,
-            encoding: self.encoding,
-            endpoints: self.endpoints.clone(),
-            adapter_id: self.adapter_id.clone(),
         }
     }
 
     /// From the wire form.
-    pub fn from_proxy_data(p: ProxyData) -> Self {
-        Reference {
-            identity: p.identity,
-            facet: p.facet,
-            mode: p.mode,
-            secure: p.secure,
-            protocol: p.protocol,
-            encoding: p.encoding,
-            endpoints: p.endpoints,
-            adapter_id: p.adapter_id,
-            compress: None,
-            invocation_timeout: None,
-            context: Context::new(),
-        }
+    pub fn from_proxy_data(wire: ProxyData) -> Self {
+        Reference { wire, compress: None, invocation_timeout: None, context: Context::new() }
     }
 
     /// Whether requests should be compressed: the `ice_compress` override, else the first
     /// endpoint's `-z`.
     pub fn wants_compression(&self) -> bool {
-        self.compress.unwrap_or_else(|| match self.endpoints.first() {
+        self.compress.unwrap_or_else(|| match self.wire.endpoints.first() {
             Some(
                 EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _),
             ) => ip.compress,
@@ -135,22 +97,22 @@ impl Reference {
             return Err(err("the identity has an empty name".into()));
         }
         let mut r = Reference::new(identity);
-        r.encoding = defaults.encoding;
+        r.wire.encoding = defaults.encoding;
         while let Some(opt) = it.next() {
             match opt.as_str() {
                 "-f" => {
                     let facet = it.next().ok_or_else(|| err("-f needs a facet".into()))?;
-                    r.facet = unescape(&facet).map_err(err)?;
+                    r.wire.facet = unescape(&facet).map_err(err)?;
                 }
-                "-t" => r.mode = InvocationMode::Twoway,
-                "-o" => r.mode = InvocationMode::Oneway,
-                "-O" => r.mode = InvocationMode::BatchOneway,
-                "-d" => r.mode = InvocationMode::Datagram,
-                "-D" => r.mode = InvocationMode::BatchDatagram,
-                "-s" => r.secure = true,
+                "-t" => r.wire.mode = InvocationMode::Twoway,
+                "-o" => r.wire.mode = InvocationMode::Oneway,
+                "-O" => r.wire.mode = InvocationMode::BatchOneway,
+                "-d" => r.wire.mode = InvocationMode::Datagram,
+                "-D" => r.wire.mode = InvocationMode::BatchDatagram,
+                "-s" => r.wire.secure = true,
                 "-e" => {
                     let v = it.next().ok_or_else(|| err("-e needs a version".into()))?;
-                    r.encoding =
+                    r.wire.encoding =
                         parse_version(&v).map(|(major, minor)| EncodingVersion { major, minor }).map_err(err)?;
                 }
                 "-p" => {
@@ -170,11 +132,11 @@ impl Reference {
                 if tokens.len() != 1 || tokens[0].is_empty() {
                     return Err(err("'@' must be followed by one adapter id".into()));
                 }
-                r.adapter_id = unescape(&tokens[0]).map_err(err)?;
+                r.wire.adapter_id = unescape(&tokens[0]).map_err(err)?;
             }
             Some((_, rest)) => {
                 for ep in split_all_outside_quotes(rest, ':').map_err(err)? {
-                    r.endpoints.push(parse_endpoint(ep, defaults).map_err(err)?);
+                    r.wire.endpoints.push(parse_endpoint(ep, defaults).map_err(err)?);
                 }
             }
         }
@@ -184,37 +146,37 @@ impl Reference {
 
 impl fmt::Display for Reference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let id = identity_to_string(&self.identity);
+        let id = identity_to_string(&self.wire.identity);
         if needs_quotes(&id) {
             write!(f, "\"{id}\"")?;
         } else {
             f.write_str(&id)?;
         }
-        if !self.facet.is_empty() {
-            let facet = escape(&self.facet, "");
+        if !self.wire.facet.is_empty() {
+            let facet = escape(&self.wire.facet, "");
             if needs_quotes(&facet) {
                 write!(f, " -f \"{facet}\"")?;
             } else {
                 write!(f, " -f {facet}")?;
             }
         }
-        f.write_str(match self.mode {
+        f.write_str(match self.wire.mode {
             InvocationMode::Twoway => " -t",
             InvocationMode::Oneway => " -o",
             InvocationMode::BatchOneway => " -O",
             InvocationMode::Datagram => " -d",
             InvocationMode::BatchDatagram => " -D",
         })?;
-        if self.secure {
+        if self.wire.secure {
             f.write_str(" -s")?;
         }
-        write!(f, " -e {}", self.encoding)?;
-        if !self.endpoints.is_empty() {
-            for ep in &self.endpoints {
+        write!(f, " -e {}", self.wire.encoding)?;
+        if !self.wire.endpoints.is_empty() {
+            for ep in &self.wire.endpoints {
                 write!(f, ":{}", endpoint_to_string(ep))?;
             }
-        } else if !self.adapter_id.is_empty() {
-            let a = escape(&self.adapter_id, "");
+        } else if !self.wire.adapter_id.is_empty() {
+            let a = escape(&self.wire.adapter_id, "");
             if needs_quotes(&a) {
                 write!(f, " @ \"{a}\"")?;
             } else {
@@ -583,9 +545,9 @@ mod tests {
     #[test]
     fn parses_the_forms_ice_documents() {
         let r = p("tester:tcp -h 127.0.0.1 -p 12010");
-        assert_eq!(r.identity, Identity::new("tester"));
+        assert_eq!(r.wire.identity, Identity::new("tester"));
         assert_eq!(
-            r.endpoints,
+            r.wire.endpoints,
             vec![EndpointData::Tcp(IpEndpointData {
                 host: "127.0.0.1".into(),
                 port: 12010,
@@ -595,35 +557,35 @@ mod tests {
         );
         assert_eq!(r.to_string(), "tester -t -e 1.1:tcp -h 127.0.0.1 -p 12010 -t 60000");
         let r = p("cat/x -f fac -o -s -e 1.0:udp -h 239.1.2.3 -p 5000 --ttl 5 -z:tcp -p 1 -t infinite");
-        assert_eq!(r.identity, Identity::with_category("cat", "x"));
+        assert_eq!(r.wire.identity, Identity::with_category("cat", "x"));
         assert_eq!(
-            (r.facet.as_str(), r.mode, r.secure, r.encoding),
+            (r.wire.facet.as_str(), r.wire.mode, r.wire.secure, r.wire.encoding),
             ("fac", InvocationMode::Oneway, true, EncodingVersion::V1_0)
         );
-        assert_eq!(r.endpoints.len(), 2);
+        assert_eq!(r.wire.endpoints.len(), 2);
         assert_eq!(r.to_string(), "cat/x -f fac -o -s -e 1.0:udp -h 239.1.2.3 -p 5000 -z:tcp -p 1 -t infinite");
         let r = p("x @ MyAdapter");
-        assert_eq!(r.adapter_id, "MyAdapter");
-        assert_eq!(p("x@MyAdapter").adapter_id, "MyAdapter");
-        assert_eq!(p("x -O").mode, InvocationMode::BatchOneway);
-        assert_eq!(p("x -D").mode, InvocationMode::BatchDatagram);
-        assert_eq!(p("x -d").mode, InvocationMode::Datagram);
+        assert_eq!(r.wire.adapter_id, "MyAdapter");
+        assert_eq!(p("x@MyAdapter").wire.adapter_id, "MyAdapter");
+        assert_eq!(p("x -O").wire.mode, InvocationMode::BatchOneway);
+        assert_eq!(p("x -D").wire.mode, InvocationMode::BatchDatagram);
+        assert_eq!(p("x -d").wire.mode, InvocationMode::Datagram);
         let r = p("x:ws -h localhost -p 8080 -r /chat -t 5000");
         assert_eq!(r.to_string(), "x -t -e 1.1:ws -h localhost -p 8080 -t 5000 -r /chat");
         let r = p("x:opaque -t 99 -e 1.0 -v abch");
         assert_eq!(
-            r.endpoints[0],
+            r.wire.endpoints[0],
             EndpointData::Opaque { ty: 99, encoding: EncodingVersion::V1_0, bytes: vec![0x69, 0xb7, 0x21] }
         );
         assert_eq!(r.to_string(), "x -t -e 1.1:opaque -t 99 -e 1.0 -v abch");
         let r = p("\"a b:c\" -f \"f g\":tcp -h \"::1\" -p 5");
-        assert_eq!(r.identity.name, "a b:c");
-        assert_eq!(r.facet, "f g");
+        assert_eq!(r.wire.identity.name, "a b:c");
+        assert_eq!(r.wire.facet, "f g");
         assert_eq!(r.to_string(), "\"a b:c\" -f \"f g\" -t -e 1.1:tcp -h \"::1\" -p 5 -t 60000");
         let r = p("\"a\\/b/c d\"");
-        assert_eq!(r.identity, Identity::with_category("a/b", "c d"));
-        assert_eq!(identity_to_string(&r.identity), "a\\/b/c d");
-        assert_eq!(p("/x").identity, Identity::new("x"));
+        assert_eq!(r.wire.identity, Identity::with_category("a/b", "c d"));
+        assert_eq!(identity_to_string(&r.wire.identity), "a\\/b/c d");
+        assert_eq!(p("/x").wire.identity, Identity::new("x"));
         let d = ParseDefaults {
             host: "10.0.0.1".into(),
             protocol: "tcp".into(),
@@ -643,10 +605,10 @@ mod tests {
             let r = p(s);
             assert_eq!(p(&r.to_string()), r, "{s:?} printed as {r}");
         }
-        assert_eq!(p("x@a\\101").adapter_id, "aA");
+        assert_eq!(p("x@a\\101").wire.adapter_id, "aA");
         assert!(Reference::parse("\\Ua0", &ParseDefaults::default()).is_err(), "\\U needs 8 hex digits");
-        assert_eq!(p("\\u00e9t\\U0001F600").identity.name, "ét😀");
-        assert_eq!(p("x -f \"f\\tg\"").facet, "f\tg");
+        assert_eq!(p("\\u00e9t\\U0001F600").wire.identity.name, "ét😀");
+        assert_eq!(p("x -f \"f\\tg\"").wire.facet, "f\tg");
         // Also found by the fuzz target: an empty resource was printed as a bare `-r`.
         let empty = p("x:ws -r \"\"\"\"\t");
         assert_eq!(empty.to_string(), "x -t -e 1.1:ws -p 0 -t 60000 -r \"\"");
