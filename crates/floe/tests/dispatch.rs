@@ -69,3 +69,51 @@ fn servants_default_servants_and_locators() {
         c.destroy().await;
     });
 }
+
+/// Panics where its operation's name says: in `dispatch` itself, in the future before it
+/// waits, or after it has waited once.
+struct Panicking;
+
+impl Dispatcher for Panicking {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        if request.current.operation == "now" {
+            panic!("in dispatch");
+        }
+        Box::pin(async move {
+            let c = &request.current;
+            match c.operation.as_str() {
+                "first" => panic!("before waiting"),
+                "later" => {
+                    tokio::task::yield_now().await;
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    panic!("after waiting")
+                }
+                _ => c.ok(|_| {}),
+            }
+        })
+    }
+}
+
+#[test]
+fn a_panicking_servant_gets_unknown_exception_and_the_connection_keeps_serving() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        a.add(Arc::new(Panicking), Identity::new("p"));
+        a.activate().await.unwrap();
+        let p = a.create_proxy(Identity::new("p"));
+        for (op, what) in [("now", "in dispatch"), ("first", "before waiting"), ("later", "after waiting")] {
+            match p.invoke(op, OperationMode::Normal, None, |_| {}).await {
+                Err(Error::UnknownException(m)) => {
+                    assert!(m.contains("servant panicked") && m.contains(what), "{op}: {m}")
+                }
+                other => panic!("{op}: {other:?}"),
+            }
+            // The same connection still answers.
+            let reply = p.invoke("fine", OperationMode::Normal, None, |_| {}).await.unwrap().expect("a twoway reply");
+            reply.decode(|_| Ok(())).unwrap_or_else(|e| panic!("after {op}: {e}"));
+        }
+        c.destroy().await;
+    });
+}

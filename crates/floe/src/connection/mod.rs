@@ -680,7 +680,12 @@ async fn dispatch(conn: &Connection, request: Request, compression: CompressionS
     };
     let incoming = IncomingRequest { current, params: request.params };
     let fut = match adapter {
-        Some(a) => a.dispatch(incoming),
+        // A dispatcher that panics before returning its future is answered like one that
+        // panics while running: the panic resurfaces inside the guarded future below.
+        Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.dispatch(incoming))) {
+            Ok(fut) => fut,
+            Err(panic) => Box::pin(async move { std::panic::resume_unwind(panic) }),
+        },
         None => {
             let r = incoming.current.object_not_exist();
             Box::pin(async move { r })
