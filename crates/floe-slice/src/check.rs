@@ -80,6 +80,8 @@ impl Unit {
 struct Checker {
     symbols: BTreeMap<String, Symbol>,
     diags: Vec<Diagnostic>,
+    /// Integer constants by absolute name (enumerator values may name them).
+    int_consts: HashMap<String, i128>,
 }
 
 fn join(scope: &str, name: &str) -> String {
@@ -88,9 +90,10 @@ fn join(scope: &str, name: &str) -> String {
 
 /// Checks `defs` and resolves every name in them.
 pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<Diagnostic>) {
-    let mut c = Checker { symbols: BTreeMap::new(), diags: Vec::new() };
+    let mut c = Checker { symbols: BTreeMap::new(), diags: Vec::new(), int_consts: HashMap::new() };
     let mut defs = defs;
     c.collect(&defs, "", &mut Vec::new());
+    collect_int_consts(&defs, "", &mut c.int_consts);
     c.resolve_defs(&mut defs, "");
     let unit = Unit { defs, symbols: c.symbols, global_metadata };
     let mut diags = c.diags;
@@ -330,6 +333,21 @@ impl Checker {
                         let v = match &e.explicit {
                             None => next,
                             Some(ConstValue::Int(v)) => *v as i64,
+                            Some(ConstValue::Name(n, s)) => {
+                                let (n, s) = (n.clone(), *s);
+                                let abs = self.resolve_name(&n, s, scope, &[SymKind::Const], "an integer constant");
+                                match abs.and_then(|a| self.int_consts.get(&a).copied()) {
+                                    Some(v) => i64::try_from(v).unwrap_or(-1),
+                                    None => {
+                                        self.diags.push(Diagnostic::error(
+                                            Code::BadEnumerator,
+                                            e.span,
+                                            format!("`{n}` is not an integer constant"),
+                                        ));
+                                        next
+                                    }
+                                }
+                            }
                             Some(_) => {
                                 self.diags.push(Diagnostic::error(
                                     Code::BadEnumerator,
@@ -358,6 +376,38 @@ impl Checker {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Records every constant with an integer value (directly or through other constants, in
+/// definition order) under its absolute name.
+fn collect_int_consts(defs: &[Definition], scope: &str, out: &mut HashMap<String, i128>) {
+    for d in defs {
+        let abs = join(scope, &d.name);
+        match &d.kind {
+            DefKind::Module(inner) => collect_int_consts(inner, &abs, out),
+            DefKind::Const { value: ConstValue::Int(v), .. } => {
+                out.insert(abs, *v);
+            }
+            DefKind::Const { value: ConstValue::Name(n, _), .. } => {
+                // A constant naming another constant: look it up from this scope outwards.
+                let mut s = scope.to_string();
+                let found = loop {
+                    let candidate = if n.starts_with("::") { n.clone() } else { join(&s, n) };
+                    if let Some(v) = out.get(&candidate) {
+                        break Some(*v);
+                    }
+                    if n.starts_with("::") || s.is_empty() {
+                        break None;
+                    }
+                    s = s.rsplit_once("::").map(|(a, _)| a.to_string()).unwrap_or_default();
+                };
+                if let Some(v) = found {
+                    out.insert(abs, v);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -1024,6 +1024,22 @@ impl<'a> Gen<'a> {
         out.into_iter().collect()
     }
 
+    /// The exceptions of `op_exceptions` with their variant names in the operation's error
+    /// enum: the exception's own name, or its whole scoped name run together (`TestModA`) when
+    /// two of them share a name.
+    fn error_variants(&self, o: &Operation) -> Vec<(String, String)> {
+        let all = self.op_exceptions(o);
+        let last = |e: &str| e.rsplit("::").next().unwrap_or(e).to_string();
+        all.iter()
+            .map(|e| {
+                let short = last(e);
+                let clash = all.iter().filter(|other| last(other) == short).count() > 1;
+                let variant = if clash { e.split("::").map(camel).collect::<String>() } else { short };
+                (e.clone(), ident(&variant))
+            })
+            .collect()
+    }
+
     fn op_mode(o: &Operation) -> &'static str {
         if o.metadata.iter().any(|m| m == "nonmutating") {
             "Nonmutating"
@@ -1084,11 +1100,10 @@ impl<'a> Gen<'a> {
             self.line(&format!("/// The user exceptions `{}::{}` may raise.", d.name, o.name));
             self.line("#[derive(Debug, Clone, PartialEq)]");
             self.line(&format!("pub enum {ename} {{"));
-            for e in self.op_exceptions(o) {
-                let variant = e.rsplit("::").next().unwrap_or(&e).to_string();
+            for (e, variant) in self.error_variants(o) {
                 let p = self.path(&e);
                 self.line(&format!("    /// `{e}`"));
-                self.line(&format!("    {}({p}),", ident(&variant)));
+                self.line(&format!("    {variant}({p}),"));
             }
             self.line("}");
             self.line("");
@@ -1281,8 +1296,7 @@ impl<'a> Gen<'a> {
             }
             Some(e) => {
                 let mut arms = Vec::new();
-                for ex in self.op_exceptions(o) {
-                    let variant = ident(ex.rsplit("::").next().unwrap_or(&ex));
+                for (ex, variant) in self.error_variants(o) {
                     let p = self.path(&ex);
                     arms.push(format!(
                         "{ex:?} => Some(<{p} as {f}::encoding::UserExceptionSlices>::decode_body(dec).map({e}::{variant})),"

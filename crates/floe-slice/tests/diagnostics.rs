@@ -116,3 +116,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn enumerators_may_take_their_values_from_integer_constants() {
+    let src = r#"
+        module M {
+            const byte Ten = 10;
+            const long Forty = 40;
+            const long AliasOfForty = Forty;
+            module Inner { enum E { a, b = Ten, c, d = ::M::Forty, e = AliasOfForty }; };
+        };
+    "#;
+    expect(src, Code::BadEnumerator, 6); // e = 40 repeats d's value
+    let c = compile_str("ok.ice", &src.replace(", e = AliasOfForty", ""), &[]);
+    assert!(!c.has_errors(), "{}", c.render_diagnostics());
+    let unit = c.unit.expect("unit");
+    let (_, def) = unit.lookup("::M::Inner::E").expect("E");
+    let floe_slice::ast::DefKind::Enum { enumerators } = &def.kind else { panic!("not an enum") };
+    let values: Vec<i64> = enumerators.iter().map(|e| e.value).collect();
+    assert_eq!(values, [0, 10, 11, 40]);
+    expect("module M { const string S = \"x\"; enum E { a = S }; };", Code::BadEnumerator, 1);
+    expect("module M { enum E { a = Nowhere }; };", Code::Undefined, 1);
+}

@@ -219,6 +219,12 @@ impl ObjectAdapter {
             debug!(target: "floe::network", "{} listening on {local}", self.inner.name);
         }
         *self.inner.endpoints.write().expect("endpoints") = bound;
+        if self.inner.communicator.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{} ready", self.inner.name);
+            let _ = out.flush();
+        }
         Ok(())
     }
 

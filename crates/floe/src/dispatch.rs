@@ -119,7 +119,7 @@ impl Current {
             Ok(())
         } else {
             Err(self.error(&Error::UnknownLocalException(format!(
-                "MarshalException: operation mode mismatch for {}: sent {:?}, declared {:?}",
+                "::Ice::MarshalException: operation mode mismatch for {}: sent {:?}, declared {:?}",
                 self.operation, self.mode, declared
             ))))
         }
@@ -135,7 +135,11 @@ impl Current {
             Error::UnknownUserException(s) => ReplyBody::UnknownUserException(s.clone()),
             Error::UnknownException(s) => ReplyBody::UnknownException(s.clone()),
             Error::UnknownLocalException(s) => ReplyBody::UnknownLocalException(s.clone()),
-            other => ReplyBody::UnknownLocalException(format!("{other} (operation {})", self.operation)),
+            other => ReplyBody::UnknownLocalException(format!(
+                "{}: {other} (operation {})",
+                other.ice_type_id(),
+                self.operation
+            )),
         };
         self.reply_body(body)
     }

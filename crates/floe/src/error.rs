@@ -134,6 +134,34 @@ pub enum Error {
 }
 
 impl Error {
+    /// The type id of the Ice local exception this error corresponds to, as Ice names it in
+    /// the text of an UnknownLocalException (`::Ice::MarshalException`…).
+    pub fn ice_type_id(&self) -> &'static str {
+        match self {
+            Error::ConnectFailed { .. } => "::Ice::ConnectFailedException",
+            Error::ConnectionLost(_) | Error::Io(_) => "::Ice::ConnectionLostException",
+            Error::CloseConnection => "::Ice::CloseConnectionException",
+            Error::InvocationTimeout(_) => "::Ice::InvocationTimeoutException",
+            Error::InvocationCanceled => "::Ice::InvocationCanceledException",
+            Error::ObjectNotExist { .. } => "::Ice::ObjectNotExistException",
+            Error::FacetNotExist { .. } => "::Ice::FacetNotExistException",
+            Error::OperationNotExist { .. } => "::Ice::OperationNotExistException",
+            Error::UnknownLocalException(_) => "::Ice::UnknownLocalException",
+            Error::UnknownUserException(_) => "::Ice::UnknownUserException",
+            Error::UnknownException(_) => "::Ice::UnknownException",
+            Error::Protocol(_) => "::Ice::ProtocolException",
+            Error::Marshal(_) => "::Ice::MarshalException",
+            Error::ProxyParse { .. } => "::Ice::ProxyParseException",
+            Error::MemoryLimit { .. } => "::Ice::MemoryLimitException",
+            Error::NoEndpoint(_) => "::Ice::NoEndpointException",
+            Error::TwowayOnly(_) => "::Ice::TwowayOnlyException",
+            Error::CommunicatorDestroyed => "::Ice::CommunicatorDestroyedException",
+            Error::Adapter(_) => "::Ice::ObjectAdapterDeactivatedException",
+            Error::Property { .. } => "::Ice::InitializationException",
+            Error::UserException(_) => "::Ice::UserException",
+        }
+    }
+
     /// How the caller should react.
     pub fn kind(&self) -> ErrorKind {
         match self {

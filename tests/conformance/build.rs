@@ -1,0 +1,114 @@
+//! Fetches the test sources of ZeroC Ice 3.7.8 from Debian's source package (`apt-get source
+//! zeroc-ice`, with a private deb-src list so the machine's apt configuration is untouched),
+//! extracts only the suites the conformance servers need into `target/ice-conformance/`, and
+//! generates floe code from each suite's Test.ice.
+//!
+//! `FLOE_ICE_TEST_SOURCES=DIR` uses an already extracted `ice-3.7.8` tree instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Suites whose Test.ice the servers are generated from (directories under python/test/Ice),
+/// with the Ice Slice files they include whose definitions the generated code uses.
+const SUITES: &[(&str, &[&str])] = &[
+    ("enums", &[]),
+    ("facets", &[]),
+    ("proxy", &["Ice/Current.ice"]),
+    ("exceptions", &["Ice/BuiltinSequences.ice"]),
+    ("ami", &["Ice/BuiltinSequences.ice"]),
+];
+/// What is extracted from the source tarball: the Python clients and their helper, and the
+/// C++ clients' sources for the features the Python ones do not exercise.
+const EXTRACT: &[&str] =
+    &["ice-3.7.8/python/test/TestHelper.py", "ice-3.7.8/python/test/Ice", "ice-3.7.8/python/test/Slice"];
+const VERSION: &str = "3.7.8";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=FLOE_ICE_TEST_SOURCES");
+    let root = match std::env::var_os("FLOE_ICE_TEST_SOURCES") {
+        Some(dir) => PathBuf::from(dir),
+        None => fetch().unwrap_or_else(|e| panic!("cannot fetch the Ice {VERSION} test sources: {e}")),
+    };
+    println!("cargo:rustc-env=FLOE_ICE_TEST_SOURCES={}", root.display());
+    let slice_dirs = ["/usr/share/ice/slice", "/usr/share/slice"];
+    let includes: Vec<&str> = slice_dirs.iter().copied().filter(|d| Path::new(d).is_dir()).collect();
+    let slice_root = includes.first().map(PathBuf::from).expect("zeroc-ice-slice is installed (/usr/share/ice/slice)");
+    for (suite, extra) in SUITES {
+        let ice = root.join("python/test/Ice").join(suite).join("Test.ice");
+        let mut files = vec![ice.clone()];
+        files.extend(extra.iter().map(|f| slice_root.join(f)));
+        floe_build::configure()
+            .compile_into(&files, &includes, &format!("{suite}.rs"))
+            .unwrap_or_else(|e| panic!("{}: {e}", ice.display()));
+    }
+}
+
+/// The cache directory: `<target>/ice-conformance`, found from OUT_DIR
+/// (`<target>/<profile>/build/<pkg>/out`).
+fn cache_dir() -> PathBuf {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let target = out.ancestors().nth(4).map(Path::to_path_buf).unwrap_or(out);
+    target.join("ice-conformance")
+}
+
+fn fetch() -> Result<PathBuf, String> {
+    let cache = cache_dir();
+    let tree = cache.join(format!("ice-{VERSION}"));
+    let stamp = cache.join("extracted");
+    if stamp.exists() && tree.is_dir() {
+        return Ok(tree);
+    }
+    let download = cache.join("download");
+    let lists = cache.join("apt-lists");
+    let parts = cache.join("apt-sources");
+    for d in [&download, &lists.join("partial"), &parts] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    std::fs::write(
+        parts.join("deb-src.sources"),
+        "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n\
+         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let apt = |args: &[&str]| -> Result<(), String> {
+        let mut cmd = Command::new("apt-get");
+        cmd.current_dir(&download)
+            .arg("-qq")
+            .arg("-o")
+            .arg("Dir::Etc::SourceList=/dev/null")
+            .arg("-o")
+            .arg(format!("Dir::Etc::SourceParts={}", parts.display()))
+            .arg("-o")
+            .arg(format!("Dir::State::Lists={}", lists.display()))
+            .arg("-o")
+            .arg("Debug::NoLocking=1")
+            .args(args);
+        let out = cmd.output().map_err(|e| format!("apt-get: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("apt-get {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+        }
+    };
+    let tarball = download.join(format!("zeroc-ice_{VERSION}.orig.tar.xz"));
+    if !tarball.exists() {
+        apt(&["update"])?;
+        apt(&["source", "--download-only", &format!("zeroc-ice={VERSION}-2.1")])
+            .or_else(|_| apt(&["source", "--download-only", "zeroc-ice"]))?;
+    }
+    let _ = std::fs::remove_dir_all(&tree);
+    let status = Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&cache)
+        .args(EXTRACT)
+        .status()
+        .map_err(|e| format!("tar: {e}"))?;
+    if !status.success() {
+        return Err(format!("tar could not extract {}", tarball.display()));
+    }
+    std::fs::write(&stamp, VERSION).map_err(|e| e.to_string())?;
+    Ok(tree)
+}

@@ -1,0 +1,97 @@
+//! floe servers for the cross-language suites of ZeroC Ice 3.7.8 (`python/test/Ice/<suite>`),
+//! each generated from that suite's Test.ice by floe-build and implemented here, and the helper
+//! they share. The runner (`tests/suites.rs`) plays Ice's unmodified clients against them.
+#![allow(missing_docs)]
+
+use std::process::ExitCode;
+
+use floe::{Communicator, ObjectAdapter};
+
+/// Generated code of each suite's Test.ice.
+pub mod generated {
+    #![allow(clippy::all, missing_docs, unreachable_pub)]
+    pub mod enums {
+        include!(concat!(env!("OUT_DIR"), "/enums.rs"));
+    }
+    pub mod facets {
+        include!(concat!(env!("OUT_DIR"), "/facets.rs"));
+    }
+    pub mod proxy {
+        include!(concat!(env!("OUT_DIR"), "/proxy.rs"));
+    }
+    pub mod exceptions {
+        include!(concat!(env!("OUT_DIR"), "/exceptions.rs"));
+    }
+    pub mod ami {
+        include!(concat!(env!("OUT_DIR"), "/ami.rs"));
+    }
+}
+
+/// The extracted `ice-3.7.8` source tree the servers were generated from.
+pub const ICE_TEST_SOURCES: &str = env!("FLOE_ICE_TEST_SOURCES");
+
+/// What a conformance server gets from Ice's test driver: a communicator configured from the
+/// command line (`--Ice.Default.Host`, `--Test.BasePort`, `--Ice.Default.Protocol`, …).
+pub struct TestServer {
+    pub communicator: Communicator,
+}
+
+impl TestServer {
+    /// The endpoint of test port `num`, as Ice's `TestHelper.getTestEndpoint(num)` makes it:
+    /// `<protocol> -p <Test.BasePort + num>` (the host comes from `Ice.Default.Host`).
+    pub fn endpoint(&self, num: i32) -> String {
+        let props = self.communicator.properties();
+        let protocol = props.get("Ice.Default.Protocol").unwrap_or_else(|| "tcp".into());
+        let protocol = if protocol == "default" { "tcp".to_string() } else { protocol };
+        let base = props.get_int("Test.BasePort", 12010).unwrap_or(12010);
+        format!("{protocol} -p {}", base + i64::from(num))
+    }
+
+    /// Creates adapter `name` listening on test port `num` (unless `<name>.Endpoints` is set).
+    pub fn adapter(&self, name: &str, num: i32) -> floe::Result<ObjectAdapter> {
+        let endpoints =
+            self.communicator.properties().get(&format!("{name}.Endpoints")).unwrap_or_else(|| self.endpoint(num));
+        self.communicator.create_object_adapter_with_endpoints(name, &endpoints)
+    }
+
+    /// Runs a server: builds the communicator from the process arguments plus `defaults` (which
+    /// the command line overrides), calls `setup` to create and activate adapters, then waits
+    /// for `shutdown()`. `Ice.PrintAdapterReady` makes activation print `<Adapter> ready`.
+    pub fn main<F, Fut>(name: &str, defaults: &[(&str, &str)], setup: F) -> ExitCode
+    where
+        F: FnOnce(TestServer) -> Fut,
+        Fut: std::future::Future<Output = floe::Result<()>>,
+    {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .try_init();
+        let mut args: Vec<String> = std::env::args().collect();
+        let program = args.remove(0);
+        let mut all = vec![program];
+        all.extend(defaults.iter().map(|(k, v)| format!("--{k}={v}")));
+        all.extend(args);
+        let communicator = match Communicator::from_args(all) {
+            Ok((c, _)) => c,
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let server = TestServer { communicator: communicator.clone() };
+        let waiter = communicator.clone();
+        let result = communicator.block_on(async move {
+            setup(server).await?;
+            waiter.wait_for_shutdown().await;
+            waiter.destroy().await;
+            Ok::<(), floe::Error>(())
+        });
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

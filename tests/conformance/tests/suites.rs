@@ -1,0 +1,231 @@
+//! Runs ZeroC Ice 3.7.8's own cross-language test clients (Python, unmodified, from Debian's
+//! source package) against the floe servers of this crate, with encoding 1.1 and, where the
+//! suite supports it, 1.0. Each run starts the floe server as Ice's test driver does (same
+//! properties, waits for its `<Adapter> ready` lines), runs the client with a time limit, and
+//! requires the client to exit 0 and the server to exit 0 after the client's `shutdown()`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The Python that has Debian's python3-zeroc-ice.
+const PYTHON: &str = "/usr/bin/python3";
+/// Properties Ice's test driver gives clients and servers.
+const DRIVER_PROPERTIES: &[&str] =
+    &["--Ice.Default.Host=127.0.0.1", "--Ice.Warn.Connections=1", "--Ice.Default.Protocol=tcp", "--Ice.IPv6=0"];
+/// What the driver adds for servers.
+const SERVER_PROPERTIES: &[&str] = &[
+    "--Ice.ThreadPool.Server.Size=1",
+    "--Ice.ThreadPool.Server.SizeMax=3",
+    "--Ice.ThreadPool.Server.SizeWarn=0",
+    "--Ice.PrintAdapterReady=1",
+];
+const CLIENT_TIME_LIMIT: Duration = Duration::from_secs(180);
+
+/// A suite: its directory under python/test/Ice, the floe server binary, and the adapters whose
+/// `ready` lines the runner waits for.
+struct Suite {
+    dir: &'static str,
+    server: &'static str,
+    adapters: &'static [&'static str],
+    /// Test ports the server uses (from Test.BasePort).
+    ports: u16,
+}
+
+fn sources() -> PathBuf {
+    PathBuf::from(floe_conformance::ICE_TEST_SOURCES).join("python/test")
+}
+
+/// Hands out bases of free port ranges so that suites running in parallel never share ports.
+fn port_base(count: u16) -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(15010);
+    loop {
+        let base = NEXT.fetch_add(10, Ordering::SeqCst);
+        assert!(base < 30000, "no free test ports");
+        let free = (0..count).all(|k| TcpListener::bind(("127.0.0.1", base + k)).is_ok());
+        if free {
+            return base;
+        }
+    }
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn wait_with_limit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if start.elapsed() > limit {
+            kill(child);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs one suite with one encoding; `Err` carries what went wrong and the processes' output.
+fn run(suite: &Suite, encoding: &str) -> Result<(), String> {
+    let dir = sources().join("Ice").join(suite.dir);
+    assert!(dir.join("Client.py").exists(), "{} has no Client.py", dir.display());
+    let base = port_base(suite.ports);
+    let mut common: Vec<String> = DRIVER_PROPERTIES.iter().map(|s| s.to_string()).collect();
+    common.push(format!("--Test.BasePort={base}"));
+    common.push(format!("--Ice.Default.EncodingVersion={encoding}"));
+
+    let mut server = Command::new(suite.server)
+        .args(&common)
+        .args(SERVER_PROPERTIES)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", suite.server))?;
+    let stdout = server.stdout.take().expect("stdout");
+    let mut server_stderr = server.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = server_stderr.read_to_string(&mut s);
+        s
+    });
+    let mut waiting: Vec<&str> = suite.adapters.to_vec();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => waiting.retain(|a| line.trim() != format!("{a} ready")),
+            Err(_) => {
+                kill(&mut server);
+                let err = stderr_reader.join().unwrap_or_default();
+                return Err(format!("server never printed `{} ready`; stderr:\n{err}", waiting[0]));
+            }
+        }
+    }
+
+    let client = Command::new(PYTHON)
+        .current_dir(&dir)
+        .env("PYTHONPATH", format!("{}:.", sources().display()))
+        .arg(sources().join("TestHelper.py"))
+        .arg("Client.py")
+        .args(&common)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            kill(&mut server);
+            return Err(format!("cannot start {PYTHON}: {e}"));
+        }
+    };
+    let mut client_out = client.stdout.take().expect("stdout");
+    let mut client_err = client.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = client_out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = client_err.read_to_string(&mut s);
+        s
+    });
+    let client_status = wait_with_limit(&mut client, CLIENT_TIME_LIMIT);
+    let server_status = wait_with_limit(&mut server, Duration::from_secs(15));
+    let (out, err) = (out_reader.join().unwrap_or_default(), err_reader.join().unwrap_or_default());
+    let server_err = stderr_reader.join().unwrap_or_default();
+    let report = |what: String| {
+        format!("{what}\n--- client stdout:\n{out}\n--- client stderr:\n{err}\n--- server stderr:\n{server_err}")
+    };
+    match client_status {
+        None => return Err(report(format!("client still running after {CLIENT_TIME_LIMIT:?}"))),
+        Some(s) if !s.success() => return Err(report(format!("client failed: {s}"))),
+        Some(_) => {}
+    }
+    match server_status {
+        None => Err(report("server did not exit after the client's shutdown()".into())),
+        Some(s) if !s.success() => Err(report(format!("server failed: {s}"))),
+        Some(_) => {
+            eprintln!("{} / encoding {encoding}: passed\n{out}", suite.dir);
+            Ok(())
+        }
+    }
+}
+
+fn check(suite: Suite, encoding: &str) {
+    if let Err(e) = run(&suite, encoding) {
+        panic!("Ice/{} with encoding {encoding}: {e}", suite.dir);
+    }
+}
+
+macro_rules! suite {
+    ($dir:literal, $bin:literal, [$($adapter:literal),*], $ports:literal) => {
+        Suite { dir: $dir, server: env!(concat!("CARGO_BIN_EXE_", $bin)), adapters: &[$($adapter),*], ports: $ports }
+    };
+}
+
+#[test]
+fn enums_1_1() {
+    check(suite!("enums", "floe-conformance-enums", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn enums_1_0() {
+    check(suite!("enums", "floe-conformance-enums", ["TestAdapter"], 1), "1.0");
+}
+
+#[test]
+fn facets_1_1() {
+    check(suite!("facets", "floe-conformance-facets", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn facets_1_0() {
+    check(suite!("facets", "floe-conformance-facets", ["TestAdapter"], 1), "1.0");
+}
+
+/// The proxy suite's client checks proxy strings against the 1.1 default locally
+/// (`proxyToProperty`), so it fails with 1.0 against Ice's own server too: 1.1 only.
+#[test]
+fn proxy_1_1() {
+    check(suite!("proxy", "floe-conformance-proxy", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn exceptions_1_1() {
+    check(
+        suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.1",
+    );
+}
+
+#[test]
+fn exceptions_1_0() {
+    check(
+        suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.0",
+    );
+}
+
+#[test]
+fn sources_are_extracted_not_committed() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);
+    assert!(!sources.starts_with(manifest), "Ice's sources must live outside the repository's tracked tree");
+}
