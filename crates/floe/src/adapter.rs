@@ -33,6 +33,8 @@ struct AdapterInner {
     live: Mutex<Vec<Connection>>,
     accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     activated: AtomicBool,
+    held: AtomicBool,
+    resumed: Notify,
     deactivated: AtomicBool,
     deactivated_notify: Notify,
 }
@@ -83,6 +85,8 @@ impl ObjectAdapter {
                 live: Mutex::new(Vec::new()),
                 accept_tasks: Mutex::new(Vec::new()),
                 activated: AtomicBool::new(false),
+                held: AtomicBool::new(false),
+                resumed: Notify::new(),
                 deactivated: AtomicBool::new(false),
                 deactivated_notify: Notify::new(),
             }),
@@ -190,8 +194,12 @@ impl ObjectAdapter {
         }
     }
 
-    /// Starts listening on the configured endpoints and accepting connections.
+    /// Starts listening on the configured endpoints and accepting connections; on a held
+    /// adapter, resumes accepting, reading and dispatching.
     pub async fn activate(&self) -> Result<()> {
+        if self.inner.held.swap(false, Ordering::AcqRel) {
+            self.inner.resumed.notify_waiters();
+        }
         if self.inner.activated.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -205,7 +213,7 @@ impl ObjectAdapter {
                 )));
             };
             let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("bad port {}", ip.port)))?;
-            let listener = tcp::bind(&ip.host, port).await?;
+            let listener = tcp::bind(&ip.host, port, self.inner.communicator.tcp_buffers()).await?;
             let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
             let host = if ip.host.is_empty() || ip.host == "*" || ip.host == "0.0.0.0" {
                 "127.0.0.1".to_string()
@@ -228,8 +236,33 @@ impl ObjectAdapter {
         Ok(())
     }
 
+    /// Holds the adapter, as Ice's `hold()` does: it stops accepting connections and its
+    /// connections stop reading (so requests are neither read nor dispatched, and peers' sends
+    /// eventually block) until [`activate`](Self::activate) is called again. Dispatches in
+    /// progress finish.
+    pub fn hold(&self) {
+        self.inner.held.store(true, Ordering::Release);
+    }
+
+    /// True while the adapter is held.
+    pub fn is_held(&self) -> bool {
+        self.inner.held.load(Ordering::Acquire)
+    }
+
+    /// Waits until the adapter is not held (returns at once when it is not).
+    pub(crate) async fn wait_until_not_held(&self) {
+        loop {
+            let resumed = self.inner.resumed.notified();
+            if !self.is_held() || self.is_deactivated() {
+                return;
+            }
+            resumed.await;
+        }
+    }
+
     async fn accept_loop(self, listener: tokio::net::TcpListener) {
         loop {
+            self.wait_until_not_held().await;
             let (stream, addr) = match tcp::accept(&listener).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -276,6 +309,8 @@ impl ObjectAdapter {
         if self.inner.deactivated.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Held connections wake up and see the deactivation.
+        self.inner.resumed.notify_waiters();
         for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
             t.abort();
         }

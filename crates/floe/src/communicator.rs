@@ -33,6 +33,7 @@ struct Inner {
     implicit_context_set: AtomicBool,
     decoder_context: std::sync::OnceLock<crate::encoding::DecoderContext>,
     connect_timeout: Option<Duration>,
+    tcp_buffers: crate::transport::tcp::BufferSizes,
     retries: usize,
     batch_auto_flush: usize,
     override_compress: Option<bool>,
@@ -88,6 +89,24 @@ fn acm(props: &Properties, side: &str, default_close: i64) -> Result<AcmConfig> 
         };
     }
     Ok(a)
+}
+
+/// `Ice.TCP.RcvSize` and `Ice.TCP.SndSize` (bytes; unset or ≤ 0 keeps the system default).
+pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<crate::transport::tcp::BufferSizes> {
+    let size = |name: &str| -> Result<Option<u32>> {
+        Ok(match props.get_int(name, 0)? {
+            n if n <= 0 => None,
+            n => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+        })
+    };
+    Ok(crate::transport::tcp::BufferSizes { receive: size("Ice.TCP.RcvSize")?, send: size("Ice.TCP.SndSize")? })
+}
+
+impl Communicator {
+    /// The socket buffer sizes for TCP connections (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`).
+    pub(crate) fn tcp_buffers(&self) -> crate::transport::tcp::BufferSizes {
+        self.inner.tcp_buffers
+    }
 }
 
 pub(crate) fn connection_config(
@@ -214,7 +233,9 @@ impl Communicator {
             ms(&properties, "Ice.Override.Timeout", -1)?.map(|d| d.as_millis() as i64).unwrap_or(-1),
         )?;
         let override_compress = properties.get("Ice.Override.Compress").map(|v| v.trim() != "0");
+        let tcp_buffers = tcp_buffer_sizes(&properties)?;
         let inner = Inner {
+            tcp_buffers,
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
             properties,
@@ -352,7 +373,7 @@ impl Communicator {
         } else {
             None
         });
-        let stream = tcp::connect(&ip.host, port, timeout).await?;
+        let stream = tcp::connect(&ip.host, port, timeout, self.inner.tcp_buffers).await?;
         let conn = Connection::establish_outgoing(stream, self.inner.client_config.clone(), timeout).await?;
         cache.insert(key, conn.clone());
         Ok(conn)

@@ -117,3 +117,64 @@ fn a_panicking_servant_gets_unknown_exception_and_the_connection_keeps_serving()
         c.destroy().await;
     });
 }
+
+/// Closes the connection it is called on, forcefully, before answering.
+struct CloseForcefully;
+
+impl Dispatcher for CloseForcefully {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        Box::pin(async move {
+            let c = &request.current;
+            if let Some(conn) = &c.connection {
+                conn.close_forcefully(Error::ConnectionLost("closed by the servant".into()));
+            }
+            c.ok(|e| e.write_i32(1))
+        })
+    }
+}
+
+#[test]
+fn held_adapters_neither_read_nor_dispatch_until_activated_again() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let props = floe::Properties::new();
+        props.set("Ice.TCP.RcvSize", "50000");
+        props.set("Ice.TCP.SndSize", "50000");
+        let c = Communicator::with_properties(props).unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        a.add(Arc::new(Labelled("plain")), Identity::new("obj"));
+        a.activate().await.unwrap();
+        let p = a.create_proxy(Identity::new("obj"));
+        p.invoke("who", OperationMode::Normal, None, |_| {}).await.unwrap();
+        a.hold();
+        assert!(a.is_held());
+        let call = tokio::spawn({
+            let p = p.clone();
+            async move { p.invoke("who", OperationMode::Normal, None, |_| {}).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!call.is_finished(), "a held adapter must not dispatch");
+        a.activate().await.unwrap();
+        assert!(!a.is_held());
+        let reply = tokio::time::timeout(std::time::Duration::from_secs(5), call).await.unwrap().unwrap();
+        assert_eq!(reply.unwrap().unwrap().decode(String::decode).unwrap(), "plain:/obj#");
+        c.destroy().await;
+    });
+}
+
+#[test]
+fn a_servant_that_closes_its_connection_forcefully_sends_no_reply() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        a.add(Arc::new(CloseForcefully), Identity::new("closer"));
+        a.activate().await.unwrap();
+        let p = a.create_proxy(Identity::new("closer"));
+        for _ in 0..20 {
+            let r = p.invoke("close", OperationMode::Normal, None, |_| {}).await;
+            assert!(matches!(r, Err(Error::ConnectionLost(_))), "{r:?}");
+        }
+        c.destroy().await;
+    });
+}

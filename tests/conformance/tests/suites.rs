@@ -223,6 +223,13 @@ fn exceptions_1_0() {
     );
 }
 
+/// Ice's own Python client hangs at "testing batch requests with communicator" against Ice's
+/// own Python server with 1.0 (checked for five minutes), so the suite runs with 1.1 only.
+#[test]
+fn ami_1_1() {
+    check(suite!("ami", "floe-conformance-ami", ["TestAdapter", "ControllerAdapter"], 2), "1.1");
+}
+
 #[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));

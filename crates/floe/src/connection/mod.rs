@@ -290,6 +290,10 @@ impl Connection {
         let Some(w) = guard.as_mut() else {
             return Err(self.close_error());
         };
+        // After a forceful close nothing more is sent, even before the writer is shut down.
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(self.close_error());
+        }
         if self.shared.config.trace_protocol {
             trace!(target: "floe::protocol", "sending {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
         }
@@ -607,6 +611,14 @@ async fn read_step(read: &mut ReadHalf, buf: &mut BytesMut, partial_limit: Optio
 
 /// Waits while the connection has as many dispatches in progress as it may have.
 async fn wait_for_dispatch_slot(conn: &Connection) {
+    // A held adapter stops its connections from reading and dispatching.
+    let held = {
+        let adapter = conn.shared.adapter.read().expect("adapter lock");
+        adapter.as_ref().filter(|a| a.is_held()).cloned()
+    };
+    if let Some(adapter) = held {
+        adapter.wait_until_not_held().await;
+    }
     let max = conn.shared.config.max_dispatches;
     while max > 0 && conn.shared.dispatch_count.load(Ordering::Acquire) >= max {
         let notified = conn.shared.dispatch_done.notified();

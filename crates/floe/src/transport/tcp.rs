@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, Interest, ReadBuf};
 use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use super::TransportStream;
 use crate::error::{Error, Result};
@@ -84,11 +84,26 @@ impl AsyncRead for TcpRead {
 }
 
 /// Connects to `host:port`, giving up after `timeout` (if any).
-pub async fn connect(host: &str, port: u16, timeout: Option<Duration>) -> Result<TransportStream> {
+pub async fn connect(host: &str, port: u16, timeout: Option<Duration>, sizes: BufferSizes) -> Result<TransportStream> {
     let host = if host.is_empty() || host == "*" || host == "0.0.0.0" { "127.0.0.1" } else { host };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let endpoint = format!("tcp -h {host} -p {port}");
-    let fut = TcpStream::connect((host, port));
+    let fail = |e: io::Error| Error::ConnectFailed { endpoint: endpoint.clone(), reason: e.to_string() };
+    let fut = async {
+        if sizes == BufferSizes::default() {
+            return TcpStream::connect((host, port)).await;
+        }
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+        for addr in tokio::net::lookup_host((host, port)).await? {
+            let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }?;
+            sizes.apply(&socket)?;
+            match socket.connect(addr).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    };
     let stream = match timeout {
         Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::ConnectFailed {
             endpoint: endpoint.clone(),
@@ -96,18 +111,53 @@ pub async fn connect(host: &str, port: u16, timeout: Option<Duration>) -> Result
         })?,
         None => fut.await,
     }
-    .map_err(|e| Error::ConnectFailed { endpoint, reason: e.to_string() })?;
+    .map_err(fail)?;
     Ok(wrap(stream))
 }
 
+/// Kernel socket buffer sizes (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`, bytes; `None` keeps the
+/// system's default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferSizes {
+    /// SO_RCVBUF.
+    pub receive: Option<u32>,
+    /// SO_SNDBUF.
+    pub send: Option<u32>,
+}
+
+impl BufferSizes {
+    fn apply(&self, socket: &TcpSocket) -> io::Result<()> {
+        if let Some(n) = self.receive {
+            socket.set_recv_buffer_size(n)?;
+        }
+        if let Some(n) = self.send {
+            socket.set_send_buffer_size(n)?;
+        }
+        Ok(())
+    }
+}
+
 /// Binds a listening socket for `host:port` (`*` or empty host: all IPv4 interfaces;
-/// port 0: an ephemeral port).
-pub async fn bind(host: &str, port: u16) -> Result<TcpListener> {
+/// port 0: an ephemeral port). Accepted connections inherit `sizes`.
+pub async fn bind(host: &str, port: u16, sizes: BufferSizes) -> Result<TcpListener> {
     let host = match host {
         "" | "*" => "0.0.0.0",
         h => h.trim_start_matches('[').trim_end_matches(']'),
     };
-    TcpListener::bind((host, port)).await.map_err(|e| Error::Adapter(format!("cannot bind {host}:{port}: {e}")))
+    let fail = |e: io::Error| Error::Adapter(format!("cannot bind {host}:{port}: {e}"));
+    if sizes == BufferSizes::default() {
+        return TcpListener::bind((host, port)).await.map_err(fail);
+    }
+    let addr = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(fail)?
+        .next()
+        .ok_or_else(|| fail(io::Error::new(io::ErrorKind::NotFound, "no address")))?;
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(fail)?;
+    socket.set_reuseaddr(true).map_err(fail)?;
+    sizes.apply(&socket).map_err(fail)?;
+    socket.bind(addr).map_err(fail)?;
+    socket.listen(1024).map_err(fail)
 }
 
 /// Accepts one connection.
