@@ -16,6 +16,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("proxy", &["Ice/Current.ice"]),
     ("exceptions", &["Ice/BuiltinSequences.ice"]),
     ("ami", &["Ice/BuiltinSequences.ice"]),
+    ("timeout", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

@@ -281,6 +281,9 @@ impl ObjectAdapter {
             count.fetch_add(1, Ordering::AcqRel);
             let me = self.clone();
             tokio::spawn(async move {
+                // A connection accepted while the adapter is held is validated only once it
+                // is activated again (its peer sees a connect timeout meanwhile), as with Ice.
+                me.wait_until_not_held().await;
                 match Connection::establish_incoming(stream, me.inner.config.clone(), me.clone()).await {
                     Ok(conn) => {
                         me.track(conn.clone());

@@ -25,6 +25,9 @@ pub mod generated {
     pub mod ami {
         include!(concat!(env!("OUT_DIR"), "/ami.rs"));
     }
+    pub mod timeout {
+        include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
+    }
 }
 
 /// The extracted `ice-3.7.8` source tree the servers were generated from.
