@@ -17,6 +17,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("exceptions", &["Ice/BuiltinSequences.ice"]),
     ("ami", &["Ice/BuiltinSequences.ice"]),
     ("timeout", &[]),
+    ("inheritance", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

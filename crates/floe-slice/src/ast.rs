@@ -187,11 +187,13 @@ pub enum DefKind {
     Class {
         /// Base class.
         base: Option<(String, Span, Option<String>)>,
+        /// Interfaces it implements (`implements I1, I2`; 3.7 classes with operations).
+        implements: Vec<(String, Span, Option<String>)>,
         /// Compact type id.
         compact_id: Option<i32>,
         /// Data members.
         members: Vec<Member>,
-        /// Operations (3.7 classes with operations; parsed, not generated).
+        /// Operations (3.7 classes with operations: generated as a proxy and servant trait).
         ops: Vec<Operation>,
         /// A forward declaration.
         forward: bool,

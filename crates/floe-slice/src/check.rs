@@ -286,9 +286,12 @@ impl Checker {
                     }
                     self.resolve_ops(ops, &abs);
                 }
-                DefKind::Class { base, members, ops, .. } => {
+                DefKind::Class { base, implements, members, ops, .. } => {
                     if let Some((n, s, r)) = base {
                         *r = self.resolve_name(n, *s, scope, &[SymKind::Class], "a class");
+                    }
+                    for (n, s, r) in implements.iter_mut() {
+                        *r = self.resolve_name(n, *s, scope, &[SymKind::Interface], "an interface");
                     }
                     self.resolve_members(members, &abs);
                     self.resolve_ops(ops, &abs);

@@ -171,7 +171,7 @@ impl<'a> Gen<'a> {
                 && match &d.kind {
                     DefKind::Module(inner) => self.has_output(inner),
                     _ if d.included => false,
-                    DefKind::Class { .. } => false,
+                    DefKind::Class { .. } => self.class_has_proxy(&self.abs(&d.name)),
                     DefKind::Interface { forward: true, .. } => false,
                     _ => true,
                 }
@@ -234,7 +234,13 @@ impl<'a> Gen<'a> {
                 continue;
             }
             if self.def_uses_class(d) {
-                self.skipped.push(abs);
+                if matches!(d.kind, DefKind::Class { forward: false, .. }) && self.class_has_proxy(&abs) {
+                    // Its operations are served and invoked like an interface's.
+                    self.gen_interface(d, &abs);
+                    self.skipped.push(format!("{abs} (by value)"));
+                } else {
+                    self.skipped.push(abs);
+                }
                 continue;
             }
             match &d.kind {
@@ -500,6 +506,11 @@ impl<'a> Gen<'a> {
                 Builtin::ObjectProxy => format!("Option<{}::ObjectPrx>", self.f),
                 _ => "()".into(),
             },
+            TypeRef::Named { proxy: true, resolved: Some(abs), .. }
+                if self.is_class(abs) && !self.class_has_proxy(abs) =>
+            {
+                format!("Option<{}::ObjectPrx>", self.f)
+            }
             TypeRef::Named { proxy: true, resolved: Some(abs), .. } => format!("Option<{}Prx>", self.path(abs)),
             TypeRef::Named { resolved: Some(abs), .. } => self.path(abs),
             TypeRef::Named { .. } => "()".into(),
@@ -514,6 +525,11 @@ impl<'a> Gen<'a> {
         match t {
             TypeRef::Builtin(Builtin::String, _) => "&str".into(),
             TypeRef::Builtin(Builtin::ObjectProxy, _) => format!("Option<&{}::ObjectPrx>", self.f),
+            TypeRef::Named { proxy: true, resolved: Some(abs), .. }
+                if self.is_class(abs) && !self.class_has_proxy(abs) =>
+            {
+                format!("Option<&{}::ObjectPrx>", self.f)
+            }
             TypeRef::Named { proxy: true, resolved: Some(abs), .. } => format!("Option<&{}Prx>", self.path(abs)),
             _ => match self.resolved(t).map(|(d, _)| &d.kind) {
                 Some(DefKind::Sequence { elem }) if !self.is_byte_seq_bytes(t) => {
@@ -957,6 +973,52 @@ impl<'a> Gen<'a> {
         self.line("");
     }
 
+    /// A class with operations, or implementing interfaces, or deriving from such a class: it
+    /// has a proxy type and a servant trait (`<Name>Disp`), as in Ice 3.7.
+    fn class_has_proxy(&self, abs: &str) -> bool {
+        let mut at = abs.to_string();
+        for _ in 0..256 {
+            match self.unit.lookup(&at).map(|(_, d)| &d.kind) {
+                Some(DefKind::Class { ops, implements, base, forward: false, .. }) => {
+                    if !ops.is_empty() || !implements.is_empty() {
+                        return true;
+                    }
+                    match base {
+                        Some((_, _, Some(b))) => at = b.clone(),
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    fn is_class(&self, abs: &str) -> bool {
+        matches!(self.unit.lookup(abs).map(|(_, d)| &d.kind), Some(DefKind::Class { .. }))
+    }
+
+    /// The direct supertypes whose operations an interface (or class with operations)
+    /// inherits: an interface's bases; a class's base class and the interfaces it implements.
+    fn supertypes(&self, abs: &str) -> Vec<String> {
+        match self.unit.lookup(abs).map(|(_, d)| &d.kind) {
+            Some(DefKind::Interface { bases, .. }) => bases.iter().filter_map(|(_, _, b)| b.clone()).collect(),
+            Some(DefKind::Class { base, implements, .. }) => {
+                base.iter().chain(implements.iter()).filter_map(|(_, _, b)| b.clone()).collect()
+            }
+            _ => vec![],
+        }
+    }
+
+    /// The path of the servant trait of an interface (`Name`) or class (`NameDisp`).
+    fn servant_trait(&self, abs: &str) -> String {
+        if self.is_class(abs) {
+            format!("{}Disp", self.path(abs))
+        } else {
+            self.path(abs)
+        }
+    }
+
     /// Every operation of an interface and its bases: `(interface abs, op)`, own first.
     fn interface_ops(&self, abs: &str) -> Vec<(String, &'a Operation)> {
         let mut out = Vec::new();
@@ -967,14 +1029,12 @@ impl<'a> Gen<'a> {
                 continue;
             }
             if let Some((_, d)) = self.unit.lookup(&a) {
-                if let DefKind::Interface { ops, bases, .. } = &d.kind {
+                if let DefKind::Interface { ops, .. } | DefKind::Class { ops, .. } = &d.kind {
                     for o in ops {
                         out.push((a.clone(), o));
                     }
-                    for (_, _, b) in bases.iter().rev() {
-                        if let Some(b) = b {
-                            stack.push(b.clone());
-                        }
+                    for b in self.supertypes(&a).into_iter().rev() {
+                        stack.push(b);
                     }
                 }
             }
@@ -993,11 +1053,7 @@ impl<'a> Gen<'a> {
             if !ids.insert(a.clone()) && a != abs {
                 continue;
             }
-            if let Some((_, d)) = self.unit.lookup(&a) {
-                if let DefKind::Interface { bases, .. } = &d.kind {
-                    stack.extend(bases.iter().filter_map(|(_, _, b)| b.clone()));
-                }
-            }
+            stack.extend(self.supertypes(&a));
             if ids.len() > 512 {
                 break;
             }
@@ -1148,12 +1204,14 @@ impl<'a> Gen<'a> {
         self.line("");
 
         // Servant trait.
-        let bases: Vec<String> = match &d.kind {
-            DefKind::Interface { bases, .. } => {
-                bases.iter().filter_map(|(_, _, r)| r.clone()).map(|b| self.path(&b)).collect()
-            }
-            _ => vec![],
-        };
+        let bases: Vec<String> = self
+            .supertypes(abs)
+            .into_iter()
+            .filter(|b| !self.is_class(b) || self.class_has_proxy(b))
+            .map(|b| self.servant_trait(&b))
+            .collect();
+        // A class's servant trait is `<Name>Disp`, leaving `<Name>` to the class's data.
+        let name = if self.is_class(abs) { format!("{name}Disp") } else { name };
         self.doc(&d.doc);
         self.line(&format!("/// Servant trait for `{abs}`: implement it and serve it with [`{name}Server`]."));
         let supers = if bases.is_empty() { String::new() } else { format!("{} + ", bases.join(" + ")) };

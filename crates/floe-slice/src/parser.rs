@@ -334,16 +334,28 @@ impl Parser {
                     self.expect_punct(')')?;
                 }
                 if self.is_punct(';') {
-                    (name, DefKind::Class { base: None, compact_id, members: vec![], ops: vec![], forward: true })
+                    (
+                        name,
+                        DefKind::Class {
+                            base: None,
+                            implements: vec![],
+                            compact_id,
+                            members: vec![],
+                            ops: vec![],
+                            forward: true,
+                        },
+                    )
                 } else {
                     let mut base = None;
                     if self.eat_kw("extends") {
                         let (b, s) = self.scoped_name()?;
                         base = Some((b, s, None));
                     }
+                    let mut implements = Vec::new();
                     if self.eat_kw("implements") {
                         loop {
-                            self.scoped_name()?;
+                            let (i, s) = self.scoped_name()?;
+                            implements.push((i, s, None));
                             if !self.eat_punct(',') {
                                 break;
                             }
@@ -363,7 +375,7 @@ impl Parser {
                         }
                     }
                     self.pos += 1;
-                    (name, DefKind::Class { base, compact_id, members, ops, forward: false })
+                    (name, DefKind::Class { base, implements, compact_id, members, ops, forward: false })
                 }
             }
             "exception" | "struct" => {

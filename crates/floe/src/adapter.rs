@@ -109,6 +109,12 @@ impl ObjectAdapter {
         self.create_proxy(identity)
     }
 
+    /// Adds a servant under a fresh identity whose name is a random UUID (Ice's
+    /// `addWithUUID`), and returns a proxy for it.
+    pub fn add_with_uuid(&self, servant: Arc<dyn Dispatcher>) -> ObjectPrx {
+        self.add(servant, Identity::new(uuid::Uuid::new_v4().to_string()))
+    }
+
     /// Registers a servant for an identity and facet.
     pub fn add_facet(&self, servant: Arc<dyn Dispatcher>, identity: Identity, facet: &str) {
         self.inner.servants.write().expect("servants").entry(identity).or_default().insert(facet.to_string(), servant);

@@ -25,6 +25,9 @@ pub mod generated {
     pub mod ami {
         include!(concat!(env!("OUT_DIR"), "/ami.rs"));
     }
+    pub mod inheritance {
+        include!(concat!(env!("OUT_DIR"), "/inheritance.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

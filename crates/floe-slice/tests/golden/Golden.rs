@@ -924,5 +924,348 @@ pub mod demo {
         }
     }
 
+    /// An Ice 3.7 class with operations: its operations get a proxy and a servant trait.
+    /// Proxy for `::Demo::Account`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AccountPrx(::floe::ObjectPrx);
+
+    impl ::floe::Proxy for AccountPrx {
+        const TYPE_ID: &'static str = "::Demo::Account";
+        fn from_object(proxy: ::floe::ObjectPrx) -> Self {
+            Self(proxy)
+        }
+        fn as_object(&self) -> &::floe::ObjectPrx {
+            &self.0
+        }
+    }
+
+    impl std::ops::Deref for AccountPrx {
+        type Target = ::floe::ObjectPrx;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl AccountPrx {
+        pub async fn deposit(&self, amount: i64) -> ::floe::Result<()> {
+            let __outcome = self.0.invoke("deposit", ::floe::protocol::OperationMode::Normal, None, |enc| { amount.encode(enc); }).await?;
+            match __outcome {
+                Some(o) => o.decode(|dec: &mut ::floe::encoding::Decoder| {  Ok(()) }),
+                None => Ok(()),
+            }
+        }
+
+        /// Blocking form of [`Self::deposit`] (call it outside the async runtime).
+        pub fn deposit_blocking(&self, amount: i64) -> ::floe::Result<()> {
+            self.0.communicator().block_on(self.deposit(amount))
+        }
+
+        pub async fn self_(&self) -> ::floe::Result<Option<AccountPrx>> {
+            self.0.twoway_only("self")?;
+            let __outcome = self.0.invoke("self", ::floe::protocol::OperationMode::Normal, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("self".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<AccountPrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::self_`] (call it outside the async runtime).
+        pub fn self_blocking(&self) -> ::floe::Result<Option<AccountPrx>> {
+            self.0.communicator().block_on(self.self_())
+        }
+
+        pub async fn version(&self) -> ::floe::Result<i32> {
+            self.0.twoway_only("version")?;
+            let __outcome = self.0.invoke("version", ::floe::protocol::OperationMode::Idempotent, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("version".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        pub fn version_blocking(&self) -> ::floe::Result<i32> {
+            self.0.communicator().block_on(self.version())
+        }
+
+        pub async fn name(&self) -> ::floe::Result<String> {
+            self.0.twoway_only("name")?;
+            let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        pub fn name_blocking(&self) -> ::floe::Result<String> {
+            self.0.communicator().block_on(self.name())
+        }
+
+    }
+
+    /// An Ice 3.7 class with operations: its operations get a proxy and a servant trait.
+    /// Servant trait for `::Demo::Account`: implement it and serve it with [`AccountDispServer`].
+    pub trait AccountDisp: Base + Send + Sync + 'static {
+        fn deposit(&self, amount: i64, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
+        fn self_(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<Option<AccountPrx>>> + Send;
+    }
+
+    /// Dispatches requests for `::Demo::Account` to a [`AccountDisp`] servant.
+    pub struct AccountDispServer<T: AccountDisp>(pub std::sync::Arc<T>);
+
+    impl<T: AccountDisp> AccountDispServer<T> {
+        /// The Slice type ids of the interface and all its bases, sorted.
+        pub const IDS: &'static [&'static str] = &["::Demo::Account", "::Demo::Base", "::Ice::Object"];
+        /// Wraps a servant, ready for `ObjectAdapter::add`.
+        pub fn new(servant: T) -> std::sync::Arc<dyn ::floe::Dispatcher> {
+            std::sync::Arc::new(Self(std::sync::Arc::new(servant)))
+        }
+    }
+
+    impl<T: AccountDisp> ::floe::Dispatcher for AccountDispServer<T> {
+        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+            let servant = self.0.clone();
+            Box::pin(async move {
+                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
+                    return r;
+                }
+                match request.current.operation.as_str() {
+                    "deposit" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut dec);
+                        let (amount,) = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.deposit(amount, current).await {
+                            Ok(()) => current.ok(|enc| {  }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "self" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.self_(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "version" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.version(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "name" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.name(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    _ => request.current.operation_not_exist(),
+                }
+            })
+        }
+    }
+
+    /// Inherits the operations of its base class and of the interface it implements.
+    /// Proxy for `::Demo::Savings`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SavingsPrx(::floe::ObjectPrx);
+
+    impl ::floe::Proxy for SavingsPrx {
+        const TYPE_ID: &'static str = "::Demo::Savings";
+        fn from_object(proxy: ::floe::ObjectPrx) -> Self {
+            Self(proxy)
+        }
+        fn as_object(&self) -> &::floe::ObjectPrx {
+            &self.0
+        }
+    }
+
+    impl std::ops::Deref for SavingsPrx {
+        type Target = ::floe::ObjectPrx;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl SavingsPrx {
+        pub async fn deposit(&self, amount: i64) -> ::floe::Result<()> {
+            let __outcome = self.0.invoke("deposit", ::floe::protocol::OperationMode::Normal, None, |enc| { amount.encode(enc); }).await?;
+            match __outcome {
+                Some(o) => o.decode(|dec: &mut ::floe::encoding::Decoder| {  Ok(()) }),
+                None => Ok(()),
+            }
+        }
+
+        /// Blocking form of [`Self::deposit`] (call it outside the async runtime).
+        pub fn deposit_blocking(&self, amount: i64) -> ::floe::Result<()> {
+            self.0.communicator().block_on(self.deposit(amount))
+        }
+
+        pub async fn self_(&self) -> ::floe::Result<Option<AccountPrx>> {
+            self.0.twoway_only("self")?;
+            let __outcome = self.0.invoke("self", ::floe::protocol::OperationMode::Normal, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("self".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<AccountPrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::self_`] (call it outside the async runtime).
+        pub fn self_blocking(&self) -> ::floe::Result<Option<AccountPrx>> {
+            self.0.communicator().block_on(self.self_())
+        }
+
+        pub async fn version(&self) -> ::floe::Result<i32> {
+            self.0.twoway_only("version")?;
+            let __outcome = self.0.invoke("version", ::floe::protocol::OperationMode::Idempotent, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("version".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        pub fn version_blocking(&self) -> ::floe::Result<i32> {
+            self.0.communicator().block_on(self.version())
+        }
+
+        pub async fn name(&self) -> ::floe::Result<String> {
+            self.0.twoway_only("name")?;
+            let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        pub fn name_blocking(&self) -> ::floe::Result<String> {
+            self.0.communicator().block_on(self.name())
+        }
+
+    }
+
+    /// Inherits the operations of its base class and of the interface it implements.
+    /// Servant trait for `::Demo::Savings`: implement it and serve it with [`SavingsDispServer`].
+    pub trait SavingsDisp: AccountDisp + Send + Sync + 'static {
+    }
+
+    /// Dispatches requests for `::Demo::Savings` to a [`SavingsDisp`] servant.
+    pub struct SavingsDispServer<T: SavingsDisp>(pub std::sync::Arc<T>);
+
+    impl<T: SavingsDisp> SavingsDispServer<T> {
+        /// The Slice type ids of the interface and all its bases, sorted.
+        pub const IDS: &'static [&'static str] = &["::Demo::Account", "::Demo::Base", "::Demo::Savings", "::Ice::Object"];
+        /// Wraps a servant, ready for `ObjectAdapter::add`.
+        pub fn new(servant: T) -> std::sync::Arc<dyn ::floe::Dispatcher> {
+            std::sync::Arc::new(Self(std::sync::Arc::new(servant)))
+        }
+    }
+
+    impl<T: SavingsDisp> ::floe::Dispatcher for SavingsDispServer<T> {
+        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+            let servant = self.0.clone();
+            Box::pin(async move {
+                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
+                    return r;
+                }
+                match request.current.operation.as_str() {
+                    "deposit" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut dec);
+                        let (amount,) = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.deposit(amount, current).await {
+                            Ok(()) => current.ok(|enc| {  }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "self" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.self_(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "version" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.version(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "name" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let () = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.name(current).await {
+                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    _ => request.current.operation_not_exist(),
+                }
+            })
+        }
+    }
+
 }
 
+// Not generated (classes come with class support):
+//   ::Demo::Account (by value)
+//   ::Demo::Savings (by value)
