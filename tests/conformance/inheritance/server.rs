@@ -31,15 +31,15 @@ macro_rules! servant {
     };
 }
 
-servant!(CAI: CADisp => caop(ma::CAPrx));
-servant!(CBI: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx));
-servant!(CCI: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx), CCDisp => ccop(ma::CCPrx));
-servant!(CDI: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx), CCDisp => ccop(ma::CCPrx),
+servant!(CaServant: CADisp => caop(ma::CAPrx));
+servant!(CbServant: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx));
+servant!(CcServant: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx), CCDisp => ccop(ma::CCPrx));
+servant!(CdServant: CADisp => caop(ma::CAPrx), CBDisp => cbop(mb::CBPrx), CCDisp => ccop(ma::CCPrx),
     CDDisp => cdop(ma::CDPrx), IA => iaop(ma::IAPrx), IB1 => ib1op(mb::IB1Prx), IB2 => ib2op(mb::IB2Prx));
-servant!(IAI: IA => iaop(ma::IAPrx));
-servant!(IB1I: IA => iaop(ma::IAPrx), IB1 => ib1op(mb::IB1Prx));
-servant!(IB2I: IA => iaop(ma::IAPrx), IB2 => ib2op(mb::IB2Prx));
-servant!(ICI: IA => iaop(ma::IAPrx), IB1 => ib1op(mb::IB1Prx), IB2 => ib2op(mb::IB2Prx), IC => icop(ma::ICPrx));
+servant!(IaServant: IA => iaop(ma::IAPrx));
+servant!(Ib1Servant: IA => iaop(ma::IAPrx), IB1 => ib1op(mb::IB1Prx));
+servant!(Ib2Servant: IA => iaop(ma::IAPrx), IB2 => ib2op(mb::IB2Prx));
+servant!(IcServant: IA => iaop(ma::IAPrx), IB1 => ib1op(mb::IB1Prx), IB2 => ib2op(mb::IB2Prx), IC => icop(ma::ICPrx));
 
 struct InitialI {
     ca: ma::CAPrx,
@@ -89,14 +89,14 @@ fn main() -> std::process::ExitCode {
     TestServer::main("inheritance", &[], |server| async move {
         let adapter = server.adapter("TestAdapter", 0)?;
         let initial = InitialI {
-            ca: ma::CAPrx::from_object(adapter.add_with_uuid(ma::CADispServer::new(CAI))),
-            cb: mb::CBPrx::from_object(adapter.add_with_uuid(mb::CBDispServer::new(CBI))),
-            cc: ma::CCPrx::from_object(adapter.add_with_uuid(ma::CCDispServer::new(CCI))),
-            cd: ma::CDPrx::from_object(adapter.add_with_uuid(ma::CDDispServer::new(CDI))),
-            ia: ma::IAPrx::from_object(adapter.add_with_uuid(ma::IAServer::new(IAI))),
-            ib1: mb::IB1Prx::from_object(adapter.add_with_uuid(mb::IB1Server::new(IB1I))),
-            ib2: mb::IB2Prx::from_object(adapter.add_with_uuid(mb::IB2Server::new(IB2I))),
-            ic: ma::ICPrx::from_object(adapter.add_with_uuid(ma::ICServer::new(ICI))),
+            ca: ma::CAPrx::from_object(adapter.add_with_uuid(ma::CADispServer::new(CaServant))),
+            cb: mb::CBPrx::from_object(adapter.add_with_uuid(mb::CBDispServer::new(CbServant))),
+            cc: ma::CCPrx::from_object(adapter.add_with_uuid(ma::CCDispServer::new(CcServant))),
+            cd: ma::CDPrx::from_object(adapter.add_with_uuid(ma::CDDispServer::new(CdServant))),
+            ia: ma::IAPrx::from_object(adapter.add_with_uuid(ma::IAServer::new(IaServant))),
+            ib1: mb::IB1Prx::from_object(adapter.add_with_uuid(mb::IB1Server::new(Ib1Servant))),
+            ib2: mb::IB2Prx::from_object(adapter.add_with_uuid(mb::IB2Server::new(Ib2Servant))),
+            ic: ma::ICPrx::from_object(adapter.add_with_uuid(ma::ICServer::new(IcServant))),
         };
         adapter.add(InitialServer::new(initial), Identity::new("initial"));
         adapter.activate().await
