@@ -52,3 +52,93 @@ fn golden_types_behave() {
     let _: Blob = floe::bytes::Bytes::new();
     let _: SortedNames = std::collections::BTreeMap::new();
 }
+
+/// Class graphs keep their shape (shared instances, cycles, derived types with compact ids)
+/// through every encoding and format, and references are checked against their static type.
+#[test]
+fn class_graphs_round_trip() {
+    use floe::encoding::{Decoder, Encoder, EncodingVersion, FormatType};
+    use floe::{AnyClass, Class};
+    use generated::demo::*;
+
+    let leaf = Class::new(Leaf { base: Node { value: 2, next: None, label: Some("l".into()) }, name: "x".into() });
+    let a = Class::new(Node { value: 1, next: None, label: None });
+    let b = Class::new(Node { value: 3, next: Some(a.clone()), label: None });
+    a.write().next = Some(b.clone()); // a ↔ b
+    let leaf_as_node: Class<Node> = leaf.downcast().unwrap();
+    for (encoding, format) in [
+        (EncodingVersion::V1_1, FormatType::Compact),
+        (EncodingVersion::V1_1, FormatType::Sliced),
+        (EncodingVersion::V1_0, FormatType::Compact),
+    ] {
+        let mut e = Encoder::new(encoding);
+        e.set_format(format);
+        e.write_class(Some(&a));
+        e.write_class(Some(&leaf_as_node));
+        e.write_class(Some(&b));
+        e.write_class(None::<&AnyClass>);
+        e.write_class(Some(&leaf.to_any()));
+        e.write_pending_values();
+        let bytes = e.as_slice().to_vec();
+        let mut d = Decoder::from_slice(&bytes, encoding);
+        let a2 = d.read_class::<Node>().unwrap().unwrap();
+        let leaf2 = d.read_class::<Node>().unwrap().unwrap();
+        let b2 = d.read_class::<Node>().unwrap().unwrap();
+        assert!(d.read_any_class(None).unwrap().is_none());
+        let leaf_any = d.read_any_class(None).unwrap().unwrap();
+        d.read_pending_values().unwrap();
+        assert!(d.is_empty(), "{encoding} {format:?}: {} bytes left", d.remaining());
+        assert_eq!(a2.read().value, 1);
+        assert_eq!(b2.read().value, 3);
+        assert!(a2.read().next.as_ref().unwrap().ptr_eq(&b2), "{encoding} {format:?}: a.next is b");
+        assert!(b2.read().next.as_ref().unwrap().ptr_eq(&a2), "{encoding} {format:?}: b.next is a (cycle)");
+        assert!(leaf_any.ptr_eq(&leaf2), "{encoding} {format:?}: one instance, two references");
+        assert_eq!(leaf2.ice_id(), "::Demo::Leaf");
+        let as_leaf = leaf2.downcast::<Leaf>().unwrap();
+        assert_eq!(as_leaf.read().name, "x");
+        assert_eq!(as_leaf.read().value, 2, "derived classes reach base members through Deref");
+        let expected_label = if encoding == EncodingVersion::V1_0 { None } else { Some("l".to_string()) };
+        assert_eq!(leaf2.read().label, expected_label, "{encoding}: optionals do not exist in 1.0");
+
+        // A Node where a Leaf is required is refused, never accepted as a wrong type.
+        let mut d = Decoder::from_slice(&bytes, encoding);
+        let r = d.read_class::<Leaf>().and_then(|_| d.read_pending_values());
+        assert!(r.is_err(), "{encoding} {format:?}: a Node must not pass as a Leaf");
+    }
+}
+
+/// Truncations and byte flips of encoded class graphs give errors, never panics or hangs.
+#[test]
+fn damaged_class_graphs_are_errors() {
+    use floe::encoding::{Decoder, Encoder, EncodingVersion, FormatType};
+    use floe::Class;
+    use generated::demo::*;
+
+    let a = Class::new(Node { value: 1, next: None, label: Some("a".into()) });
+    let b = Class::new(Leaf { base: Node { value: 2, next: Some(a.clone()), label: None }, name: "b".into() });
+    a.write().next = b.downcast();
+    for (encoding, format) in [
+        (EncodingVersion::V1_1, FormatType::Compact),
+        (EncodingVersion::V1_1, FormatType::Sliced),
+        (EncodingVersion::V1_0, FormatType::Compact),
+    ] {
+        let mut e = Encoder::new(encoding);
+        e.set_format(format);
+        e.write_class(Some(&a));
+        e.write_pending_values();
+        let bytes = e.as_slice().to_vec();
+        for cut in 0..bytes.len() {
+            let mut d = Decoder::from_slice(&bytes[..cut], encoding);
+            let r = d.read_class::<Node>().and_then(|_| d.read_pending_values());
+            assert!(r.is_err() || !d.is_empty() || cut == bytes.len(), "{encoding} {format:?} cut {cut}");
+        }
+        for i in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut damaged = bytes.clone();
+                damaged[i] ^= flip;
+                let mut d = Decoder::from_slice(&damaged, encoding);
+                let _ = d.read_class::<Node>().and_then(|_| d.read_pending_values());
+            }
+        }
+    }
+}

@@ -17,7 +17,7 @@ pub use adapter::ObjectAdapter;
 pub use communicator::Communicator;
 pub use connection::Connection;
 pub use dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, Response, ServantLocator};
-pub use encoding::{Context, Identity};
+pub use encoding::{AnyClass, Class, Context, Identity};
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use properties::Properties;
 pub use proxy::{ObjectPrx, Outcome, Proxy};

@@ -32,3 +32,24 @@ fn generated_types_work() {
     assert_eq!(<ice::LocatorPrx as floe::Proxy>::TYPE_ID, "::Ice::Locator");
     assert_eq!(ice_grid::ServerState::MAX_VALUE, 6);
 }
+
+#[test]
+fn icegrid_descriptor_classes_round_trip() {
+    // IceGrid's descriptors are classes with inheritance: a ServerDescriptor is a
+    // CommunicatorDescriptor, sent by value.
+    let mut server = ice_grid::ServerDescriptor { id: "srv".into(), exe: "/bin/true".into(), ..Default::default() };
+    server.base.description = "a server".into();
+    let server = floe::Class::new(server);
+    for encoding in [EncodingVersion::V1_1, EncodingVersion::V1_0] {
+        let mut e = Encoder::new(encoding);
+        e.write_class(Some(&server));
+        e.write_pending_values();
+        let mut d = Decoder::from_slice(e.as_slice(), encoding);
+        let back = d.read_class::<ice_grid::CommunicatorDescriptor>().unwrap().unwrap();
+        d.read_pending_values().unwrap();
+        assert_eq!(back.ice_id(), "::IceGrid::ServerDescriptor");
+        assert_eq!(back.read().description, "a server");
+        let as_server = back.downcast::<ice_grid::ServerDescriptor>().unwrap();
+        assert_eq!((as_server.read().id.as_str(), as_server.read().exe.as_str()), ("srv", "/bin/true"));
+    }
+}

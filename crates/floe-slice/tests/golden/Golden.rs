@@ -925,6 +925,46 @@ pub mod demo {
     }
 
     /// An Ice 3.7 class with operations: its operations get a proxy and a servant trait.
+    /// Class `::Demo::Account`: share instances as `::floe::Class<Account>`.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct Account {
+        pub balance: i64,
+    }
+
+    impl Account {
+        /// The Slice type id.
+        pub const TYPE_ID: &'static str = "::Demo::Account";
+    }
+
+    impl ::floe::encoding::ClassValue for Account {
+        fn ice_id(&self) -> &'static str {
+            Self::TYPE_ID
+        }
+        fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { None }
+        }
+        fn part_mut(&mut self, t: std::any::TypeId) -> Option<&mut dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &mut dyn std::any::Any) } else { None }
+        }
+        fn encode_slices(&self, enc: &mut ::floe::encoding::Encoder) {
+            enc.start_class_slice(Self::TYPE_ID, None, true, false);
+            self.balance.encode(enc);
+            enc.end_class_slice();
+        }
+        fn decode_slices(&mut self, dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<()> {
+            dec.start_class_slice()?;
+            self.balance = ::floe::encoding::Decode::decode(dec)?;
+            dec.end_class_slice()?;
+            Ok(())
+        }
+    }
+
+    impl ::floe::encoding::ClassType for Account {
+        const TYPE_ID: &'static str = "::Demo::Account";
+        const FACTORY: ::floe::encoding::ClassFactory = ::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact };
+    }
+
+    /// An Ice 3.7 class with operations: its operations get a proxy and a servant trait.
     /// Proxy for `::Demo::Account`.
     #[derive(Clone, Debug, PartialEq)]
     pub struct AccountPrx(::floe::ObjectPrx);
@@ -1096,6 +1136,62 @@ pub mod demo {
     }
 
     /// Inherits the operations of its base class and of the interface it implements.
+    /// Class `::Demo::Savings`: share instances as `::floe::Class<Savings>`.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct Savings {
+        /// The base class's part (also reachable through `Deref`).
+        pub base: Account,
+        pub rate: f64,
+    }
+
+    impl Savings {
+        /// The Slice type id.
+        pub const TYPE_ID: &'static str = "::Demo::Savings";
+    }
+
+    impl std::ops::Deref for Savings {
+        type Target = Account;
+        fn deref(&self) -> &Account {
+            &self.base
+        }
+    }
+
+    impl std::ops::DerefMut for Savings {
+        fn deref_mut(&mut self) -> &mut Account {
+            &mut self.base
+        }
+    }
+
+    impl ::floe::encoding::ClassValue for Savings {
+        fn ice_id(&self) -> &'static str {
+            Self::TYPE_ID
+        }
+        fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { self.base.part(t) }
+        }
+        fn part_mut(&mut self, t: std::any::TypeId) -> Option<&mut dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &mut dyn std::any::Any) } else { self.base.part_mut(t) }
+        }
+        fn encode_slices(&self, enc: &mut ::floe::encoding::Encoder) {
+            enc.start_class_slice(Self::TYPE_ID, None, false, false);
+            self.rate.encode(enc);
+            enc.end_class_slice();
+            self.base.encode_slices(enc);
+        }
+        fn decode_slices(&mut self, dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<()> {
+            dec.start_class_slice()?;
+            self.rate = ::floe::encoding::Decode::decode(dec)?;
+            dec.end_class_slice()?;
+            self.base.decode_slices(dec)
+        }
+    }
+
+    impl ::floe::encoding::ClassType for Savings {
+        const TYPE_ID: &'static str = "::Demo::Savings";
+        const FACTORY: ::floe::encoding::ClassFactory = ::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact };
+    }
+
+    /// Inherits the operations of its base class and of the interface it implements.
     /// Proxy for `::Demo::Savings`.
     #[derive(Clone, Debug, PartialEq)]
     pub struct SavingsPrx(::floe::ObjectPrx);
@@ -1264,8 +1360,254 @@ pub mod demo {
         }
     }
 
+    /// A linked node: class graphs may share instances and form cycles.
+    /// Class `::Demo::Node`: share instances as `::floe::Class<Node>`.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct Node {
+        pub value: i32,
+        pub next: Option<::floe::Class<Node>>,
+        pub label: Option<String>,
+    }
+
+    impl Node {
+        /// The Slice type id.
+        pub const TYPE_ID: &'static str = "::Demo::Node";
+    }
+
+    impl ::floe::encoding::ClassValue for Node {
+        fn ice_id(&self) -> &'static str {
+            Self::TYPE_ID
+        }
+        fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { None }
+        }
+        fn part_mut(&mut self, t: std::any::TypeId) -> Option<&mut dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &mut dyn std::any::Any) } else { None }
+        }
+        fn encode_slices(&self, enc: &mut ::floe::encoding::Encoder) {
+            enc.start_class_slice(Self::TYPE_ID, None, true, true);
+            self.value.encode(enc);
+            self.next.encode(enc);
+            if let Some(__v) = &self.label { if enc.write_optional_tag(1, ::floe::encoding::OptionalFormat::VSize) { let _ = &__v; __v.encode(enc); } }
+            enc.end_class_slice();
+        }
+        fn decode_slices(&mut self, dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<()> {
+            dec.start_class_slice()?;
+            self.value = ::floe::encoding::Decode::decode(dec)?;
+            self.next = ::floe::encoding::Decode::decode(dec)?;
+            self.label = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<String as ::floe::encoding::Decode>::decode(dec)?) } else { None };
+            dec.end_class_slice()?;
+            Ok(())
+        }
+    }
+
+    impl ::floe::encoding::ClassType for Node {
+        const TYPE_ID: &'static str = "::Demo::Node";
+        const FACTORY: ::floe::encoding::ClassFactory = ::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact };
+    }
+
+    /// A node with a compact type id.
+    /// Class `::Demo::Leaf`: share instances as `::floe::Class<Leaf>`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Leaf {
+        /// The base class's part (also reachable through `Deref`).
+        pub base: Node,
+        pub name: String,
+    }
+
+    impl Default for Leaf {
+        fn default() -> Self {
+            Self {
+                base: Default::default(),
+                name: "leaf".into(),
+            }
+        }
+    }
+
+    impl Leaf {
+        /// The Slice type id.
+        pub const TYPE_ID: &'static str = "::Demo::Leaf";
+        /// The compact type id.
+        pub const COMPACT_ID: i32 = 7;
+    }
+
+    impl std::ops::Deref for Leaf {
+        type Target = Node;
+        fn deref(&self) -> &Node {
+            &self.base
+        }
+    }
+
+    impl std::ops::DerefMut for Leaf {
+        fn deref_mut(&mut self) -> &mut Node {
+            &mut self.base
+        }
+    }
+
+    impl ::floe::encoding::ClassValue for Leaf {
+        fn ice_id(&self) -> &'static str {
+            Self::TYPE_ID
+        }
+        fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { self.base.part(t) }
+        }
+        fn part_mut(&mut self, t: std::any::TypeId) -> Option<&mut dyn std::any::Any> {
+            if t == std::any::TypeId::of::<Self>() { Some(self as &mut dyn std::any::Any) } else { self.base.part_mut(t) }
+        }
+        fn encode_slices(&self, enc: &mut ::floe::encoding::Encoder) {
+            enc.start_class_slice(Self::TYPE_ID, Some(7), false, false);
+            self.name.encode(enc);
+            enc.end_class_slice();
+            self.base.encode_slices(enc);
+        }
+        fn decode_slices(&mut self, dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<()> {
+            dec.start_class_slice()?;
+            self.name = ::floe::encoding::Decode::decode(dec)?;
+            dec.end_class_slice()?;
+            self.base.decode_slices(dec)
+        }
+    }
+
+    impl ::floe::encoding::ClassType for Leaf {
+        const TYPE_ID: &'static str = "::Demo::Leaf";
+        const FACTORY: ::floe::encoding::ClassFactory = ::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact };
+    }
+
+    /// Passes class graphs.
+    /// Proxy for `::Demo::Graphs`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GraphsPrx(::floe::ObjectPrx);
+
+    impl ::floe::Proxy for GraphsPrx {
+        const TYPE_ID: &'static str = "::Demo::Graphs";
+        fn from_object(proxy: ::floe::ObjectPrx) -> Self {
+            Self(proxy)
+        }
+        fn as_object(&self) -> &::floe::ObjectPrx {
+            &self.0
+        }
+    }
+
+    impl std::ops::Deref for GraphsPrx {
+        type Target = ::floe::ObjectPrx;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl GraphsPrx {
+        pub async fn relay(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<(Option<::floe::Class<Node>>, Option<::floe::AnyClass>)> {
+            self.0.twoway_only("relay")?;
+            let __outcome = self.0.invoke("relay", ::floe::protocol::OperationMode::Normal, None, |enc| { enc.write_class(n); enc.write_pending_values(); }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("relay".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __out_any: Option<::floe::AnyClass> = ::floe::encoding::Decode::decode(dec)?; let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok((__ret, __out_any)) })
+        }
+
+        /// Blocking form of [`Self::relay`] (call it outside the async runtime).
+        pub fn relay_blocking(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<(Option<::floe::Class<Node>>, Option<::floe::AnyClass>)> {
+            self.0.communicator().block_on(self.relay(n))
+        }
+
+        pub async fn relay_sliced(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<Option<::floe::Class<Node>>> {
+            self.0.twoway_only("relaySliced")?;
+            let __outcome = self.0.invoke("relaySliced", ::floe::protocol::OperationMode::Normal, None, |enc| { enc.set_format(::floe::encoding::FormatType::Sliced); enc.write_class(n); enc.write_pending_values(); }).await?;
+            let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("relaySliced".into()))?;
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok(__ret) })
+        }
+
+        /// Blocking form of [`Self::relay_sliced`] (call it outside the async runtime).
+        pub fn relay_sliced_blocking(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<Option<::floe::Class<Node>>> {
+            self.0.communicator().block_on(self.relay_sliced(n))
+        }
+
+    }
+
+    /// Passes class graphs.
+    /// Servant trait for `::Demo::Graphs`: implement it and serve it with [`GraphsServer`].
+    pub trait Graphs: Send + Sync + 'static {
+        fn relay(&self, n: Option<::floe::Class<Node>>, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<(Option<::floe::Class<Node>>, Option<::floe::AnyClass>)>> + Send;
+        fn relay_sliced(&self, n: Option<::floe::Class<Node>>, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<Option<::floe::Class<Node>>>> + Send;
+    }
+
+    /// Dispatches requests for `::Demo::Graphs` to a [`Graphs`] servant.
+    pub struct GraphsServer<T: Graphs>(pub std::sync::Arc<T>);
+
+    impl<T: Graphs> GraphsServer<T> {
+        /// The Slice type ids of the interface and all its bases, sorted.
+        pub const IDS: &'static [&'static str] = &["::Demo::Graphs", "::Ice::Object"];
+        /// Wraps a servant, ready for `ObjectAdapter::add`.
+        pub fn new(servant: T) -> std::sync::Arc<dyn ::floe::Dispatcher> {
+            std::sync::Arc::new(Self(std::sync::Arc::new(servant)))
+        }
+    }
+
+    impl<T: Graphs> ::floe::Dispatcher for GraphsServer<T> {
+        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+            let servant = self.0.clone();
+            Box::pin(async move {
+                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
+                    return r;
+                }
+                match request.current.operation.as_str() {
+                    "relay" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let (n,) = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.relay(n, current).await {
+                            Ok((__ret, __out_any)) => current.ok(|enc| { __out_any.encode(enc); __ret.encode(enc); enc.write_pending_values(); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                        }
+                    }
+                    "relaySliced" => {
+                        let current = &request.current;
+                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            return r;
+                        }
+                        let mut dec = request.decoder();
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let (n,) = match __args {
+                            Ok(v) => v,
+                            Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                        };
+                        match servant.relay_sliced(n, current).await {
+                            Ok(__ret) => current.ok(|enc| { enc.set_format(::floe::encoding::FormatType::Sliced); __ret.encode(enc); enc.write_pending_values(); }),
+                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Sliced),
+                        }
+                    }
+                    _ => request.current.operation_not_exist(),
+                }
+            })
+        }
+    }
+
 }
 
-// Not generated (classes come with class support):
-//   ::Demo::Account (by value)
-//   ::Demo::Savings (by value)
+/// Creates the classes of this Slice compilation by type id (used when decoding).
+#[doc(hidden)]
+pub mod __floe_classes {
+    /// A default instance of the class with this type id.
+    pub fn create(type_id: &str) -> Option<Box<dyn ::floe::encoding::ClassValue>> {
+        match type_id {
+            "::Demo::Account" => Some(Box::new(<super::demo::Account as Default>::default())),
+            "::Demo::Savings" => Some(Box::new(<super::demo::Savings as Default>::default())),
+            "::Demo::Node" => Some(Box::new(<super::demo::Node as Default>::default())),
+            "::Demo::Leaf" => Some(Box::new(<super::demo::Leaf as Default>::default())),
+            _ => None,
+        }
+    }
+
+    /// The type id a compact id stands for.
+    pub fn compact(id: i32) -> Option<&'static str> {
+        match id {
+            7 => Some("::Demo::Leaf"),
+            _ => None,
+        }
+    }
+}

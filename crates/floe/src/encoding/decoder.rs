@@ -18,6 +18,7 @@ pub struct Decoder {
     encaps: Vec<OpenEncapsulation>,
     slice: Option<OpenSlice>,
     context: Option<DecoderContext>,
+    pub(super) classes: Option<Box<super::class::ClassReadState>>,
 }
 
 /// Something the layers above attach to a decoder so that values needing more than bytes can
@@ -40,7 +41,7 @@ impl Decoder {
     /// A decoder over `buf` with the given (outer) encoding.
     pub fn new(buf: Bytes, encoding: EncodingVersion) -> Self {
         let end = buf.len();
-        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None, context: None }
+        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None, context: None, classes: None }
     }
 
     /// Attaches a context (see [`DecoderContext`]).
@@ -129,6 +130,15 @@ impl Decoder {
     pub fn skip(&mut self, n: usize) -> Result<()> {
         self.need(n, "skipped bytes")?;
         self.pos += n;
+        Ok(())
+    }
+
+    /// Moves to an absolute position within the current encapsulation.
+    pub(crate) fn seek(&mut self, pos: usize) -> Result<()> {
+        if pos > self.end {
+            return Err(DecodeError::Malformed("position past the end of the encapsulation"));
+        }
+        self.pos = pos;
         Ok(())
     }
 
@@ -319,6 +329,17 @@ impl Decoder {
     pub fn read_optional(&mut self, tag: i32, expected: OptionalFormat) -> Result<bool> {
         if self.encoding.is_1_0() {
             return Ok(false);
+        }
+        // Inside a slice that announced no optional members there are none to find.
+        if let Some(open) = self.slice {
+            if open.flags & slice_flags::HAS_OPTIONAL_MEMBERS == 0 {
+                return Ok(false);
+            }
+        }
+        if let Some(classes) = &self.classes {
+            if !classes.optionals_allowed() {
+                return Ok(false);
+            }
         }
         loop {
             if self.pos >= self.end {

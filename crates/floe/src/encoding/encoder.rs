@@ -14,6 +14,7 @@ pub struct Encoder {
     encaps: Vec<OpenEncapsulation>,
     slice: Option<OpenSlice>,
     format: FormatType,
+    pub(super) classes: Option<Box<super::class::ClassWriteState>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +43,7 @@ impl Encoder {
 
     /// An encoder that appends to `buf` (whose existing bytes are kept).
     pub fn with_buffer(buf: BytesMut, encoding: EncodingVersion) -> Self {
-        Encoder { buf, encoding, encaps: Vec::new(), slice: None, format: FormatType::Compact }
+        Encoder { buf, encoding, encaps: Vec::new(), slice: None, format: FormatType::Compact, classes: None }
     }
 
     /// An empty encoder with room for `capacity` bytes.
@@ -292,8 +293,15 @@ impl Encoder {
 
     /// Starts writing a user exception: encoding 1.0 writes the `usesClasses` flag first.
     pub fn start_exception(&mut self) {
+        self.start_exception_with_classes(false);
+    }
+
+    /// Starts writing a user exception whose members may hold class instances: encoding 1.0
+    /// announces them (the instances follow the exception, see
+    /// [`Encoder::write_pending_values`]).
+    pub fn start_exception_with_classes(&mut self, uses_classes: bool) {
         if self.encoding.is_1_0() {
-            self.write_bool(false);
+            self.write_bool(uses_classes);
         }
     }
 

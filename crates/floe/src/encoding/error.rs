@@ -83,6 +83,14 @@ pub enum DecodeError {
     /// this reader does not understand).
     #[error("cannot skip {0}")]
     CannotSkip(&'static str),
+    /// A class reference whose instance is not of the reference's static type.
+    #[error("class instance of type {got} where {expected} was expected")]
+    UnexpectedClass {
+        /// The static type.
+        expected: &'static str,
+        /// The instance's type.
+        got: &'static str,
+    },
     /// A user-exception slice without a size whose type is unknown: the rest cannot be read.
     #[error("unknown exception slice {type_id} has no size and cannot be skipped")]
     UnknownSliceWithoutSize {

@@ -7,6 +7,7 @@
 //! bulk (see [`WireLayout`]), and byte sequences decode as [`bytes::Bytes`] views of the receive
 //! buffer without copying.
 
+pub mod class;
 mod decoder;
 mod encoder;
 mod error;
@@ -16,6 +17,7 @@ pub mod pool;
 mod proxy_data;
 mod traits;
 
+pub use class::{AnyClass, Class, ClassFactory, ClassType, ClassValue, UnknownSlicedValue};
 pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;
 pub use error::{DecodeError, Result};

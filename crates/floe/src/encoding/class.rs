@@ -1,0 +1,949 @@
+//! Class instances (Slice classes passed by value) in encodings 1.0 and 1.1.
+//!
+//! An instance lives in a [`Class<T>`]: a shared, mutable, reference-counted cell, so that a
+//! graph keeps its shape (two members pointing at one instance decode as two handles to one
+//! cell) and may contain cycles. `T` is the static type of the reference (the Slice type it was
+//! declared with); the instance itself may be of any type derived from `T`. Generated classes
+//! embed their base class as a field named `base`, implement [`ClassValue`] and [`ClassType`],
+//! and dereference to their base, so inherited members read naturally.
+//!
+//! On the wire (see the protocol notes): encoding 1.1 writes an instance inline the first time
+//! it is referenced (`size 1` + slices) and a back-reference (`size id`, ids from 2) after that;
+//! in the sliced format, references inside a slice are indexes into an indirection table that
+//! follows the slice. Encoding 1.0 writes `-id` at the reference and the instances themselves
+//! after the parameters ("pending values"). Readers skip slices of types they do not know when
+//! the slices carry sizes, and stop at the most derived type they know.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::error::{DecodeError, Result};
+use super::{Decode, Decoder, Encode, Encoder};
+
+/// A class instance as the runtime sees it. Generated code implements it for every class.
+pub trait ClassValue: Any + Send + Sync + fmt::Debug {
+    /// The Slice type id of the instance's most derived known type.
+    fn ice_id(&self) -> &'static str;
+
+    /// The part of this instance that is a `t` (itself or one of its embedded bases).
+    fn part(&self, t: TypeId) -> Option<&dyn Any>;
+
+    /// Mutable access to the part of this instance that is a `t`.
+    fn part_mut(&mut self, t: TypeId) -> Option<&mut dyn Any>;
+
+    /// Writes every slice, most derived first (with [`Encoder::start_class_slice`] and
+    /// [`Encoder::end_class_slice`] around each).
+    fn encode_slices(&self, enc: &mut Encoder);
+
+    /// Reads every slice, most derived first (with [`Decoder::start_class_slice`] and
+    /// [`Decoder::end_class_slice`] around each).
+    fn decode_slices(&mut self, dec: &mut Decoder) -> Result<()>;
+}
+
+/// How a reader creates instances: by type id, and the type id of a compact id. Each
+/// generated class has one covering itself and every class derived from it that the same
+/// Slice compilation knows.
+#[derive(Clone, Copy)]
+pub struct ClassFactory {
+    /// A default instance of the type with this id, if known.
+    pub create: fn(&str) -> Option<Box<dyn ClassValue>>,
+    /// The type id a compact id stands for, if known.
+    pub compact: fn(i32) -> Option<&'static str>,
+}
+
+impl fmt::Debug for ClassFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClassFactory")
+    }
+}
+
+/// A class with a static type: generated classes implement it.
+pub trait ClassType: ClassValue + Sized {
+    /// The Slice type id.
+    const TYPE_ID: &'static str;
+    /// Creates this type and the types derived from it.
+    const FACTORY: ClassFactory;
+}
+
+/// Returned by a [`ClassFactory`] for type ids nobody knows, when a reader must still produce
+/// an instance (a `Value` whose every slice is unknown, sliced format).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UnknownSlicedValue {
+    /// The most derived type id that was on the wire.
+    pub unknown_type_id: String,
+}
+
+impl ClassValue for UnknownSlicedValue {
+    fn ice_id(&self) -> &'static str {
+        "::Ice::UnknownSlicedValue"
+    }
+    fn part(&self, t: TypeId) -> Option<&dyn Any> {
+        (t == TypeId::of::<Self>()).then_some(self as &dyn Any)
+    }
+    fn part_mut(&mut self, t: TypeId) -> Option<&mut dyn Any> {
+        (t == TypeId::of::<Self>()).then_some(self as &mut dyn Any)
+    }
+    fn encode_slices(&self, enc: &mut Encoder) {
+        // Nothing of it was kept: it goes back out as a plain Ice::Object (in 1.0 the runtime
+        // writes that slice after every instance anyway).
+        if !enc.encoding().is_1_0() {
+            enc.start_class_slice("::Ice::Object", None, true, false);
+            enc.end_class_slice();
+        }
+    }
+    fn decode_slices(&mut self, _dec: &mut Decoder) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The shared cell behind every [`Class`] handle.
+struct ClassCell {
+    value: RwLock<Option<Box<dyn ClassValue>>>,
+}
+
+impl fmt::Debug for ClassCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ClassCell({:p})", self)
+    }
+}
+
+impl ClassCell {
+    fn empty() -> Arc<Self> {
+        Arc::new(ClassCell { value: RwLock::new(None) })
+    }
+    fn key(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as *const () as usize
+    }
+}
+
+/// A reference to a class instance whose static type is `T` (`Class<dyn ClassValue>`, alias
+/// [`AnyClass`], for Slice's `Value`/`Object` by value). Cloning it clones the reference, not
+/// the instance; equality is identity.
+pub struct Class<T: ?Sized + 'static = dyn ClassValue> {
+    cell: Arc<ClassCell>,
+    _type: PhantomData<fn() -> Box<T>>,
+}
+
+/// A reference to an instance of any class.
+pub type AnyClass = Class<dyn ClassValue>;
+
+impl<T: ?Sized> Clone for Class<T> {
+    fn clone(&self) -> Self {
+        Class { cell: self.cell.clone(), _type: PhantomData }
+    }
+}
+
+impl<T: ?Sized> PartialEq for Class<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl<T: ?Sized> Eq for Class<T> {}
+
+impl<T: ?Sized> fmt::Debug for Class<T> {
+    /// Prints the type and address only: graphs may be cyclic.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.cell.value.try_read().ok().and_then(|v| v.as_ref().map(|v| v.ice_id())).unwrap_or("?");
+        write!(f, "Class({id} @ {:#x})", self.cell.key())
+    }
+}
+
+impl<T: ?Sized> Class<T> {
+    /// The Slice type id of the instance's most derived known type.
+    pub fn ice_id(&self) -> &'static str {
+        self.cell
+            .value
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|v| v.ice_id())
+            .unwrap_or("::Ice::Object")
+    }
+
+    /// True when both refer to the same instance.
+    pub fn ptr_eq(&self, other: &Class<impl ?Sized>) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+
+    /// This reference with no static type.
+    pub fn to_any(&self) -> AnyClass {
+        Class { cell: self.cell.clone(), _type: PhantomData }
+    }
+
+    /// This reference as a `U`, if the instance is one (a `U` or derived from it).
+    pub fn downcast<U: ClassType>(&self) -> Option<Class<U>> {
+        let ok = self.cell.value.read().ok()?.as_ref()?.part(TypeId::of::<U>()).is_some();
+        ok.then(|| Class { cell: self.cell.clone(), _type: PhantomData })
+    }
+
+    /// Read access to the whole instance, as its dynamic type.
+    pub fn read_any(&self) -> ClassReadGuard<'_, dyn ClassValue> {
+        ClassReadGuard { guard: self.cell.value.read().unwrap_or_else(|p| p.into_inner()), _type: PhantomData }
+    }
+}
+
+impl<T: ClassType> Class<T> {
+    /// A new instance.
+    pub fn new(value: T) -> Self {
+        Class { cell: Arc::new(ClassCell { value: RwLock::new(Some(Box::new(value))) }), _type: PhantomData }
+    }
+
+    /// Read access to the instance as a `T`.
+    pub fn read(&self) -> ClassReadGuard<'_, T> {
+        ClassReadGuard { guard: self.cell.value.read().unwrap_or_else(|p| p.into_inner()), _type: PhantomData }
+    }
+
+    /// Write access to the instance as a `T`.
+    pub fn write(&self) -> ClassWriteGuard<'_, T> {
+        ClassWriteGuard { guard: self.cell.value.write().unwrap_or_else(|p| p.into_inner()), _type: PhantomData }
+    }
+}
+
+impl AnyClass {
+    /// A new instance of any class.
+    pub fn from_value(value: Box<dyn ClassValue>) -> Self {
+        Class { cell: Arc::new(ClassCell { value: RwLock::new(Some(value)) }), _type: PhantomData }
+    }
+}
+
+impl<T: ClassType> From<Class<T>> for AnyClass {
+    fn from(c: Class<T>) -> Self {
+        c.to_any()
+    }
+}
+
+/// Read access to an instance (see [`Class::read`]).
+pub struct ClassReadGuard<'a, T: ?Sized> {
+    guard: RwLockReadGuard<'a, Option<Box<dyn ClassValue>>>,
+    _type: PhantomData<fn() -> Box<T>>,
+}
+
+/// Write access to an instance (see [`Class::write`]).
+pub struct ClassWriteGuard<'a, T: ?Sized> {
+    guard: RwLockWriteGuard<'a, Option<Box<dyn ClassValue>>>,
+    _type: PhantomData<fn() -> Box<T>>,
+}
+
+// A `Class<T>` is only ever made for an instance that has a `T` part: by `Class::new`, by
+// `downcast` after checking, or by the decoder, which checks every reference's static type
+// before it returns. The expects below state that invariant.
+const FILLED: &str = "a class reference always refers to a decoded instance of its static type";
+
+impl<T: ClassType> std::ops::Deref for ClassReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().and_then(|v| v.part(TypeId::of::<T>())).and_then(|p| p.downcast_ref()).expect(FILLED)
+    }
+}
+
+impl std::ops::Deref for ClassReadGuard<'_, dyn ClassValue> {
+    type Target = dyn ClassValue;
+    fn deref(&self) -> &(dyn ClassValue + 'static) {
+        self.guard.as_deref().expect(FILLED)
+    }
+}
+
+impl<T: ClassType> std::ops::Deref for ClassWriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().and_then(|v| v.part(TypeId::of::<T>())).and_then(|p| p.downcast_ref()).expect(FILLED)
+    }
+}
+
+impl<T: ClassType> std::ops::DerefMut for ClassWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().and_then(|v| v.part_mut(TypeId::of::<T>())).and_then(|p| p.downcast_mut()).expect(FILLED)
+    }
+}
+
+// ---- encoding
+
+/// Slice flags (`Protocol.h`).
+pub(crate) mod flags {
+    pub(crate) const TYPE_ID_STRING: u8 = 0x01;
+    pub(crate) const TYPE_ID_INDEX: u8 = 0x02;
+    pub(crate) const TYPE_ID_COMPACT: u8 = 0x03;
+    pub(crate) const TYPE_ID_MASK: u8 = 0x03;
+    pub(crate) const HAS_OPTIONAL_MEMBERS: u8 = 0x04;
+    pub(crate) const HAS_INDIRECTION_TABLE: u8 = 0x08;
+    pub(crate) const HAS_SLICE_SIZE: u8 = 0x10;
+    pub(crate) const IS_LAST_SLICE: u8 = 0x20;
+}
+
+/// One slice being written.
+#[derive(Debug, Default)]
+struct WriteSlice {
+    flags_pos: usize,
+    size_pos: Option<usize>,
+    /// Sliced format: instances referenced from this slice, in table order.
+    table: Vec<Arc<ClassCell>>,
+    table_index: HashMap<usize, usize>,
+}
+
+/// What an encoder remembers about classes within one encapsulation.
+#[derive(Debug, Default)]
+pub(crate) struct ClassWriteState {
+    /// Instance ids by cell (1.1: from 2; 1.0: from 1).
+    ids: HashMap<usize, i32>,
+    next_id: i32,
+    /// Type ids already written, with their index (from 1).
+    type_ids: HashMap<String, usize>,
+    /// 1.0: instances referenced but not written yet.
+    pending: Vec<(i32, Arc<ClassCell>)>,
+    /// Class slices being written, innermost last (one per instance being written).
+    slices: Vec<Option<WriteSlice>>,
+    /// The next slice to start is the first of its instance.
+    first_slice: bool,
+}
+
+impl Encoder {
+    fn class_state(&mut self) -> &mut ClassWriteState {
+        let first_id = if self.encoding().is_1_0() { 1 } else { 2 };
+        self.classes.get_or_insert_with(|| Box::new(ClassWriteState { next_id: first_id, ..Default::default() }))
+    }
+
+    /// Writes a reference to a class instance (`None`: null).
+    pub fn write_class<T: ?Sized>(&mut self, value: Option<&Class<T>>) {
+        let Some(value) = value else {
+            if self.encoding().is_1_0() {
+                self.write_i32(0);
+            } else {
+                self.write_size(0);
+            }
+            return;
+        };
+        let cell = value.cell.clone();
+        if self.encoding().is_1_0() {
+            let state = self.class_state();
+            let key = cell.key();
+            let id = match state.ids.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let id = state.next_id;
+                    state.next_id += 1;
+                    state.ids.insert(key, id);
+                    state.pending.push((id, cell));
+                    id
+                }
+            };
+            self.write_i32(-id);
+            return;
+        }
+        // 1.1, inside a slice of the sliced format: an index into the slice's table.
+        let sliced = self.format() == super::FormatType::Sliced;
+        if sliced {
+            if let Some(Some(slice)) = self.class_state().slices.last_mut() {
+                let key = cell.key();
+                let index = match slice.table_index.get(&key) {
+                    Some(i) => *i,
+                    None => {
+                        slice.table.push(cell);
+                        let i = slice.table.len();
+                        slice.table_index.insert(key, i);
+                        i
+                    }
+                };
+                self.write_size(index);
+                return;
+            }
+        }
+        self.write_instance(cell);
+    }
+
+    /// 1.1: a back-reference, or `1` and the instance's slices.
+    fn write_instance(&mut self, cell: Arc<ClassCell>) {
+        let state = self.class_state();
+        let key = cell.key();
+        if let Some(id) = state.ids.get(&key) {
+            let id = *id;
+            self.write_size(id as usize);
+            return;
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        state.ids.insert(key, id);
+        self.write_size(1);
+        self.write_instance_slices(&cell);
+    }
+
+    fn write_instance_slices(&mut self, cell: &Arc<ClassCell>) {
+        let state = self.class_state();
+        let outer_first = std::mem::replace(&mut state.first_slice, true);
+        state.slices.push(None);
+        let guard = cell.value.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(v) => v.encode_slices(self),
+            None => UnknownSlicedValue::default().encode_slices(self),
+        }
+        drop(guard);
+        self.end_class_instance_1_0();
+        let state = self.class_state();
+        state.slices.pop();
+        state.first_slice = outer_first;
+    }
+
+    /// Starts a slice of a class instance: its type id (`compact_id` is used instead when
+    /// given, in 1.1), `last` for the least derived slice, `has_optionals` when optional
+    /// members follow (1.1).
+    pub fn start_class_slice(&mut self, type_id: &str, compact_id: Option<i32>, last: bool, has_optionals: bool) {
+        if self.encoding().is_1_0() {
+            self.write_type_id_1_0(type_id);
+            let size_pos = self.len();
+            self.write_i32(0);
+            let slot = self.class_state().slices.last_mut();
+            if let Some(slot) = slot {
+                *slot = Some(WriteSlice { flags_pos: usize::MAX, size_pos: Some(size_pos), ..Default::default() });
+            }
+            return;
+        }
+        let sliced = self.format() == super::FormatType::Sliced;
+        let first = std::mem::replace(&mut self.class_state().first_slice, false);
+        let mut f = 0u8;
+        if last {
+            f |= flags::IS_LAST_SLICE;
+        }
+        if has_optionals {
+            f |= flags::HAS_OPTIONAL_MEMBERS;
+        }
+        if sliced {
+            f |= flags::HAS_SLICE_SIZE;
+        }
+        let flags_pos = self.len();
+        self.write_u8(0);
+        if first || sliced {
+            if let Some(compact) = compact_id {
+                f |= flags::TYPE_ID_COMPACT;
+                self.write_size(compact as usize);
+            } else {
+                let state = self.class_state();
+                match state.type_ids.get(type_id) {
+                    Some(index) => {
+                        let index = *index;
+                        f |= flags::TYPE_ID_INDEX;
+                        self.write_size(index);
+                    }
+                    None => {
+                        let index = state.type_ids.len() + 1;
+                        state.type_ids.insert(type_id.to_string(), index);
+                        f |= flags::TYPE_ID_STRING;
+                        self.write_str(type_id);
+                    }
+                }
+            }
+        }
+        self.as_mut_slice()[flags_pos] = f;
+        let size_pos = sliced.then(|| {
+            let p = self.len();
+            self.write_i32(0);
+            p
+        });
+        if let Some(slot) = self.class_state().slices.last_mut() {
+            *slot = Some(WriteSlice { flags_pos, size_pos, ..Default::default() });
+        }
+    }
+
+    fn write_type_id_1_0(&mut self, type_id: &str) {
+        let state = self.class_state();
+        match state.type_ids.get(type_id) {
+            Some(index) => {
+                let index = *index;
+                self.write_bool(true);
+                self.write_size(index);
+            }
+            None => {
+                let index = state.type_ids.len() + 1;
+                state.type_ids.insert(type_id.to_string(), index);
+                self.write_bool(false);
+                self.write_str(type_id);
+            }
+        }
+    }
+
+    /// Ends the slice opened by [`Encoder::start_class_slice`]: the optional end marker, the
+    /// slice size, and (sliced format) the indirection table. Encoding 1.0 ends the instance
+    /// with the `::Ice::Object` slice after the last one.
+    pub fn end_class_slice(&mut self) {
+        let slice = self.class_state().slices.last_mut().and_then(Option::take);
+        let Some(slice) = slice else { return };
+        if self.encoding().is_1_0() {
+            if let Some(size_pos) = slice.size_pos {
+                let size = (self.len() - size_pos) as i32;
+                self.patch_i32(size_pos, size);
+            }
+            return;
+        }
+        let f = self.as_slice()[slice.flags_pos];
+        if f & flags::HAS_OPTIONAL_MEMBERS != 0 {
+            self.write_u8(super::OPTIONAL_END_MARKER);
+        }
+        if let Some(size_pos) = slice.size_pos {
+            let size = (self.len() - size_pos) as i32;
+            self.patch_i32(size_pos, size);
+        }
+        if !slice.table.is_empty() {
+            self.as_mut_slice()[slice.flags_pos] = f | flags::HAS_INDIRECTION_TABLE;
+            self.write_size(slice.table.len());
+            // Table entries are written like references outside any slice.
+            let state = self.class_state();
+            state.slices.push(None);
+            for cell in slice.table {
+                self.write_instance(cell);
+            }
+            self.class_state().slices.pop();
+        }
+    }
+
+    /// Encoding 1.0: ends an instance written with its slices by writing the `::Ice::Object`
+    /// slice (an empty facet map).
+    fn end_class_instance_1_0(&mut self) {
+        if !self.encoding().is_1_0() {
+            return;
+        }
+        self.write_type_id_1_0("::Ice::Object");
+        let size_pos = self.len();
+        self.write_i32(0);
+        self.write_size(0);
+        let size = (self.len() - size_pos) as i32;
+        self.patch_i32(size_pos, size);
+    }
+
+    /// Ends the classes of an encapsulation: encoding 1.0 writes the instances referenced so
+    /// far (and those they reference), then `size 0`. Generated code calls it after the
+    /// parameters (or exception) of operations whose signature uses classes; encoding 1.1
+    /// writes nothing.
+    pub fn write_pending_values(&mut self) {
+        if !self.encoding().is_1_0() {
+            return;
+        }
+        loop {
+            let pending = std::mem::take(&mut self.class_state().pending);
+            if pending.is_empty() {
+                break;
+            }
+            self.write_size(pending.len());
+            for (id, cell) in pending {
+                self.write_i32(id);
+                self.write_instance_slices(&cell);
+            }
+        }
+        self.write_size(0);
+    }
+}
+
+impl<T: ?Sized> Encode for Option<Class<T>> {
+    fn encode(&self, enc: &mut Encoder) {
+        enc.write_class(self.as_ref());
+    }
+}
+
+impl<T: ClassType> Decode for Option<Class<T>> {
+    const MIN_WIRE_SIZE: usize = 1;
+    fn decode(dec: &mut Decoder) -> Result<Self> {
+        dec.read_class::<T>()
+    }
+}
+
+impl Decode for Option<AnyClass> {
+    const MIN_WIRE_SIZE: usize = 1;
+    fn decode(dec: &mut Decoder) -> Result<Self> {
+        dec.read_any_class(None)
+    }
+}
+
+// ---- decoding
+
+/// The header of a class slice as read from the wire.
+#[derive(Debug, Clone, Default)]
+struct ReadSlice {
+    flags: u8,
+    type_id: Option<String>,
+    /// Position just after the slice's members (and optionals), when the size is known.
+    end: Option<usize>,
+    /// Position after the indirection table, which was read at the start of the slice.
+    after_table: Option<usize>,
+    table: Vec<Arc<ClassCell>>,
+}
+
+/// What a decoder remembers about classes within one encapsulation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClassReadState {
+    cells: HashMap<i32, Arc<ClassCell>>,
+    next_id: i32,
+    type_ids: Vec<String>,
+    /// 1.0: factories to create pending instances with, by id.
+    factories: HashMap<i32, ClassFactory>,
+    /// Static types to check once every instance is read: (cell, type, type name).
+    checks: Vec<(Arc<ClassCell>, Option<TypeId>, &'static str)>,
+    /// The slice being read in each instance being decoded, innermost last.
+    slices: Vec<Option<ReadSlice>>,
+    /// The header of the first slice, read while looking for a known type.
+    first: Option<ReadSlice>,
+    depth: usize,
+}
+
+impl ClassReadState {
+    /// False inside a class slice that announced no optional members.
+    pub(crate) fn optionals_allowed(&self) -> bool {
+        match self.slices.last() {
+            Some(Some(s)) => s.flags & flags::HAS_OPTIONAL_MEMBERS != 0,
+            _ => true,
+        }
+    }
+}
+
+/// How deep instances may nest while decoding (`Ice.ClassGraphDepthMax`'s default).
+pub const CLASS_GRAPH_DEPTH_MAX: usize = 100;
+
+fn unknown_factory() -> ClassFactory {
+    ClassFactory { create: |_| None, compact: |_| None }
+}
+
+impl Decoder {
+    fn class_state(&mut self) -> &mut ClassReadState {
+        let first_id = if self.encoding().is_1_0() { 1 } else { 2 };
+        self.classes.get_or_insert_with(|| Box::new(ClassReadState { next_id: first_id, ..Default::default() }))
+    }
+
+    /// Reads a reference to an instance of `T` (or of a type derived from it).
+    pub fn read_class<T: ClassType>(&mut self) -> Result<Option<Class<T>>> {
+        let cell = self.read_class_cell(T::FACTORY)?;
+        Ok(cell.map(|cell| {
+            self.class_state().checks.push((cell.clone(), Some(TypeId::of::<T>()), T::TYPE_ID));
+            Class { cell, _type: PhantomData }
+        }))
+    }
+
+    /// Reads a reference to an instance of any class, creating instances with `factory`
+    /// (types it does not know are sliced to the most derived type it knows).
+    pub fn read_any_class(&mut self, factory: Option<ClassFactory>) -> Result<Option<AnyClass>> {
+        let cell = self.read_class_cell(factory.unwrap_or_else(unknown_factory))?;
+        Ok(cell.map(|cell| {
+            self.class_state().checks.push((cell.clone(), None, "::Ice::Object"));
+            Class { cell, _type: PhantomData }
+        }))
+    }
+
+    fn read_class_cell(&mut self, factory: ClassFactory) -> Result<Option<Arc<ClassCell>>> {
+        if self.encoding().is_1_0() {
+            let id = self.read_i32()?;
+            if id == 0 {
+                return Ok(None);
+            }
+            if id > 0 {
+                return Err(DecodeError::Malformed("a 1.0 class reference must be negative"));
+            }
+            let id = id.checked_neg().ok_or(DecodeError::Malformed("class id out of range"))?;
+            let state = self.class_state();
+            state.factories.entry(id).or_insert(factory);
+            let cell = state.cells.entry(id).or_insert_with(ClassCell::empty).clone();
+            return Ok(Some(cell));
+        }
+        // 1.1 inside a sliced slice with an indirection table: an index into it.
+        let in_table =
+            matches!(self.class_state().slices.last(), Some(Some(s)) if s.flags & flags::HAS_INDIRECTION_TABLE != 0);
+        if in_table {
+            let index = self.read_size()?;
+            if index == 0 {
+                return Ok(None);
+            }
+            let Some(Some(slice)) = self.class_state().slices.last() else { unreachable!("checked above") };
+            return slice
+                .table
+                .get(index - 1)
+                .cloned()
+                .map(Some)
+                .ok_or(DecodeError::Malformed("indirection table index out of range"));
+        }
+        self.read_instance(factory).map(Some).or_else(|e| match e {
+            DecodeError::Malformed("null class reference") => Ok(None),
+            e => Err(e),
+        })
+    }
+
+    /// 1.1: `0` (null), a back-reference, or `1` and an inline instance.
+    fn read_instance(&mut self, factory: ClassFactory) -> Result<Arc<ClassCell>> {
+        let n = self.read_size()?;
+        match n {
+            0 => Err(DecodeError::Malformed("null class reference")),
+            1 => {
+                let state = self.class_state();
+                let id = state.next_id;
+                state.next_id += 1;
+                let cell = ClassCell::empty();
+                state.cells.insert(id, cell.clone());
+                self.read_instance_body(&cell, factory)?;
+                Ok(cell)
+            }
+            id => {
+                let id = i32::try_from(id).map_err(|_| DecodeError::Malformed("class id out of range"))?;
+                self.class_state()
+                    .cells
+                    .get(&id)
+                    .cloned()
+                    .ok_or(DecodeError::Malformed("back-reference to an unknown class instance"))
+            }
+        }
+    }
+
+    /// Reads an instance's slices into `cell`: skips slices of unknown types (when they have
+    /// sizes) until one `factory` knows, creates it and lets it read the rest.
+    fn read_instance_body(&mut self, cell: &Arc<ClassCell>, factory: ClassFactory) -> Result<()> {
+        {
+            let state = self.class_state();
+            state.depth += 1;
+            if state.depth > CLASS_GRAPH_DEPTH_MAX {
+                return Err(DecodeError::Malformed("class graph deeper than Ice.ClassGraphDepthMax (100)"));
+            }
+            state.slices.push(None);
+        }
+        let result = self.read_instance_slices(cell, factory);
+        let state = self.class_state();
+        state.slices.pop();
+        state.depth -= 1;
+        result
+    }
+
+    fn read_instance_slices(&mut self, cell: &Arc<ClassCell>, factory: ClassFactory) -> Result<()> {
+        let mut most_derived: Option<String> = None;
+        loop {
+            let header = self.read_class_slice_header(true, &factory)?;
+            let type_id = header.type_id.clone().unwrap_or_default();
+            if most_derived.is_none() {
+                most_derived = Some(type_id.clone());
+            }
+            if type_id == "::Ice::Object" && self.encoding().is_1_0() {
+                // 1.0: every slice was unknown.
+                self.skip_class_slice(header)?;
+                let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
+                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                return Ok(());
+            }
+            if let Some(mut value) = (factory.create)(&type_id) {
+                self.class_state().first = Some(header);
+                let result = value.decode_slices(self);
+                self.class_state().first = None;
+                result?;
+                if self.encoding().is_1_0() {
+                    self.read_object_slice_1_0()?;
+                }
+                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                return Ok(());
+            }
+            let last = header.flags & flags::IS_LAST_SLICE != 0;
+            if header.end.is_none() {
+                return Err(DecodeError::UnknownSliceWithoutSize { type_id });
+            }
+            self.skip_class_slice(header)?;
+            if last {
+                let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
+                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                return Ok(());
+            }
+        }
+    }
+
+    fn read_object_slice_1_0(&mut self) -> Result<()> {
+        let header = self.read_class_slice_header(false, &unknown_factory())?;
+        if header.type_id.as_deref() != Some("::Ice::Object") {
+            return Err(DecodeError::Malformed("a 1.0 class instance must end with the ::Ice::Object slice"));
+        }
+        let facets = self.read_size()?;
+        if facets != 0 {
+            return Err(DecodeError::Malformed("class instances with facets are not supported"));
+        }
+        Ok(())
+    }
+
+    /// Reads a slice header; in 1.1 reads the indirection table right away (it follows the
+    /// slice, and the members refer to it) and comes back to the members.
+    fn read_class_slice_header(&mut self, first: bool, factory: &ClassFactory) -> Result<ReadSlice> {
+        if self.encoding().is_1_0() {
+            let is_index = self.read_bool()?;
+            let type_id = if is_index {
+                let index = self.read_size()?;
+                self.type_id_at(index)?
+            } else {
+                self.new_type_id()?
+            };
+            let size = self.read_i32()?;
+            if size < 4 || (size as usize - 4) > self.remaining() {
+                return Err(DecodeError::BadSliceSize(size));
+            }
+            let end = self.position() + size as usize - 4;
+            return Ok(ReadSlice {
+                flags: flags::HAS_SLICE_SIZE,
+                type_id: Some(type_id),
+                end: Some(end),
+                ..Default::default()
+            });
+        }
+        let f = self.read_u8()?;
+        let type_id = match f & flags::TYPE_ID_MASK {
+            flags::TYPE_ID_STRING => Some(self.new_type_id()?),
+            flags::TYPE_ID_INDEX => {
+                let index = self.read_size()?;
+                Some(self.type_id_at(index)?)
+            }
+            flags::TYPE_ID_COMPACT => {
+                let compact = self.read_size()?;
+                let compact = i32::try_from(compact).map_err(|_| DecodeError::Malformed("compact id out of range"))?;
+                Some((factory.compact)(compact).map(str::to_string).unwrap_or_else(|| compact.to_string()))
+            }
+            _ if first => return Err(DecodeError::Malformed("the first slice of a class instance has no type id")),
+            _ => None,
+        };
+        let end = if f & flags::HAS_SLICE_SIZE != 0 {
+            let size = self.read_i32()?;
+            if size < 4 || (size as usize - 4) > self.remaining() {
+                return Err(DecodeError::BadSliceSize(size));
+            }
+            Some(self.position() + size as usize - 4)
+        } else {
+            None
+        };
+        let mut slice = ReadSlice { flags: f, type_id, end, ..Default::default() };
+        if f & flags::HAS_INDIRECTION_TABLE != 0 {
+            let Some(end) = end else {
+                return Err(DecodeError::Malformed("an indirection table needs a sliced slice"));
+            };
+            let members = self.position();
+            self.seek(end)?;
+            let n = self.read_seq_len(1)?;
+            let mut table = Vec::with_capacity(n);
+            self.class_state().slices.push(None);
+            let result = (|| {
+                for _ in 0..n {
+                    match self.read_instance(*factory) {
+                        Ok(cell) => table.push(cell),
+                        Err(DecodeError::Malformed("null class reference")) => {
+                            return Err(DecodeError::Malformed("null entry in an indirection table"))
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            })();
+            self.class_state().slices.pop();
+            result?;
+            slice.after_table = Some(self.position());
+            slice.table = table;
+            self.seek(members)?;
+        }
+        Ok(slice)
+    }
+
+    fn new_type_id(&mut self) -> Result<String> {
+        let id = self.read_string()?;
+        self.class_state().type_ids.push(id.clone());
+        Ok(id)
+    }
+
+    fn type_id_at(&mut self, index: usize) -> Result<String> {
+        let ids = &self.class_state().type_ids;
+        index.checked_sub(1).and_then(|i| ids.get(i)).cloned().ok_or(DecodeError::Malformed("unknown type id index"))
+    }
+
+    fn skip_class_slice(&mut self, slice: ReadSlice) -> Result<()> {
+        let end = slice.after_table.or(slice.end).ok_or(DecodeError::Malformed("slice without size"))?;
+        self.seek(end)
+    }
+
+    /// Starts reading one slice of an instance (the first one's header was already read by
+    /// the runtime to pick the type). Returns the slice's type id when the wire carries one.
+    pub fn start_class_slice(&mut self) -> Result<Option<String>> {
+        let header = match self.class_state().first.take() {
+            Some(h) => h,
+            None => self.read_class_slice_header(false, &unknown_factory())?,
+        };
+        let type_id = header.type_id.clone();
+        if let Some(slot) = self.class_state().slices.last_mut() {
+            *slot = Some(header);
+        }
+        Ok(type_id)
+    }
+
+    /// Ends the current slice: skips optional members nobody read, checks a sized slice's
+    /// end and moves past its indirection table.
+    pub fn end_class_slice(&mut self) -> Result<()> {
+        let slice = self.class_state().slices.last_mut().and_then(Option::take);
+        let Some(slice) = slice else { return Err(DecodeError::Malformed("no open class slice")) };
+        if slice.flags & flags::HAS_OPTIONAL_MEMBERS != 0 && !self.encoding().is_1_0() {
+            // Unread optional members up to the end marker, which must be there.
+            loop {
+                let v = self.read_u8()?;
+                if v == super::OPTIONAL_END_MARKER {
+                    break;
+                }
+                if v >> 3 == 30 {
+                    self.read_size()?;
+                }
+                self.skip_optional(super::OptionalFormat::from_bits(v))?;
+            }
+        }
+        if let Some(end) = slice.end {
+            if self.position() != end {
+                return Err(DecodeError::Malformed("class slice does not end at its size"));
+            }
+        }
+        if let Some(after) = slice.after_table {
+            self.seek(after)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the classes of an encapsulation: encoding 1.0 reads the pending instances; then
+    /// every reference read is checked against its static type. Generated code calls it after
+    /// the parameters (or exception) of operations whose signature uses classes.
+    pub fn read_pending_values(&mut self) -> Result<()> {
+        if self.classes.is_none() {
+            if self.encoding().is_1_0() {
+                // No reference was read, but the (empty) list of pending values is there.
+                let n = self.read_size()?;
+                if n != 0 {
+                    return Err(DecodeError::Malformed("pending class instances nobody refers to"));
+                }
+            }
+            return Ok(());
+        }
+        if self.encoding().is_1_0() {
+            loop {
+                let n = self.read_seq_len(4)?;
+                if n == 0 {
+                    break;
+                }
+                for _ in 0..n {
+                    let id = self.read_i32()?;
+                    let state = self.class_state();
+                    let Some(cell) = state.cells.get(&id).cloned() else {
+                        return Err(DecodeError::Malformed("pending class instance nobody refers to"));
+                    };
+                    if cell.value.read().map(|v| v.is_some()).unwrap_or(true) {
+                        return Err(DecodeError::Malformed("class instance sent twice"));
+                    }
+                    let factory = state.factories.get(&id).copied().unwrap_or_else(unknown_factory);
+                    self.read_instance_body(&cell, factory)?;
+                }
+            }
+        }
+        let checks = std::mem::take(&mut self.class_state().checks);
+        for (cell, type_id, name) in checks {
+            let guard = cell.value.read().unwrap_or_else(|p| p.into_inner());
+            let ok = match (guard.as_ref(), type_id) {
+                (None, _) => return Err(DecodeError::Malformed("class reference to an instance that never came")),
+                (Some(_), None) => true,
+                (Some(v), Some(t)) => v.part(t).is_some(),
+            };
+            if !ok {
+                return Err(DecodeError::UnexpectedClass {
+                    expected: name,
+                    got: guard.as_ref().map(|v| v.ice_id()).unwrap_or("?"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
