@@ -202,8 +202,19 @@ proptest! {
         let mut expected = p.clone();
         if enc.is_1_0() {
             expected.encoding = EncodingVersion::V1_0;
+            // Endpoints floe has no transport for stay opaque in a 1.0 encapsulation: they
+            // come back as the same bytes rather than the same structure.
+            let reencode = |p: &ProxyData| {
+                let mut e = Encoder::new(enc);
+                p.encode(&mut e);
+                e.into_bytes()
+            };
+            prop_assert_eq!(reencode(&back), reencode(&expected));
+            let tcp_or_opaque = |e: &EndpointData| matches!(e, EndpointData::Tcp(_) | EndpointData::Opaque { .. });
+            prop_assert!(back.endpoints.iter().all(tcp_or_opaque));
+        } else {
+            prop_assert_eq!(back, expected);
         }
-        prop_assert_eq!(back, expected);
     }
 
     #[test]
