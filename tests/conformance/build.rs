@@ -18,6 +18,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("ami", &["Ice/BuiltinSequences.ice"]),
     ("timeout", &[]),
     ("inheritance", &[]),
+    ("operations", &["Ice/Current.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

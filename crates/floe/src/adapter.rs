@@ -35,6 +35,7 @@ struct AdapterInner {
     activated: AtomicBool,
     held: AtomicBool,
     resumed: Notify,
+    held_notify: Notify,
     deactivated: AtomicBool,
     deactivated_notify: Notify,
 }
@@ -87,6 +88,7 @@ impl ObjectAdapter {
                 activated: AtomicBool::new(false),
                 held: AtomicBool::new(false),
                 resumed: Notify::new(),
+                held_notify: Notify::new(),
                 deactivated: AtomicBool::new(false),
                 deactivated_notify: Notify::new(),
             }),
@@ -248,6 +250,19 @@ impl ObjectAdapter {
     /// progress finish.
     pub fn hold(&self) {
         self.inner.held.store(true, Ordering::Release);
+        // Readers waiting for bytes stop waiting (their read is cancel-safe).
+        self.inner.held_notify.notify_waiters();
+    }
+
+    /// Returns once the adapter is held (at once if it is).
+    pub(crate) async fn wait_until_held(&self) {
+        loop {
+            let held = self.inner.held_notify.notified();
+            if self.is_held() {
+                return;
+            }
+            held.await;
+        }
     }
 
     /// True while the adapter is held.

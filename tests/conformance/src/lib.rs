@@ -28,6 +28,9 @@ pub mod generated {
     pub mod inheritance {
         include!(concat!(env!("OUT_DIR"), "/inheritance.rs"));
     }
+    pub mod operations {
+        include!(concat!(env!("OUT_DIR"), "/operations.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

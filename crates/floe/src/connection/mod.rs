@@ -547,7 +547,19 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
         }
         // Bound the dispatches in progress: stop reading until one completes.
         wait_for_dispatch_slot(&conn).await;
-        let result = match read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout).await {
+        // A read in progress stops when the adapter is held: nothing more is read until it is
+        // activated again.
+        let adapter = conn.shared.adapter.read().expect("adapter lock").clone();
+        let step = read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout);
+        let step = match adapter {
+            Some(adapter) => tokio::select! {
+                biased;
+                s = step => s,
+                _ = adapter.wait_until_held() => continue,
+            },
+            None => step.await,
+        };
+        let result = match step {
             ReadStep::Read(r) => r,
             ReadStep::IdleShrunk => continue,
             ReadStep::PartialTimeout(limit) => {

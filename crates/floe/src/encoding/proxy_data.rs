@@ -186,14 +186,15 @@ impl Decode for EndpointData {
             let mut inner = Decoder::new(body.clone(), encoding);
             // A known type whose body does not decode exactly is kept opaque, so that it is
             // still written back byte for byte.
-            if let Ok(Some(ep)) = EndpointData::decode_body(ty, &mut inner) {
-                // Endpoints floe has no transport for (ssl, udp, ws, wss) are only taken apart
-                // from a 1.1 encapsulation; from a 1.0 one they stay opaque, as an Ice runtime
-                // without that transport's plugin keeps them, so that echoing such a proxy
-                // returns the same bytes (Ice's own proxy test checks this).
-                let usable_or_current = matches!(ep, EndpointData::Tcp(_)) || encoding == EncodingVersion::V1_1;
-                if inner.is_empty() && usable_or_current {
-                    return Ok(ep);
+            // ssl and wss need the IceSSL plugin, which floe does not have: like an Ice runtime
+            // without it, floe keeps them opaque and writes them back byte for byte (Ice's own
+            // proxy test checks this). tcp, udp and ws, which Ice's core knows, are taken apart.
+            let needs_ssl = ty == endpoint_type::SSL || ty == endpoint_type::WSS;
+            if !needs_ssl {
+                if let Ok(Some(ep)) = EndpointData::decode_body(ty, &mut inner) {
+                    if inner.is_empty() {
+                        return Ok(ep);
+                    }
                 }
             }
         }
