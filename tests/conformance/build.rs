@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Suites whose Test.ice the servers are generated from (directories under python/test/Ice),
-/// with the Ice Slice files they include whose definitions the generated code uses.
+/// with the Ice Slice files they include whose definitions the generated code uses, and the
+/// suite's other Slice files the server loads (`./…`).
 const SUITES: &[(&str, &[&str])] = &[
     ("enums", &[]),
     ("facets", &[]),
@@ -19,6 +20,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("timeout", &[]),
     ("inheritance", &[]),
     ("operations", &["Ice/Current.ice"]),
+    ("objects", &["./Forward.ice", "./ServerPrivate.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.
@@ -38,9 +40,13 @@ fn main() {
     let includes: Vec<&str> = slice_dirs.iter().copied().filter(|d| Path::new(d).is_dir()).collect();
     let slice_root = includes.first().map(PathBuf::from).expect("zeroc-ice-slice is installed (/usr/share/ice/slice)");
     for (suite, extra) in SUITES {
-        let ice = root.join("python/test/Ice").join(suite).join("Test.ice");
+        let dir = root.join("python/test/Ice").join(suite);
+        let ice = dir.join("Test.ice");
         let mut files = vec![ice.clone()];
-        files.extend(extra.iter().map(|f| slice_root.join(f)));
+        files.extend(extra.iter().map(|f| match f.strip_prefix("./") {
+            Some(local) => dir.join(local),
+            None => slice_root.join(f),
+        }));
         floe_build::configure()
             .compile_into(&files, &includes, &format!("{suite}.rs"))
             .unwrap_or_else(|e| panic!("{}: {e}", ice.display()));

@@ -191,6 +191,9 @@ pub enum DefKind {
         implements: Vec<(String, Span, Option<String>)>,
         /// Compact type id.
         compact_id: Option<i32>,
+        /// A compact type id given as the name of an integer constant (resolved by the checker
+        /// into `compact_id`).
+        compact_id_name: Option<(String, Span)>,
         /// Data members.
         members: Vec<Member>,
         /// Operations (3.7 classes with operations: generated as a proxy and servant trait).

@@ -286,7 +286,18 @@ impl Checker {
                     }
                     self.resolve_ops(ops, &abs);
                 }
-                DefKind::Class { base, implements, members, ops, .. } => {
+                DefKind::Class { base, implements, members, ops, compact_id, compact_id_name, .. } => {
+                    if let Some((n, sp)) = compact_id_name.clone() {
+                        let abs = self.resolve_name(&n, sp, scope, &[SymKind::Const], "an integer constant");
+                        match abs.and_then(|a| self.int_consts.get(&a).copied()) {
+                            Some(v) if (0..=i32::MAX as i128).contains(&v) => *compact_id = Some(v as i32),
+                            _ => self.diags.push(Diagnostic::error(
+                                Code::BadConstant,
+                                sp,
+                                format!("compact id `{n}` is not a non-negative integer constant"),
+                            )),
+                        }
+                    }
                     if let Some((n, s, r)) = base {
                         *r = self.resolve_name(n, *s, scope, &[SymKind::Class], "a class");
                     }

@@ -323,13 +323,15 @@ impl Parser {
             "class" => {
                 let (name, _) = self.ident("a class name")?;
                 let mut compact_id = None;
+                let mut compact_id_name = None;
                 if self.eat_punct('(') {
                     match self.peek().cloned() {
                         Some(Tok::Int(v)) if (0..=i32::MAX as i128).contains(&v) => {
                             self.pos += 1;
                             compact_id = Some(v as i32);
                         }
-                        _ => return self.err("expected a compact id (a non-negative integer)"),
+                        Some(Tok::Ident { .. }) | Some(Tok::Scope) => compact_id_name = Some(self.scoped_name()?),
+                        _ => return self.err("expected a compact id (a non-negative integer or an integer constant)"),
                     }
                     self.expect_punct(')')?;
                 }
@@ -340,6 +342,7 @@ impl Parser {
                             base: None,
                             implements: vec![],
                             compact_id,
+                            compact_id_name,
                             members: vec![],
                             ops: vec![],
                             forward: true,
@@ -375,7 +378,10 @@ impl Parser {
                         }
                     }
                     self.pos += 1;
-                    (name, DefKind::Class { base, implements, compact_id, members, ops, forward: false })
+                    (
+                        name,
+                        DefKind::Class { base, implements, compact_id, compact_id_name, members, ops, forward: false },
+                    )
                 }
             }
             "exception" | "struct" => {

@@ -31,6 +31,9 @@ pub mod generated {
     pub mod operations {
         include!(concat!(env!("OUT_DIR"), "/operations.rs"));
     }
+    pub mod objects {
+        include!(concat!(env!("OUT_DIR"), "/objects.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

@@ -934,11 +934,18 @@ pub mod demo {
     impl Account {
         /// The Slice type id.
         pub const TYPE_ID: &'static str = "::Demo::Account";
+        #[doc(hidden)]
+        pub fn __has_part(t: std::any::TypeId) -> bool {
+            t == std::any::TypeId::of::<Self>()
+        }
     }
 
     impl ::floe::encoding::ClassValue for Account {
         fn ice_id(&self) -> &'static str {
             Self::TYPE_ID
+        }
+        fn part_checker(&self) -> fn(std::any::TypeId) -> bool {
+            Self::__has_part
         }
         fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
             if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { None }
@@ -1147,6 +1154,10 @@ pub mod demo {
     impl Savings {
         /// The Slice type id.
         pub const TYPE_ID: &'static str = "::Demo::Savings";
+        #[doc(hidden)]
+        pub fn __has_part(t: std::any::TypeId) -> bool {
+            t == std::any::TypeId::of::<Self>() || Account::__has_part(t)
+        }
     }
 
     impl std::ops::Deref for Savings {
@@ -1165,6 +1176,9 @@ pub mod demo {
     impl ::floe::encoding::ClassValue for Savings {
         fn ice_id(&self) -> &'static str {
             Self::TYPE_ID
+        }
+        fn part_checker(&self) -> fn(std::any::TypeId) -> bool {
+            Self::__has_part
         }
         fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
             if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { self.base.part(t) }
@@ -1372,11 +1386,18 @@ pub mod demo {
     impl Node {
         /// The Slice type id.
         pub const TYPE_ID: &'static str = "::Demo::Node";
+        #[doc(hidden)]
+        pub fn __has_part(t: std::any::TypeId) -> bool {
+            t == std::any::TypeId::of::<Self>()
+        }
     }
 
     impl ::floe::encoding::ClassValue for Node {
         fn ice_id(&self) -> &'static str {
             Self::TYPE_ID
+        }
+        fn part_checker(&self) -> fn(std::any::TypeId) -> bool {
+            Self::__has_part
         }
         fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
             if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { None }
@@ -1427,6 +1448,10 @@ pub mod demo {
     impl Leaf {
         /// The Slice type id.
         pub const TYPE_ID: &'static str = "::Demo::Leaf";
+        #[doc(hidden)]
+        pub fn __has_part(t: std::any::TypeId) -> bool {
+            t == std::any::TypeId::of::<Self>() || Node::__has_part(t)
+        }
         /// The compact type id.
         pub const COMPACT_ID: i32 = 7;
     }
@@ -1447,6 +1472,9 @@ pub mod demo {
     impl ::floe::encoding::ClassValue for Leaf {
         fn ice_id(&self) -> &'static str {
             Self::TYPE_ID
+        }
+        fn part_checker(&self) -> fn(std::any::TypeId) -> bool {
+            Self::__has_part
         }
         fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
             if t == std::any::TypeId::of::<Self>() { Some(self as &dyn std::any::Any) } else { self.base.part(t) }
@@ -1500,7 +1528,7 @@ pub mod demo {
             self.0.twoway_only("relay")?;
             let __outcome = self.0.invoke("relay", ::floe::protocol::OperationMode::Normal, None, |enc| { enc.write_class(n); enc.write_pending_values(); }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("relay".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __out_any: Option<::floe::AnyClass> = ::floe::encoding::Decode::decode(dec)?; let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok((__ret, __out_any)) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let __out_any: Option<::floe::AnyClass> = ::floe::encoding::Decode::decode(dec)?; let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok((__ret, __out_any)) })
         }
 
         /// Blocking form of [`Self::relay`] (call it outside the async runtime).
@@ -1512,7 +1540,7 @@ pub mod demo {
             self.0.twoway_only("relaySliced")?;
             let __outcome = self.0.invoke("relaySliced", ::floe::protocol::OperationMode::Normal, None, |enc| { enc.set_format(::floe::encoding::FormatType::Sliced); enc.write_class(n); enc.write_pending_values(); }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("relaySliced".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok(__ret) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok(__ret) })
         }
 
         /// Blocking form of [`Self::relay_sliced`] (call it outside the async runtime).
@@ -1555,7 +1583,7 @@ pub mod demo {
                             return r;
                         }
                         let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1571,7 +1599,7 @@ pub mod demo {
                             return r;
                         }
                         let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1592,6 +1620,7 @@ pub mod demo {
 /// Creates the classes of this Slice compilation by type id (used when decoding).
 #[doc(hidden)]
 pub mod __floe_classes {
+    #![allow(clippy::all, unreachable_patterns)]
     /// A default instance of the class with this type id.
     pub fn create(type_id: &str) -> Option<Box<dyn ::floe::encoding::ClassValue>> {
         match type_id {
@@ -1599,6 +1628,10 @@ pub mod __floe_classes {
             "::Demo::Savings" => Some(Box::new(<super::demo::Savings as Default>::default())),
             "::Demo::Node" => Some(Box::new(<super::demo::Node as Default>::default())),
             "::Demo::Leaf" => Some(Box::new(<super::demo::Leaf as Default>::default())),
+            "::Demo::Base" => Some(Box::new(::floe::encoding::InterfaceByValue::new("::Demo::Base"))),
+            "::Demo::Graphs" => Some(Box::new(::floe::encoding::InterfaceByValue::new("::Demo::Graphs"))),
+            "::Demo::Nested::Peer" => Some(Box::new(::floe::encoding::InterfaceByValue::new("::Demo::Nested::Peer"))),
+            "::Demo::Service" => Some(Box::new(::floe::encoding::InterfaceByValue::new("::Demo::Service"))),
             _ => None,
         }
     }

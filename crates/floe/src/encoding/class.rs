@@ -34,6 +34,10 @@ pub trait ClassValue: Any + Send + Sync + fmt::Debug {
     /// Mutable access to the part of this instance that is a `t`.
     fn part_mut(&mut self, t: TypeId) -> Option<&mut dyn Any>;
 
+    /// A function telling whether instances of this type have a `t` part (the type itself or
+    /// one of its bases). Handles keep it beside the instance, so that casts need no lock.
+    fn part_checker(&self) -> fn(TypeId) -> bool;
+
     /// Writes every slice, most derived first (with [`Encoder::start_class_slice`] and
     /// [`Encoder::end_class_slice`] around each).
     fn encode_slices(&self, enc: &mut Encoder);
@@ -80,6 +84,9 @@ impl ClassValue for UnknownSlicedValue {
     fn ice_id(&self) -> &'static str {
         "::Ice::UnknownSlicedValue"
     }
+    fn part_checker(&self) -> fn(TypeId) -> bool {
+        |t| t == TypeId::of::<Self>()
+    }
     fn part(&self, t: TypeId) -> Option<&dyn Any> {
         (t == TypeId::of::<Self>()).then_some(self as &dyn Any)
     }
@@ -99,9 +106,55 @@ impl ClassValue for UnknownSlicedValue {
     }
 }
 
+/// An instance known only by an interface it implements (Slice's deprecated "interface by
+/// value"): it carries the interface's type id and no data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterfaceByValue {
+    /// The interface's type id, e.g. `::Test::I`.
+    pub type_id: &'static str,
+}
+
+impl InterfaceByValue {
+    /// An instance for the interface with this type id.
+    pub fn new(type_id: &'static str) -> Self {
+        InterfaceByValue { type_id }
+    }
+}
+
+impl ClassValue for InterfaceByValue {
+    fn ice_id(&self) -> &'static str {
+        self.type_id
+    }
+    fn part_checker(&self) -> fn(TypeId) -> bool {
+        |t| t == TypeId::of::<Self>()
+    }
+    fn part(&self, t: TypeId) -> Option<&dyn Any> {
+        (t == TypeId::of::<Self>()).then_some(self as &dyn Any)
+    }
+    fn part_mut(&mut self, t: TypeId) -> Option<&mut dyn Any> {
+        (t == TypeId::of::<Self>()).then_some(self as &mut dyn Any)
+    }
+    fn encode_slices(&self, enc: &mut Encoder) {
+        enc.start_class_slice(self.type_id, None, true, false);
+        enc.end_class_slice();
+    }
+    fn decode_slices(&mut self, dec: &mut Decoder) -> Result<()> {
+        dec.start_class_slice()?;
+        dec.end_class_slice()
+    }
+}
+
+/// What a handle knows about its instance without locking it.
+#[derive(Clone, Copy)]
+struct TypeInfo {
+    ice_id: &'static str,
+    has_part: fn(TypeId) -> bool,
+}
+
 /// The shared cell behind every [`Class`] handle.
 struct ClassCell {
     value: RwLock<Option<Box<dyn ClassValue>>>,
+    info: std::sync::OnceLock<TypeInfo>,
 }
 
 impl fmt::Debug for ClassCell {
@@ -112,7 +165,23 @@ impl fmt::Debug for ClassCell {
 
 impl ClassCell {
     fn empty() -> Arc<Self> {
-        Arc::new(ClassCell { value: RwLock::new(None) })
+        Arc::new(ClassCell { value: RwLock::new(None), info: std::sync::OnceLock::new() })
+    }
+
+    fn with(value: Box<dyn ClassValue>) -> Arc<Self> {
+        let cell = ClassCell::empty();
+        cell.fill(value);
+        cell
+    }
+
+    /// Stores the instance (once, when it is created or decoded).
+    fn fill(&self, value: Box<dyn ClassValue>) {
+        let _ = self.info.set(TypeInfo { ice_id: value.ice_id(), has_part: value.part_checker() });
+        *self.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+    }
+
+    fn has_part(&self, t: TypeId) -> bool {
+        self.info.get().map(|i| (i.has_part)(t)).unwrap_or(false)
     }
     fn key(self: &Arc<Self>) -> usize {
         Arc::as_ptr(self) as *const () as usize
@@ -147,7 +216,7 @@ impl<T: ?Sized> Eq for Class<T> {}
 impl<T: ?Sized> fmt::Debug for Class<T> {
     /// Prints the type and address only: graphs may be cyclic.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let id = self.cell.value.try_read().ok().and_then(|v| v.as_ref().map(|v| v.ice_id())).unwrap_or("?");
+        let id = self.cell.info.get().map(|i| i.ice_id).unwrap_or("?");
         write!(f, "Class({id} @ {:#x})", self.cell.key())
     }
 }
@@ -155,13 +224,7 @@ impl<T: ?Sized> fmt::Debug for Class<T> {
 impl<T: ?Sized> Class<T> {
     /// The Slice type id of the instance's most derived known type.
     pub fn ice_id(&self) -> &'static str {
-        self.cell
-            .value
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|v| v.ice_id())
-            .unwrap_or("::Ice::Object")
+        self.cell.info.get().map(|i| i.ice_id).unwrap_or("::Ice::Object")
     }
 
     /// True when both refer to the same instance.
@@ -175,9 +238,10 @@ impl<T: ?Sized> Class<T> {
     }
 
     /// This reference as a `U`, if the instance is one (a `U` or derived from it).
+    ///
+    /// It takes no lock, so it may be used while the instance is being written to.
     pub fn downcast<U: ClassType>(&self) -> Option<Class<U>> {
-        let ok = self.cell.value.read().ok()?.as_ref()?.part(TypeId::of::<U>()).is_some();
-        ok.then(|| Class { cell: self.cell.clone(), _type: PhantomData })
+        self.cell.has_part(TypeId::of::<U>()).then(|| Class { cell: self.cell.clone(), _type: PhantomData })
     }
 
     /// Read access to the whole instance, as its dynamic type.
@@ -189,7 +253,7 @@ impl<T: ?Sized> Class<T> {
 impl<T: ClassType> Class<T> {
     /// A new instance.
     pub fn new(value: T) -> Self {
-        Class { cell: Arc::new(ClassCell { value: RwLock::new(Some(Box::new(value))) }), _type: PhantomData }
+        Class { cell: ClassCell::with(Box::new(value)), _type: PhantomData }
     }
 
     /// Read access to the instance as a `T`.
@@ -206,7 +270,7 @@ impl<T: ClassType> Class<T> {
 impl AnyClass {
     /// A new instance of any class.
     pub fn from_value(value: Box<dyn ClassValue>) -> Self {
-        Class { cell: Arc::new(ClassCell { value: RwLock::new(Some(value)) }), _type: PhantomData }
+        Class { cell: ClassCell::with(value), _type: PhantomData }
     }
 }
 
@@ -574,8 +638,12 @@ pub(crate) struct ClassReadState {
     cells: HashMap<i32, Arc<ClassCell>>,
     next_id: i32,
     type_ids: Vec<String>,
+    /// The factory for references whose static type is `Value` (set by generated code).
+    default_factory: Option<ClassFactory>,
     /// 1.0: factories to create pending instances with, by id.
     factories: HashMap<i32, ClassFactory>,
+    /// 1.0: how deep in the graph each instance was first referenced.
+    ref_depths: HashMap<i32, usize>,
     /// Static types to check once every instance is read: (cell, type, type name).
     checks: Vec<(Arc<ClassCell>, Option<TypeId>, &'static str)>,
     /// The slice being read in each instance being decoded, innermost last.
@@ -608,6 +676,12 @@ impl Decoder {
         self.classes.get_or_insert_with(|| Box::new(ClassReadState { next_id: first_id, ..Default::default() }))
     }
 
+    /// Sets the factory that creates instances for references of static type `Value` (generated
+    /// code passes its compilation unit's factory before reading parameters with classes).
+    pub fn set_class_factory(&mut self, factory: ClassFactory) {
+        self.class_state().default_factory = Some(factory);
+    }
+
     /// Reads a reference to an instance of `T` (or of a type derived from it).
     pub fn read_class<T: ClassType>(&mut self) -> Result<Option<Class<T>>> {
         let cell = self.read_class_cell(T::FACTORY)?;
@@ -620,7 +694,8 @@ impl Decoder {
     /// Reads a reference to an instance of any class, creating instances with `factory`
     /// (types it does not know are sliced to the most derived type it knows).
     pub fn read_any_class(&mut self, factory: Option<ClassFactory>) -> Result<Option<AnyClass>> {
-        let cell = self.read_class_cell(factory.unwrap_or_else(unknown_factory))?;
+        let factory = factory.or(self.class_state().default_factory).unwrap_or_else(unknown_factory);
+        let cell = self.read_class_cell(factory)?;
         Ok(cell.map(|cell| {
             self.class_state().checks.push((cell.clone(), None, "::Ice::Object"));
             Class { cell, _type: PhantomData }
@@ -639,6 +714,8 @@ impl Decoder {
             let id = id.checked_neg().ok_or(DecodeError::Malformed("class id out of range"))?;
             let state = self.class_state();
             state.factories.entry(id).or_insert(factory);
+            let depth = state.depth;
+            state.ref_depths.entry(id).or_insert(depth);
             let cell = state.cells.entry(id).or_insert_with(ClassCell::empty).clone();
             return Ok(Some(cell));
         }
@@ -719,7 +796,7 @@ impl Decoder {
                 // 1.0: every slice was unknown.
                 self.skip_class_slice(header)?;
                 let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
-                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                cell.fill(value);
                 return Ok(());
             }
             if let Some(mut value) = (factory.create)(&type_id) {
@@ -730,7 +807,7 @@ impl Decoder {
                 if self.encoding().is_1_0() {
                     self.read_object_slice_1_0()?;
                 }
-                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                cell.fill(value);
                 return Ok(());
             }
             let last = header.flags & flags::IS_LAST_SLICE != 0;
@@ -740,7 +817,7 @@ impl Decoder {
             self.skip_class_slice(header)?;
             if last {
                 let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
-                *cell.value.write().unwrap_or_else(|p| p.into_inner()) = Some(value);
+                cell.fill(value);
                 return Ok(());
             }
         }
@@ -921,27 +998,27 @@ impl Decoder {
                     let Some(cell) = state.cells.get(&id).cloned() else {
                         return Err(DecodeError::Malformed("pending class instance nobody refers to"));
                     };
-                    if cell.value.read().map(|v| v.is_some()).unwrap_or(true) {
+                    if cell.info.get().is_some() {
                         return Err(DecodeError::Malformed("class instance sent twice"));
                     }
                     let factory = state.factories.get(&id).copied().unwrap_or_else(unknown_factory);
+                    // Instances come one after another in 1.0; their depth in the graph is
+                    // that of the instance that first referred to them, plus one.
+                    state.depth = state.ref_depths.get(&id).copied().unwrap_or(0);
                     self.read_instance_body(&cell, factory)?;
                 }
             }
         }
+        self.class_state().depth = 0;
         let checks = std::mem::take(&mut self.class_state().checks);
         for (cell, type_id, name) in checks {
-            let guard = cell.value.read().unwrap_or_else(|p| p.into_inner());
-            let ok = match (guard.as_ref(), type_id) {
-                (None, _) => return Err(DecodeError::Malformed("class reference to an instance that never came")),
-                (Some(_), None) => true,
-                (Some(v), Some(t)) => v.part(t).is_some(),
+            let Some(info) = cell.info.get() else {
+                return Err(DecodeError::Malformed("class reference to an instance that never came"));
             };
-            if !ok {
-                return Err(DecodeError::UnexpectedClass {
-                    expected: name,
-                    got: guard.as_ref().map(|v| v.ice_id()).unwrap_or("?"),
-                });
+            if let Some(t) = type_id {
+                if !(info.has_part)(t) {
+                    return Err(DecodeError::UnexpectedClass { expected: name, got: info.ice_id });
+                }
             }
         }
         Ok(())

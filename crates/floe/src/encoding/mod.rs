@@ -17,7 +17,7 @@ pub mod pool;
 mod proxy_data;
 mod traits;
 
-pub use class::{AnyClass, Class, ClassFactory, ClassType, ClassValue, UnknownSlicedValue};
+pub use class::{AnyClass, Class, ClassFactory, ClassType, ClassValue, InterfaceByValue, UnknownSlicedValue};
 pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;
 pub use error::{DecodeError, Result};
