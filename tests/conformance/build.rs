@@ -21,6 +21,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("inheritance", &[]),
     ("operations", &["Ice/Current.ice"]),
     ("objects", &["./Forward.ice", "./ServerPrivate.ice"]),
+    ("optional", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

@@ -342,18 +342,35 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// The in-parameters hold class instances (encoding 1.0 then writes pending values after
-    /// them).
-    fn op_sends_classes(&self, o: &Operation) -> bool {
+    /// How the in-parameters use classes: `(any, required)`. Encoding 1.0 writes pending
+    /// values after them only when a required one does (optionals do not exist in 1.0).
+    fn op_sends_classes(&self, o: &Operation) -> (bool, bool) {
         let mut seen = HashSet::new();
-        o.params.iter().filter(|p| !p.out).any(|p| self.uses_class(&p.ty, &mut seen))
+        let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
+        let any = ins.iter().any(|p| self.uses_class(&p.ty, &mut seen.clone()));
+        let required = ins.iter().filter(|p| p.tag.is_none()).any(|p| self.uses_class(&p.ty, &mut seen));
+        (any, required)
     }
 
-    /// The return value or out-parameters hold class instances.
-    fn op_returns_classes(&self, o: &Operation) -> bool {
+    /// How the return value and out-parameters use classes: `(any, required)`.
+    fn op_returns_classes(&self, o: &Operation) -> (bool, bool) {
         let mut seen = HashSet::new();
-        o.ret.as_ref().is_some_and(|r| self.uses_class(r, &mut seen))
-            || o.params.iter().filter(|p| p.out).any(|p| self.uses_class(&p.ty, &mut seen))
+        let ret = o.ret.as_ref().map(|r| (r, o.ret_tag.is_some()));
+        let outs = o.params.iter().filter(|p| p.out).map(|p| (&p.ty, p.tag.is_some()));
+        let all: Vec<(&TypeRef, bool)> = ret.into_iter().chain(outs).collect();
+        let any = all.iter().any(|(t, _)| self.uses_class(t, &mut seen.clone()));
+        let required = all.iter().filter(|(_, optional)| !optional).any(|(t, _)| self.uses_class(t, &mut seen));
+        (any, required)
+    }
+
+    /// The code that ends reading classes: pending values (and type checks) when required
+    /// parameters hold classes, type checks alone when only optional ones do.
+    fn finish_classes(uses: (bool, bool)) -> Option<&'static str> {
+        match uses {
+            (_, true) => Some("dec.read_pending_values()?;"),
+            (true, false) => Some("dec.check_class_types()?;"),
+            _ => None,
+        }
     }
 
     /// Encoded size when fixed, else `None`.
@@ -627,7 +644,9 @@ impl<'a> Gen<'a> {
     fn write_optional(&self, tag: i32, t: &TypeRef, v: &str, by_ref: bool) -> String {
         let (fmt, kind) = self.opt_kind(t);
         let f = &self.f;
-        let value = if by_ref { v.to_string() } else { format!("(&{v})") };
+        // The body refers to the present value as `__v` (a reference for borrowed types).
+        let _ = by_ref;
+        let value = "__v";
         let body = match kind {
             OptKind::Plain if fmt == "Class" => format!("enc.write_class(Some({value}));"),
             OptKind::Plain => format!("{value}.encode(enc);"),
@@ -642,7 +661,7 @@ impl<'a> Gen<'a> {
                 _ => format!("let __p = enc.start_fsize(); {value}.encode(enc); enc.end_fsize(__p);"),
             },
         };
-        format!("if let Some(__v) = {v} {{ if enc.write_optional_tag({tag}, {f}::encoding::OptionalFormat::{fmt}) {{ let _ = &__v; {} }} }}", body.replace(&value, "__v"))
+        format!("if let Some(__v) = {v} {{ if enc.write_optional_tag({tag}, {f}::encoding::OptionalFormat::{fmt}) {{ let _ = &__v; {body} }} }}")
     }
 
     fn read_optional(&self, tag: i32, t: &TypeRef) -> String {
@@ -771,17 +790,7 @@ impl<'a> Gen<'a> {
             self.line("    fn default() -> Self {");
             self.line("        Self {");
             for m in members {
-                let v = match &m.default {
-                    Some(v) => {
-                        let e = self.const_expr(&m.ty, v);
-                        if matches!(m.ty, TypeRef::Builtin(Builtin::String, _)) {
-                            format!("{e}.into()")
-                        } else {
-                            e
-                        }
-                    }
-                    None => "Default::default()".into(),
-                };
+                let v = self.member_default(m);
                 self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
             }
             self.line("        }");
@@ -976,7 +985,12 @@ impl<'a> Gen<'a> {
             all.extend(ms.iter());
         }
         self.doc(&d.doc);
-        self.line("#[derive(Debug, Clone, PartialEq, Default)]");
+        let has_defaults = all.iter().any(|m| m.default.is_some());
+        self.line(if has_defaults {
+            "#[derive(Debug, Clone, PartialEq)]"
+        } else {
+            "#[derive(Debug, Clone, PartialEq, Default)]"
+        });
         self.line(&format!("pub struct {name} {{"));
         for m in &all {
             self.depth += 1;
@@ -987,6 +1001,19 @@ impl<'a> Gen<'a> {
         }
         self.line("}");
         self.line("");
+        if has_defaults {
+            self.line(&format!("impl Default for {name} {{"));
+            self.line("    fn default() -> Self {");
+            self.line("        Self {");
+            for m in &all {
+                let v = self.member_default(m);
+                self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
+            }
+            self.line("        }");
+            self.line("    }");
+            self.line("}");
+            self.line("");
+        }
         self.line(&format!("impl {name} {{"));
         self.line("    /// The Slice type id.");
         self.line(&format!("    pub const TYPE_ID: &'static str = {abs:?};"));
@@ -1000,15 +1027,21 @@ impl<'a> Gen<'a> {
         self.line("");
         self.line(&format!("impl std::error::Error for {name} {{}}"));
         self.line("");
-        let uses_classes = {
-            let mut seen = HashSet::new();
-            chain.iter().any(|(_, ms)| ms.iter().any(|m| self.uses_class(&m.ty, &mut seen)))
+        // (any member holds classes, a required one does): 1.0 announces and writes pending
+        // values only for required ones, since it leaves optional members out.
+        let uses = {
+            let members: Vec<&Member> = chain.iter().flat_map(|(_, ms)| ms.iter()).collect();
+            let any = members.iter().any(|m| self.uses_class(&m.ty, &mut HashSet::new()));
+            let required =
+                members.iter().filter(|m| m.tag.is_none()).any(|m| self.uses_class(&m.ty, &mut HashSet::new()));
+            (any, required)
         };
+        let uses_classes = uses.0;
         self.line(&format!("impl {f}::encoding::UserExceptionSlices for {name} {{"));
         self.line("    fn type_id(&self) -> &'static str {");
         self.line("        Self::TYPE_ID");
         self.line("    }");
-        if uses_classes {
+        if uses.1 {
             self.line(&format!("    fn encode_exception(&self, enc: &mut {f}::encoding::Encoder) {{"));
             self.line("        enc.start_exception_with_classes(true);");
             self.line("        self.encode_slices(enc);");
@@ -1043,14 +1076,31 @@ impl<'a> Gen<'a> {
             }
             self.line("        dec.end_exception_slice()?;");
         }
-        if uses_classes {
-            self.line("        dec.read_pending_values()?;");
+        if let Some(finish) = Self::finish_classes(uses) {
+            self.line(&format!("        {finish}"));
         }
         let fields: Vec<String> = all.iter().map(|m| ident(&snake(&m.name))).collect();
         self.line(&format!("        Ok(Self {{ {} }})", fields.join(", ")));
         self.line("    }");
         self.line("}");
         self.line("");
+    }
+
+    /// The initial value of a member: its Slice default (inside `Some` for an optional one),
+    /// or the type's default.
+    fn member_default(&self, m: &Member) -> String {
+        match &m.default {
+            Some(v) => {
+                let e = self.const_expr(&m.ty, v);
+                let e = if matches!(m.ty, TypeRef::Builtin(Builtin::String, _)) { format!("{e}.into()") } else { e };
+                if m.tag.is_some() {
+                    format!("Some({e})")
+                } else {
+                    e
+                }
+            }
+            None => "Default::default()".into(),
+        }
     }
 
     fn gen_class(&mut self, d: &Definition, abs: &str) {
@@ -1582,10 +1632,11 @@ impl<'a> Gen<'a> {
             writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name)), !self.is_copy(&p.ty)));
         }
         let mode = Self::op_mode(o);
-        if self.op_sends_classes(o) {
-            if self.op_format(o, iface) == "Sliced" {
-                writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
-            }
+        let (any, required) = self.op_sends_classes(o);
+        if any && self.op_format(o, iface) == "Sliced" {
+            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
+        }
+        if required {
             writes.push("enc.write_pending_values();".into());
         }
         self.line(&format!(
@@ -1673,9 +1724,10 @@ impl<'a> Gen<'a> {
         for (tag, n, t) in opts {
             lines.push(format!("let {n} = {};", self.read_optional(tag, t)));
         }
-        if self.op_returns_classes(o) {
+        let uses = self.op_returns_classes(o);
+        if let Some(finish) = Self::finish_classes(uses) {
             lines.insert(0, format!("dec.set_class_factory({});", self.unit_factory()));
-            lines.push("dec.read_pending_values()?;".into());
+            lines.push(finish.into());
         }
         let mut names = Vec::new();
         if o.ret.is_some() {
@@ -1714,9 +1766,9 @@ impl<'a> Gen<'a> {
         for p in opts {
             reads.push(format!("let {} = {};", ident(&snake(&p.name)), self.read_optional(p.tag.unwrap_or(0), &p.ty)));
         }
-        if self.op_sends_classes(o) {
+        if let Some(finish) = Self::finish_classes(self.op_sends_classes(o)) {
             reads.insert(0, format!("dec.set_class_factory({});", self.unit_factory()));
-            reads.push("dec.read_pending_values()?;".into());
+            reads.push(finish.into());
         }
         let names: Vec<String> = ins.iter().map(|p| ident(&snake(&p.name))).collect();
         let tuple = format!("({}{})", names.join(", "), if names.len() == 1 { "," } else { "" });
@@ -1764,10 +1816,11 @@ impl<'a> Gen<'a> {
         for (tag, n, t) in oopts {
             writes.push(self.write_optional(tag, t, &format!("&{n}"), true));
         }
-        if self.op_returns_classes(o) {
-            if format == "Sliced" {
-                writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
-            }
+        let (any, required) = self.op_returns_classes(o);
+        if any && format == "Sliced" {
+            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
+        }
+        if required {
             writes.push("enc.write_pending_values();".into());
         }
         self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" ")));

@@ -328,6 +328,13 @@ impl ObjectAdapter {
         self.inner.connection_count.load(Ordering::Acquire)
     }
 
+    /// Closes the listening sockets: no new connection is accepted.
+    pub(crate) fn stop_accepting(&self) {
+        for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
+            t.abort();
+        }
+    }
+
     /// Stops accepting connections and closes the open ones gracefully.
     pub async fn deactivate(&self) {
         if self.inner.deactivated.swap(true, Ordering::AcqRel) {

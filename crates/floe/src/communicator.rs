@@ -382,6 +382,11 @@ impl Communicator {
     /// Asks the communicator to shut down: `wait_for_shutdown` returns.
     pub fn shutdown(&self) {
         self.inner.shutdown.store(true, Ordering::Release);
+        // As with Ice, adapters stop accepting connections at once; their connections are
+        // closed gracefully when `wait_for_shutdown` or `destroy` deactivates them.
+        for a in self.inner.adapters.lock().expect("adapters").iter() {
+            a.stop_accepting();
+        }
         self.inner.shutdown_notify.notify_waiters();
     }
 

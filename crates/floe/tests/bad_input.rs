@@ -144,8 +144,16 @@ fn bad_optionals_and_proxies() {
     // Proxy mode 9.
     let bytes = [1, b'x', 0, 0, 9, 0, 1, 0, 1, 1, 0, 0];
     assert_eq!(ProxyData::decode_nullable(&mut dec(&bytes)).unwrap_err(), DecodeError::InvalidProxyMode(9));
-    // Class optionals cannot be skipped yet.
-    assert!(matches!(dec(&[0x0f]).skip_remaining_optionals(), Err(DecodeError::CannotSkip(_))));
+    // A class optional is skipped by reading the instance: a truncated one is an error, a null
+    // one or an instance of a type nobody knows (sliced, so skippable) is skipped.
+    assert!(dec(&[0x0f]).skip_remaining_optionals().is_err());
+    assert!(dec(&[0x0f, 0x00]).skip_remaining_optionals().is_ok());
+    let unknown = [0x0f, 0x01, 0x31, 4, b':', b':', b'X', b'y', 4, 0, 0, 0];
+    let mut d = dec(&unknown);
+    assert!(d.skip_remaining_optionals().is_ok(), "{:?}", dec(&unknown).skip_remaining_optionals());
+    assert!(d.is_empty());
+    // The same instance without a slice size cannot be skipped.
+    assert!(dec(&[0x0f, 0x01, 0x21, 4, b':', b':', b'X', b'y']).skip_remaining_optionals().is_err());
 }
 
 fn header(kind: u8, compress: u8, size: i32) -> Vec<u8> {

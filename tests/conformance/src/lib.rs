@@ -34,6 +34,9 @@ pub mod generated {
     pub mod objects {
         include!(concat!(env!("OUT_DIR"), "/objects.rs"));
     }
+    pub mod optional {
+        include!(concat!(env!("OUT_DIR"), "/optional.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

@@ -684,11 +684,17 @@ impl Decoder {
 
     /// Reads a reference to an instance of `T` (or of a type derived from it).
     pub fn read_class<T: ClassType>(&mut self) -> Result<Option<Class<T>>> {
-        let cell = self.read_class_cell(T::FACTORY)?;
-        Ok(cell.map(|cell| {
-            self.class_state().checks.push((cell.clone(), Some(TypeId::of::<T>()), T::TYPE_ID));
-            Class { cell, _type: PhantomData }
-        }))
+        let Some(cell) = self.read_class_cell(T::FACTORY)? else { return Ok(None) };
+        match cell.info.get() {
+            // Already decoded: check its type now.
+            Some(info) if !(info.has_part)(TypeId::of::<T>()) => {
+                return Err(DecodeError::UnexpectedClass { expected: T::TYPE_ID, got: info.ice_id })
+            }
+            Some(_) => {}
+            // Still to come (1.0, or a cycle): checked by `read_pending_values`.
+            None => self.class_state().checks.push((cell.clone(), Some(TypeId::of::<T>()), T::TYPE_ID)),
+        }
+        Ok(Some(Class { cell, _type: PhantomData }))
     }
 
     /// Reads a reference to an instance of any class, creating instances with `factory`
@@ -1009,8 +1015,17 @@ impl Decoder {
                 }
             }
         }
-        self.class_state().depth = 0;
-        let checks = std::mem::take(&mut self.class_state().checks);
+        self.check_class_types()
+    }
+
+    /// Checks every class reference read so far against its static type (and that every
+    /// instance referred to arrived). [`Decoder::read_pending_values`] does it too; generated
+    /// code calls this one for operations whose only classes are optional parameters, which
+    /// encoding 1.0 leaves out without a list of pending values.
+    pub fn check_class_types(&mut self) -> Result<()> {
+        let Some(state) = self.classes.as_mut() else { return Ok(()) };
+        state.depth = 0;
+        let checks = std::mem::take(&mut state.checks);
         for (cell, type_id, name) in checks {
             let Some(info) = cell.info.get() else {
                 return Err(DecodeError::Malformed("class reference to an instance that never came"));

@@ -390,7 +390,8 @@ impl Decoder {
                 }
                 self.skip(n as usize)
             }
-            OptionalFormat::Class => Err(DecodeError::CannotSkip("class instance in an optional")),
+            // A class instance is read (types nobody knows are sliced off) and dropped.
+            OptionalFormat::Class => self.read_any_class(None).map(|_| ()),
         }
     }
 
