@@ -22,6 +22,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("operations", &["Ice/Current.ice"]),
     ("objects", &["./Forward.ice", "./ServerPrivate.ice"]),
     ("optional", &[]),
+    ("slicing/exceptions", &["./ServerPrivate.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.
@@ -48,8 +49,11 @@ fn main() {
             Some(local) => dir.join(local),
             None => slice_root.join(f),
         }));
+        let mut includes = includes.clone();
+        let dir_str = dir.to_string_lossy().to_string();
+        includes.push(&dir_str);
         floe_build::configure()
-            .compile_into(&files, &includes, &format!("{suite}.rs"))
+            .compile_into(&files, &includes, &format!("{}.rs", suite.replace('/', "_")))
             .unwrap_or_else(|e| panic!("{}: {e}", ice.display()));
     }
 }

@@ -1415,13 +1415,17 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The format of an operation's classes and exceptions: its own `format:` metadata, else
+    /// its interface's, else compact.
     fn op_format(&self, o: &Operation, iface: &Definition) -> &'static str {
-        let md = o.metadata.iter().chain(iface.metadata.iter());
-        if md.clone().any(|m| m == "format:sliced") {
-            "Sliced"
-        } else {
-            "Compact"
-        }
+        let format = |md: &[String]| {
+            md.iter().find_map(|m| match m.as_str() {
+                "format:sliced" => Some("Sliced"),
+                "format:compact" | "format:default" => Some("Compact"),
+                _ => None,
+            })
+        };
+        format(&o.metadata).or_else(|| format(&iface.metadata)).unwrap_or("Compact")
     }
 
     /// The Rust type of an operation's results and the names in order (return first, then outs).
@@ -1463,6 +1467,17 @@ impl<'a> Gen<'a> {
                 self.line(&format!("    /// `{e}`"));
                 self.line(&format!("    {variant}({p}),"));
             }
+            self.line("}");
+            self.line("");
+            self.line(&format!("impl From<{ename}> for {f}::Error {{"));
+            self.line("    /// The exception as a servant raises it (to relay it, for instance).");
+            self.line(&format!("    fn from(e: {ename}) -> Self {{"));
+            self.line("        match e {");
+            for (_, variant) in self.error_variants(o) {
+                self.line(&format!("            {ename}::{variant}(x) => {f}::Error::user(x),"));
+            }
+            self.line("        }");
+            self.line("    }");
             self.line("}");
             self.line("");
             self.line(&format!("impl std::fmt::Display for {ename} {{"));

@@ -209,6 +209,17 @@ pub enum CallError<E> {
     Local(#[from] Error),
 }
 
+/// A servant relaying a call's failure raises the same user exception (or local error):
+/// `other.op().await?` inside a servant method.
+impl<E: Into<Error>> From<CallError<E>> for Error {
+    fn from(e: CallError<E>) -> Error {
+        match e {
+            CallError::User(e) => e.into(),
+            CallError::Local(e) => e,
+        }
+    }
+}
+
 impl<E> CallError<E> {
     /// The user exception, if that is what this is.
     pub fn user(self) -> Option<E> {

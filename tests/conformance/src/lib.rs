@@ -37,6 +37,9 @@ pub mod generated {
     pub mod optional {
         include!(concat!(env!("OUT_DIR"), "/optional.rs"));
     }
+    pub mod slicing_exceptions {
+        include!(concat!(env!("OUT_DIR"), "/slicing_exceptions.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

@@ -298,6 +298,18 @@ fn optional_1_1_sliced_format() {
     );
 }
 
+/// floe keeps no slices of exception types it does not know, so the two operations that relay
+/// such an exception back to the client answer OperationNotExist, which the suite accepts.
+#[test]
+fn slicing_exceptions_1_1() {
+    check(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn slicing_exceptions_1_0() {
+    check(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.0");
+}
+
 #[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));

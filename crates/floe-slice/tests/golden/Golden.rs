@@ -513,6 +513,16 @@ pub mod demo {
         Failure(Failure),
     }
 
+    impl From<ServiceFailError> for ::floe::Error {
+        /// The exception as a servant raises it (to relay it, for instance).
+        fn from(e: ServiceFailError) -> Self {
+            match e {
+                ServiceFailError::Detailed(x) => ::floe::Error::user(x),
+                ServiceFailError::Failure(x) => ::floe::Error::user(x),
+            }
+        }
+    }
+
     impl std::fmt::Display for ServiceFailError {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             write!(f, "{self:?}")

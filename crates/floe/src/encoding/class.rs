@@ -548,16 +548,37 @@ impl Encoder {
             let size = (self.len() - size_pos) as i32;
             self.patch_i32(size_pos, size);
         }
-        if !slice.table.is_empty() {
-            self.as_mut_slice()[slice.flags_pos] = f | flags::HAS_INDIRECTION_TABLE;
-            self.write_size(slice.table.len());
-            // Table entries are written like references outside any slice.
-            let state = self.class_state();
-            state.slices.push(None);
-            for cell in slice.table {
-                self.write_instance(cell);
-            }
-            self.class_state().slices.pop();
+        self.write_indirection_table(slice);
+    }
+
+    /// Writes a sliced-format slice's indirection table after it, if it has one.
+    fn write_indirection_table(&mut self, slice: WriteSlice) {
+        if slice.table.is_empty() {
+            return;
+        }
+        let f = self.as_slice()[slice.flags_pos];
+        self.as_mut_slice()[slice.flags_pos] = f | flags::HAS_INDIRECTION_TABLE;
+        self.write_size(slice.table.len());
+        // Table entries are written like references outside any slice.
+        self.class_state().slices.push(None);
+        for cell in slice.table {
+            self.write_instance(cell);
+        }
+        self.class_state().slices.pop();
+    }
+
+    /// A slice of a user exception in the sliced format (1.1): class members it holds go to its
+    /// indirection table.
+    pub(crate) fn open_exception_table(&mut self, flags_pos: usize, size_pos: Option<usize>) {
+        self.class_state().slices.push(Some(WriteSlice { flags_pos, size_pos, ..Default::default() }));
+    }
+
+    /// Ends an exception slice opened with [`Encoder::open_exception_table`] (after its size was
+    /// patched): writes the table.
+    pub(crate) fn close_exception_table(&mut self) {
+        let slice = self.classes.as_mut().and_then(|s| s.slices.pop()).flatten();
+        if let Some(slice) = slice {
+            self.write_indirection_table(slice);
         }
     }
 
@@ -629,6 +650,8 @@ struct ReadSlice {
     end: Option<usize>,
     /// Position after the indirection table, which was read at the start of the slice.
     after_table: Option<usize>,
+    /// An exception slice's table not read yet: it starts here.
+    table_at: Option<usize>,
     table: Vec<Arc<ClassCell>>,
 }
 
@@ -729,6 +752,7 @@ impl Decoder {
         let in_table =
             matches!(self.class_state().slices.last(), Some(Some(s)) if s.flags & flags::HAS_INDIRECTION_TABLE != 0);
         if in_table {
+            self.read_pending_table()?;
             let index = self.read_size()?;
             if index == 0 {
                 return Ok(None);
@@ -893,30 +917,71 @@ impl Decoder {
             let Some(end) = end else {
                 return Err(DecodeError::Malformed("an indirection table needs a sliced slice"));
             };
-            let members = self.position();
-            self.seek(end)?;
-            let n = self.read_seq_len(1)?;
-            let mut table = Vec::with_capacity(n);
-            self.class_state().slices.push(None);
-            let result = (|| {
-                for _ in 0..n {
-                    match self.read_instance(*factory) {
-                        Ok(cell) => table.push(cell),
-                        Err(DecodeError::Malformed("null class reference")) => {
-                            return Err(DecodeError::Malformed("null entry in an indirection table"))
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            })();
-            self.class_state().slices.pop();
-            result?;
-            slice.after_table = Some(self.position());
+            let (table, after) = self.read_indirection_table(end, *factory)?;
+            slice.after_table = Some(after);
             slice.table = table;
-            self.seek(members)?;
         }
         Ok(slice)
+    }
+
+    /// Reads the indirection table that starts at `end` (the end of a slice's members) and
+    /// comes back to the current position. Returns the table and where it ends.
+    fn read_indirection_table(&mut self, end: usize, factory: ClassFactory) -> Result<(Vec<Arc<ClassCell>>, usize)> {
+        let members = self.position();
+        self.seek(end)?;
+        let n = self.read_seq_len(1)?;
+        let mut table = Vec::with_capacity(n);
+        self.class_state().slices.push(None);
+        let result = (|| {
+            for _ in 0..n {
+                match self.read_instance(factory) {
+                    Ok(cell) => table.push(cell),
+                    Err(DecodeError::Malformed("null class reference")) => {
+                        return Err(DecodeError::Malformed("null entry in an indirection table"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        })();
+        self.class_state().slices.pop();
+        result?;
+        let after = self.position();
+        self.seek(members)?;
+        Ok((table, after))
+    }
+
+    /// An exception slice with an indirection table (sliced format): the slice's class members
+    /// refer to it. The table is read when first needed, so that the generated code reading the
+    /// exception has set the class factory by then.
+    pub(crate) fn open_exception_table(&mut self, slice_flags: u8, end: usize) {
+        let slice = ReadSlice { flags: slice_flags, end: Some(end), table_at: Some(end), ..Default::default() };
+        self.class_state().slices.push(Some(slice));
+    }
+
+    /// Reads the table of the innermost slice if it was left for later.
+    fn read_pending_table(&mut self) -> Result<()> {
+        let pending = match self.class_state().slices.last_mut() {
+            Some(Some(slice)) => slice.table_at.take(),
+            _ => None,
+        };
+        if let Some(end) = pending {
+            let factory = self.class_state().default_factory.unwrap_or_else(unknown_factory);
+            let (table, after) = self.read_indirection_table(end, factory)?;
+            if let Some(Some(slice)) = self.class_state().slices.last_mut() {
+                slice.table = table;
+                slice.after_table = Some(after);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends an exception slice opened with [`Decoder::open_exception_table`]: reads its table
+    /// if nobody did, and returns where the table ends.
+    pub(crate) fn close_exception_table(&mut self) -> Result<usize> {
+        self.read_pending_table()?;
+        let slice = self.class_state().slices.pop().flatten();
+        slice.and_then(|s| s.after_table).ok_or(DecodeError::Malformed("no exception slice table"))
     }
 
     fn new_type_id(&mut self) -> Result<String> {

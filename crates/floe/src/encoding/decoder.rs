@@ -35,6 +35,8 @@ struct OpenEncapsulation {
 struct OpenSlice {
     flags: u8,
     end: Option<usize>,
+    /// The slice has an indirection table (read when first needed).
+    table: bool,
 }
 
 impl Decoder {
@@ -454,7 +456,15 @@ impl Decoder {
         } else {
             None
         };
-        self.slice = Some(OpenSlice { flags, end });
+        let table = match (flags & slice_flags::HAS_INDIRECTION_TABLE != 0, end) {
+            (false, _) => false,
+            (true, Some(end)) if !self.encoding.is_1_0() => {
+                self.open_exception_table(flags, end);
+                true
+            }
+            (true, _) => return Err(DecodeError::Malformed("an indirection table needs a sliced slice")),
+        };
+        self.slice = Some(OpenSlice { flags, end, table });
         Ok(SliceHeader {
             type_id,
             has_size: end.is_some(),
@@ -475,13 +485,18 @@ impl Decoder {
                 return Err(DecodeError::Malformed("exception slice does not end at its size"));
             }
         }
+        if open.table {
+            let after = self.close_exception_table()?;
+            self.seek(after)?;
+        }
         Ok(())
     }
 
     /// Skips the body of the current slice (only possible when it carries a size).
     pub fn skip_exception_slice(&mut self, header: &SliceHeader) -> Result<()> {
         let open = self.slice.take().ok_or(DecodeError::Malformed("no open slice"))?;
-        match open.end {
+        let after_table = if open.table { Some(self.close_exception_table()?) } else { None };
+        match after_table.or(open.end) {
             Some(end) if end <= self.end => {
                 self.pos = end;
                 Ok(())

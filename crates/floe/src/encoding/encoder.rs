@@ -27,6 +27,8 @@ struct OpenEncapsulation {
 struct OpenSlice {
     flags_pos: usize,
     size_pos: Option<usize>,
+    /// Sliced format: class members go to an indirection table written after the slice.
+    table: bool,
 }
 
 impl Default for Encoder {
@@ -312,7 +314,7 @@ impl Encoder {
             self.write_str(type_id);
             let size_pos = self.buf.len();
             self.buf.put_i32_le(0);
-            self.slice = Some(OpenSlice { flags_pos: usize::MAX, size_pos: Some(size_pos) });
+            self.slice = Some(OpenSlice { flags_pos: usize::MAX, size_pos: Some(size_pos), table: false });
             return;
         }
         let mut flags = 0u8;
@@ -336,7 +338,10 @@ impl Encoder {
         } else {
             None
         };
-        self.slice = Some(OpenSlice { flags_pos, size_pos });
+        if sliced {
+            self.open_exception_table(flags_pos, size_pos);
+        }
+        self.slice = Some(OpenSlice { flags_pos, size_pos, table: sliced });
     }
 
     /// Ends the slice opened by [`Encoder::start_exception_slice`]: writes the optional end
@@ -352,6 +357,9 @@ impl Encoder {
         if let Some(size_pos) = open.size_pos {
             let size = (self.buf.len() - size_pos) as i32;
             self.patch_i32(size_pos, size);
+        }
+        if open.table {
+            self.close_exception_table();
         }
     }
 }
