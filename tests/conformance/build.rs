@@ -23,6 +23,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("objects", &["./Forward.ice", "./ServerPrivate.ice"]),
     ("optional", &[]),
     ("slicing/exceptions", &["./ServerPrivate.ice"]),
+    ("servantLocator", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

@@ -149,6 +149,12 @@ impl ObjectAdapter {
         self.inner.locators.write().expect("locators").insert(category.to_string(), locator);
     }
 
+    /// Removes the servant locator of `category` (Ice's `removeServantLocator`; the caller
+    /// deactivates it if it wants to).
+    pub fn remove_servant_locator(&self, category: &str) -> Option<Arc<dyn ServantLocator>> {
+        self.inner.locators.write().expect("locators").remove(category)
+    }
+
     /// True when a servant is registered for the identity (under any facet).
     pub fn has_servant(&self, identity: &Identity) -> bool {
         self.inner.servants.read().expect("servants").contains_key(identity)
@@ -165,21 +171,50 @@ impl ObjectAdapter {
                 return Some(s.clone());
             }
         }
-        let locator = {
-            let locators = self.inner.locators.read().expect("locators");
-            locators.get(&c.id.category).or_else(|| locators.get("")).cloned()
-        };
-        locator.and_then(|l| l.locate(c))
+        None
     }
 
-    /// Dispatches a request to its servant, or answers ObjectNotExist / FacetNotExist.
+    fn locator_for(&self, category: &str) -> Option<Arc<dyn ServantLocator>> {
+        let locators = self.inner.locators.read().expect("locators");
+        locators.get(category).or_else(|| locators.get("")).cloned()
+    }
+
+    /// Dispatches a request to its servant (a registered one, a default servant, or one a
+    /// servant locator finds), or answers ObjectNotExist / FacetNotExist.
     pub fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
-        match self.find(&request) {
-            Some(servant) => servant.dispatch(request),
-            None => {
-                let c = &request.current;
-                let r = if self.has_servant(&c.id) { c.facet_not_exist() } else { c.object_not_exist() };
+        if let Some(servant) = self.find(&request) {
+            return servant.dispatch(request);
+        }
+        let not_found = |c: &crate::dispatch::Current| {
+            if self.has_servant(&c.id) {
+                c.facet_not_exist()
+            } else {
+                c.object_not_exist()
+            }
+        };
+        let Some(locator) = self.locator_for(&request.current.id.category) else {
+            let r = not_found(&request.current);
+            return Box::pin(async move { r });
+        };
+        match locator.try_locate(&request.current) {
+            Ok(None) => {
+                let r = not_found(&request.current);
                 Box::pin(async move { r })
+            }
+            Err(e) => {
+                let r = request.current.servant_error(&e, crate::encoding::FormatType::Compact);
+                Box::pin(async move { r })
+            }
+            Ok(Some((servant, cookie))) => {
+                let current = request.current.clone();
+                let dispatched = servant.dispatch(request);
+                Box::pin(async move {
+                    let response = dispatched.await;
+                    match locator.finished(&current, cookie) {
+                        Ok(()) => response,
+                        Err(e) => current.servant_error(&e, crate::encoding::FormatType::Compact),
+                    }
+                })
             }
         }
     }
@@ -342,6 +377,8 @@ impl ObjectAdapter {
         }
         // Held connections wake up and see the deactivation.
         self.inner.resumed.notify_waiters();
+        let locators: Vec<(String, Arc<dyn ServantLocator>)> =
+            self.inner.locators.write().expect("locators").drain().collect();
         for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
             t.abort();
         }
@@ -349,6 +386,9 @@ impl ObjectAdapter {
         debug!(target: "floe::adapter", "{}: deactivating, closing {} connections", self.inner.name, live.len());
         let closes = live.iter().map(|c| c.close());
         futures_util::future::join_all(closes).await;
+        for (category, locator) in locators {
+            locator.deactivate(&category);
+        }
         self.inner.deactivated_notify.notify_waiters();
     }
 

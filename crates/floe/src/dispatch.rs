@@ -237,10 +237,35 @@ where
     }
 }
 
+/// Anything a servant locator wants to hand from `locate` to `finished` (Ice's cookie).
+pub type LocatorCookie = Box<dyn std::any::Any + Send + Sync>;
+
 /// Locates servants for identities that have none registered (Ice's ServantLocator).
+///
+/// Only `locate` is required. `try_locate` is the full form: it may fail (the error becomes
+/// the reply, user exceptions included) and may return a cookie, which `finished` gets after
+/// the servant has dispatched; an error from `finished` replaces the servant's reply.
 pub trait ServantLocator: Send + Sync + 'static {
     /// Returns the servant for this request, or `None` for ObjectNotExist.
     fn locate(&self, current: &Current) -> Option<Arc<dyn Dispatcher>>;
+
+    /// Ice's `locate`: the servant and a cookie, `Ok(None)` for ObjectNotExist, or the error
+    /// to answer with. By default, [`locate`](Self::locate) without a cookie.
+    fn try_locate(&self, current: &Current) -> Result<Option<(Arc<dyn Dispatcher>, Option<LocatorCookie>)>, Error> {
+        Ok(self.locate(current).map(|s| (s, None)))
+    }
+
+    /// Called once the servant located by `try_locate` has dispatched the request; an error
+    /// replaces its reply. Does nothing by default.
+    fn finished(&self, current: &Current, cookie: Option<LocatorCookie>) -> Result<(), Error> {
+        let _ = (current, cookie);
+        Ok(())
+    }
+
+    /// Called when the locator is removed or its adapter deactivated.
+    fn deactivate(&self, category: &str) {
+        let _ = category;
+    }
 }
 
 /// Answers the four built-in operations (`ice_ping`, `ice_isA`, `ice_id`, `ice_ids`) for a

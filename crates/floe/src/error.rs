@@ -139,7 +139,8 @@ impl Error {
     pub fn ice_type_id(&self) -> &'static str {
         match self {
             Error::ConnectFailed { .. } => "::Ice::ConnectFailedException",
-            Error::ConnectionLost(_) | Error::Io(_) => "::Ice::ConnectionLostException",
+            Error::ConnectionLost(_) => "::Ice::ConnectionLostException",
+            Error::Io(_) => "::Ice::SocketException",
             Error::CloseConnection => "::Ice::CloseConnectionException",
             Error::InvocationTimeout(_) => "::Ice::InvocationTimeoutException",
             Error::InvocationCanceled => "::Ice::InvocationCanceledException",

@@ -178,3 +178,71 @@ fn a_servant_that_closes_its_connection_forcefully_sends_no_reply() {
         c.destroy().await;
     });
 }
+
+/// Ice's full servant-locator protocol: `try_locate` may answer with an error or hand a cookie
+/// to `finished`, whose error replaces the servant's reply; removal and deactivation reach it.
+struct CookieLocator {
+    deactivated: std::sync::atomic::AtomicBool,
+}
+
+impl ServantLocator for CookieLocator {
+    fn locate(&self, _: &Current) -> Option<Arc<dyn Dispatcher>> {
+        None
+    }
+    fn try_locate(
+        &self,
+        current: &Current,
+    ) -> Result<Option<(Arc<dyn Dispatcher>, Option<floe::LocatorCookie>)>, Error> {
+        match current.id.name.as_str() {
+            "refused" => Err(Error::UnknownException("refused by the locator".into())),
+            "none" => Ok(None),
+            _ => Ok(Some((
+                Arc::new(Labelled("located")),
+                Some(Box::new(current.id.name.clone()) as floe::LocatorCookie),
+            ))),
+        }
+    }
+    fn finished(&self, _: &Current, cookie: Option<floe::LocatorCookie>) -> Result<(), Error> {
+        let name = cookie.and_then(|c| c.downcast::<String>().ok()).map(|b| *b).unwrap_or_default();
+        if name == "spoiled" {
+            Err(Error::UnknownLocalException("finished replaced the reply".into()))
+        } else {
+            Ok(())
+        }
+    }
+    fn deactivate(&self, _: &str) {
+        self.deactivated.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn servant_locators_refuse_hand_cookies_to_finished_and_are_deactivated() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let locator = Arc::new(CookieLocator { deactivated: Default::default() });
+        a.add_servant_locator(locator.clone(), "loc");
+        a.activate().await.unwrap();
+        let who = |name: &str| {
+            let p = a.create_proxy(Identity::with_category("loc", name));
+            async move {
+                let o = p.invoke("who", OperationMode::Normal, None, |_| {}).await?.unwrap();
+                o.decode(String::decode)
+            }
+        };
+        assert_eq!(who("fine").await.unwrap(), "located:loc/fine#");
+        assert!(matches!(who("refused").await, Err(Error::UnknownException(s)) if s.contains("refused")));
+        assert!(matches!(who("none").await, Err(Error::ObjectNotExist { .. })));
+        assert!(matches!(who("spoiled").await, Err(Error::UnknownLocalException(s)) if s.contains("finished")));
+        assert!(a.remove_servant_locator("loc").is_some());
+        assert!(matches!(who("fine").await, Err(Error::ObjectNotExist { .. })));
+        a.add_servant_locator(locator.clone(), "loc");
+        a.deactivate().await;
+        assert!(
+            locator.deactivated.load(std::sync::atomic::Ordering::SeqCst),
+            "deactivating the adapter deactivates its locators"
+        );
+        c.destroy().await;
+    });
+}

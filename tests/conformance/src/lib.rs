@@ -40,6 +40,9 @@ pub mod generated {
     pub mod slicing_exceptions {
         include!(concat!(env!("OUT_DIR"), "/slicing_exceptions.rs"));
     }
+    pub mod servant_locator {
+        include!(concat!(env!("OUT_DIR"), "/servantLocator.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

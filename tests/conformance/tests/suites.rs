@@ -310,6 +310,19 @@ fn slicing_exceptions_1_0() {
     check(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.0");
 }
 
+/// Two checks are about Python servers (a Python exception's text, a Python locator returning
+/// something that is not a servant); the suite accepts OperationNotExist / ObjectNotExist from
+/// servers in other languages, which is what the floe server answers.
+#[test]
+fn servant_locator_1_1() {
+    check(suite!("servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn servant_locator_1_0() {
+    check(suite!("servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1), "1.0");
+}
+
 #[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
