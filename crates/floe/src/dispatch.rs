@@ -240,6 +240,9 @@ where
 /// Anything a servant locator wants to hand from `locate` to `finished` (Ice's cookie).
 pub type LocatorCookie = Box<dyn std::any::Any + Send + Sync>;
 
+/// What a servant locator found: the servant, and a cookie for `finished`.
+pub type Located = (Arc<dyn Dispatcher>, Option<LocatorCookie>);
+
 /// Locates servants for identities that have none registered (Ice's ServantLocator).
 ///
 /// Only `locate` is required. `try_locate` is the full form: it may fail (the error becomes
@@ -251,7 +254,7 @@ pub trait ServantLocator: Send + Sync + 'static {
 
     /// Ice's `locate`: the servant and a cookie, `Ok(None)` for ObjectNotExist, or the error
     /// to answer with. By default, [`locate`](Self::locate) without a cookie.
-    fn try_locate(&self, current: &Current) -> Result<Option<(Arc<dyn Dispatcher>, Option<LocatorCookie>)>, Error> {
+    fn try_locate(&self, current: &Current) -> Result<Option<Located>, Error> {
         Ok(self.locate(current).map(|s| (s, None)))
     }
 

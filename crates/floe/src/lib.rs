@@ -16,7 +16,9 @@ pub mod transport;
 pub use adapter::ObjectAdapter;
 pub use communicator::Communicator;
 pub use connection::Connection;
-pub use dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, LocatorCookie, Response, ServantLocator};
+pub use dispatch::{
+    Current, DispatchFuture, Dispatcher, IncomingRequest, Located, LocatorCookie, Response, ServantLocator,
+};
 pub use encoding::{AnyClass, Class, Context, Identity};
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use properties::Properties;

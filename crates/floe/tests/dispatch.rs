@@ -189,10 +189,7 @@ impl ServantLocator for CookieLocator {
     fn locate(&self, _: &Current) -> Option<Arc<dyn Dispatcher>> {
         None
     }
-    fn try_locate(
-        &self,
-        current: &Current,
-    ) -> Result<Option<(Arc<dyn Dispatcher>, Option<floe::LocatorCookie>)>, Error> {
+    fn try_locate(&self, current: &Current) -> Result<Option<floe::Located>, Error> {
         match current.id.name.as_str() {
             "refused" => Err(Error::UnknownException("refused by the locator".into())),
             "none" => Ok(None),

@@ -125,7 +125,7 @@ impl ServantLocator for ServantLocatorI {
         None
     }
 
-    fn try_locate(&self, current: &Current) -> Result<Option<(Arc<dyn Dispatcher>, Option<LocatorCookie>)>, Error> {
+    fn try_locate(&self, current: &Current) -> Result<Option<floe::Located>, Error> {
         self.check(!*self.deactivated.lock().expect("state"), "locate after deactivate")?;
         self.check(current.id.category == self.category || self.category.is_empty(), "wrong category")?;
         // "invalidReturnValue"/"invalidReturnType" test what Python does with a locator that
