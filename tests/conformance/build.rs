@@ -24,6 +24,8 @@ const SUITES: &[(&str, &[&str])] = &[
     ("optional", &[]),
     ("slicing/exceptions", &["./ServerPrivate.ice"]),
     ("servantLocator", &[]),
+    ("binding", &[]),
+    ("acm", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

@@ -67,10 +67,16 @@ fn ms(props: &Properties, name: &str, default: i64) -> Result<Option<Duration>> 
     Ok(if v < 0 { None } else { Some(Duration::from_millis(v as u64)) })
 }
 
-fn acm(props: &Properties, side: &str, default_close: i64) -> Result<AcmConfig> {
+fn acm(props: &Properties, prefix: &str, side: &str, default_close: i64) -> Result<AcmConfig> {
+    // `<Adapter>.ACM.X` overrides `Ice.ACM.<Side>.X`, which overrides `Ice.ACM.X`.
     let get = |key: &str, default: i64| -> Result<i64> {
         let general = props.get_int(&format!("Ice.ACM.{key}"), default)?;
-        props.get_int(&format!("Ice.ACM.{side}.{key}"), general)
+        let side = props.get_int(&format!("Ice.ACM.{side}.{key}"), general)?;
+        if prefix.is_empty() {
+            Ok(side)
+        } else {
+            props.get_int(&format!("{prefix}.ACM.{key}"), side)
+        }
     };
     let mut a = AcmConfig::from_ints(get("Timeout", 60)?, get("Heartbeat", 1)?, get("Close", default_close)?);
     // Ice 3.8: an idle timeout means a heartbeat whenever nothing was written for a while,
@@ -119,11 +125,7 @@ pub(crate) fn connection_config(
     let kb = props.get_int(&format!("{prefix}.MessageSizeMax"), kb)?;
     let max_message_size =
         if kb <= 0 { i32::MAX as usize } else { (kb as usize).saturating_mul(1024).min(i32::MAX as usize) };
-    let mut acm = acm(props, side, default_close)?;
-    if !prefix.is_empty() {
-        let t = props.get_int(&format!("{prefix}.ACM.Timeout"), acm.timeout.as_secs() as i64)?;
-        acm.timeout = Duration::from_secs(t.max(0) as u64);
-    }
+    let acm = acm(props, prefix, side, default_close)?;
     Ok(ConnectionConfig {
         max_message_size,
         compression_level: props.get_int("Ice.Compression.Level", 1)?.clamp(1, 9) as u32,

@@ -43,6 +43,12 @@ pub mod generated {
     pub mod servant_locator {
         include!(concat!(env!("OUT_DIR"), "/servantLocator.rs"));
     }
+    pub mod binding {
+        include!(concat!(env!("OUT_DIR"), "/binding.rs"));
+    }
+    pub mod acm {
+        include!(concat!(env!("OUT_DIR"), "/acm.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

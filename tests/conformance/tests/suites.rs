@@ -324,6 +324,16 @@ fn servant_locator_1_0() {
 }
 
 #[test]
+fn acm_1_1() {
+    check(suite!("acm", "floe-conformance-acm", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn acm_1_0() {
+    check(suite!("acm", "floe-conformance-acm", ["TestAdapter"], 1), "1.0");
+}
+
+#[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);

@@ -132,7 +132,9 @@ pub(super) async fn monitor(shared: Weak<Shared>) {
             AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
             AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
         };
-        if send {
+        // A held adapter's connections stay silent, as with Ice.
+        let held = conn.adapter().is_some_and(|a| a.is_held());
+        if send && !held {
             let _ = conn.heartbeat().await;
         }
     }
