@@ -248,6 +248,22 @@ impl ObjectAdapter {
         }
         let mut bound = Vec::new();
         for ep in &self.inner.configured_endpoints {
+            if let EndpointData::Udp { host, port, compress } = ep {
+                let port = u16::try_from(*port).map_err(|_| Error::Adapter(format!("bad port {port}")))?;
+                let socket = crate::transport::udp::bind(host, port).await?;
+                let local = socket.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
+                let shown = if host.is_empty() || host == "*" || host == "0.0.0.0" { "127.0.0.1" } else { host };
+                bound.push(EndpointData::Udp {
+                    host: shown.to_string(),
+                    port: local.port() as i32,
+                    compress: *compress,
+                });
+                let me = self.clone();
+                let task = tokio::spawn(async move { me.datagram_loop(socket).await });
+                self.inner.accept_tasks.lock().expect("accept tasks").push(task);
+                debug!(target: "floe::network", "{} listening on udp {local}", self.inner.name);
+                continue;
+            }
             let EndpointData::Tcp(ip) = ep else {
                 return Err(Error::Adapter(format!(
                     "{}: endpoint type {} is not supported yet",
@@ -313,6 +329,46 @@ impl ObjectAdapter {
                 return;
             }
             resumed.await;
+        }
+    }
+
+    /// Receives datagrams on a `udp` endpoint and dispatches the oneway requests they carry.
+    async fn datagram_loop(self, socket: tokio::net::UdpSocket) {
+        let frames = crate::protocol::FrameReader::new(self.inner.config.max_message_size);
+        let mut buf = vec![0u8; crate::transport::udp::MAX_DATAGRAM];
+        loop {
+            self.wait_until_not_held().await;
+            let received = match crate::transport::udp::receive(&socket, &frames, &mut buf).await {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => {
+                    warn!(target: "floe::network", "{}: udp receive failed: {e}", self.inner.name);
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            for request in received.1 {
+                let current = crate::dispatch::Current {
+                    adapter: Some(self.clone()),
+                    connection: None,
+                    id: request.identity,
+                    facet: request.facet,
+                    operation: request.operation,
+                    mode: request.mode,
+                    ctx: request.context,
+                    request_id: 0,
+                    encoding: request.encoding,
+                };
+                let incoming = IncomingRequest { current, params: request.params };
+                let me = self.clone();
+                // Nothing is answered; a panicking servant only loses its own request.
+                tokio::spawn(async move {
+                    let _ = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async move {
+                        me.dispatch(incoming).await
+                    }))
+                    .await;
+                });
+            }
         }
     }
 

@@ -243,3 +243,47 @@ fn servant_locators_refuse_hand_cookies_to_finished_and_are_deactivated() {
         c.destroy().await;
     });
 }
+
+/// Counts the oneway requests it gets.
+struct Counter(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Dispatcher for Counter {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let r = request.current.ok_empty();
+        Box::pin(async move { r })
+    }
+}
+
+#[test]
+fn adapters_on_udp_endpoints_dispatch_oneway_datagrams_and_drop_garbage() {
+    use floe::encoding::{EncodingVersion, EndpointData};
+    use floe::protocol::request::{encode_request, RequestPrefix};
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("U", "udp -h 127.0.0.1 -p 0").unwrap();
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        a.add(Arc::new(Counter(count.clone())), Identity::new("counter"));
+        a.activate().await.unwrap();
+        let EndpointData::Udp { port, .. } = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
+        let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let target = ("127.0.0.1", port as u16);
+        let prefix = RequestPrefix::new(&Identity::new("counter"), "", "tick", OperationMode::Normal);
+        let oneway = encode_request(0, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+        let twoway = encode_request(7, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+        socket.send_to(b"not an ice message at all", target).await.unwrap();
+        socket.send_to(&oneway[..oneway.len() - 1], target).await.unwrap(); // truncated
+        socket.send_to(&twoway, target).await.unwrap(); // cannot be answered
+        for _ in 0..3 {
+            socket.send_to(&oneway, target).await.unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while count.load(std::sync::atomic::Ordering::SeqCst) < 3 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3, "the three oneways and nothing else");
+        c.destroy().await;
+    });
+}

@@ -334,6 +334,16 @@ fn acm_1_0() {
 }
 
 #[test]
+fn binding_1_1() {
+    check(suite!("binding", "floe-conformance-binding", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn binding_1_0() {
+    check(suite!("binding", "floe-conformance-binding", ["TestAdapter"], 1), "1.0");
+}
+
+#[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);

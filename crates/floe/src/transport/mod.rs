@@ -1,8 +1,10 @@
 //! Transports: byte streams that carry Ice messages. A transport is anything that reads and
 //! writes bytes asynchronously (connect, read, vectored write and shutdown are the
-//! [`tokio::io`] traits); TCP is the first, and ssl, ws and udp plug in the same way.
+//! [`tokio::io`] traits); TCP is the first, and ssl and ws plug in the same way. UDP carries
+//! whole messages in datagrams instead (object adapters receive oneway requests on it).
 
 pub mod tcp;
+pub mod udp;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
