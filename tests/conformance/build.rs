@@ -26,6 +26,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("servantLocator", &[]),
     ("binding", &[]),
     ("acm", &[]),
+    ("info", &["Ice/Current.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

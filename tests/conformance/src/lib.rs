@@ -49,6 +49,9 @@ pub mod generated {
     pub mod acm {
         include!(concat!(env!("OUT_DIR"), "/acm.rs"));
     }
+    pub mod info {
+        include!(concat!(env!("OUT_DIR"), "/info.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

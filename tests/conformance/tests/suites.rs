@@ -344,6 +344,16 @@ fn binding_1_0() {
 }
 
 #[test]
+fn info_1_1() {
+    check(suite!("info", "floe-conformance-info", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn info_1_0() {
+    check(suite!("info", "floe-conformance-info", ["TestAdapter"], 1), "1.0");
+}
+
+#[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);

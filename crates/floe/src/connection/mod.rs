@@ -102,6 +102,8 @@ struct Shared {
     adapter: RwLock<Option<ObjectAdapter>>,
     incoming: bool,
     description: String,
+    local: Option<std::net::SocketAddr>,
+    remote: Option<std::net::SocketAddr>,
     dispatch_count: AtomicUsize,
     dispatch_done: Notify,
     epoch: Instant,
@@ -142,7 +144,13 @@ pub enum Compress {
 }
 
 impl Connection {
-    fn new(stream_description: String, write: WriteHalf, incoming: bool, config: ConnectionConfig) -> Self {
+    fn new(
+        stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>),
+        write: WriteHalf,
+        incoming: bool,
+        config: ConnectionConfig,
+    ) -> Self {
+        let (stream_description, local, remote) = stream;
         Connection {
             shared: Arc::new(Shared {
                 config,
@@ -155,6 +163,8 @@ impl Connection {
                 adapter: RwLock::new(None),
                 incoming,
                 description: stream_description,
+                local,
+                remote,
                 dispatch_count: AtomicUsize::new(0),
                 dispatch_done: Notify::new(),
                 epoch: Instant::now(),
@@ -173,7 +183,7 @@ impl Connection {
         config: ConnectionConfig,
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
-        let TransportStream { mut read, write, description } = stream;
+        let TransportStream { mut read, write, description, local, remote } = stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -190,7 +200,7 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new(description, write, false, config);
+        let conn = Connection::new((description, local, remote), write, false, config);
         conn.touch_read();
         conn.touch_write();
         conn.start(read);
@@ -205,9 +215,9 @@ impl Connection {
         config: ConnectionConfig,
         adapter: ObjectAdapter,
     ) -> Result<Connection> {
-        let TransportStream { read, mut write, description } = stream;
+        let TransportStream { read, mut write, description, local, remote } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
-        let conn = Connection::new(description, write, true, config);
+        let conn = Connection::new((description, local, remote), write, true, config);
         *conn.shared.adapter.write().expect("adapter lock") = Some(adapter);
         conn.touch_read();
         conn.touch_write();
@@ -237,6 +247,16 @@ impl Connection {
     /// True once the connection is closed (or closing).
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire) || self.shared.closing.load(Ordering::Acquire)
+    }
+
+    /// The local address of the connection (Ice's `IPConnectionInfo.localAddress/localPort`).
+    pub fn local_address(&self) -> Option<std::net::SocketAddr> {
+        self.shared.local
+    }
+
+    /// The peer's address (Ice's `IPConnectionInfo.remoteAddress/remotePort`).
+    pub fn remote_address(&self) -> Option<std::net::SocketAddr> {
+        self.shared.remote
     }
 
     /// True for a connection accepted by an object adapter.

@@ -21,6 +21,10 @@ pub struct TransportStream {
     pub write: WriteHalf,
     /// `local -> remote` addresses, for logs and connection info.
     pub description: String,
+    /// The local address, when the transport has one.
+    pub local: Option<std::net::SocketAddr>,
+    /// The peer's address, when the transport has one.
+    pub remote: Option<std::net::SocketAddr>,
 }
 
 impl std::fmt::Debug for TransportStream {

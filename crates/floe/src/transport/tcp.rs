@@ -16,12 +16,13 @@ use crate::error::{Error, Result};
 
 fn wrap(stream: TcpStream) -> TransportStream {
     let _ = stream.set_nodelay(true);
-    let description = match (stream.local_addr(), stream.peer_addr()) {
-        (Ok(l), Ok(r)) => format!("local address = {l}\nremote address = {r}"),
+    let (local, remote) = (stream.local_addr().ok(), stream.peer_addr().ok());
+    let description = match (local, remote) {
+        (Some(l), Some(r)) => format!("local address = {l}\nremote address = {r}"),
         _ => "tcp".to_string(),
     };
     let (read, write) = stream.into_split();
-    TransportStream { read: Box::new(TcpRead(read)), write: Box::new(write), description }
+    TransportStream { read: Box::new(TcpRead(read)), write: Box::new(write), description, local, remote }
 }
 
 /// The reading half of a TCP connection.
