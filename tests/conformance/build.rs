@@ -27,6 +27,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("binding", &[]),
     ("acm", &[]),
     ("info", &["Ice/Current.ice"]),
+    ("slicing/objects", &["./ServerPrivate.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

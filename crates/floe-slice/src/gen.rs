@@ -1207,6 +1207,11 @@ impl<'a> Gen<'a> {
         self.line("    fn part_checker(&self) -> fn(std::any::TypeId) -> bool {");
         self.line("        Self::__has_part");
         self.line("    }");
+        if self.class_preserves_slices(abs) {
+            self.line("    fn preserves_slices(&self) -> bool {");
+            self.line("        true");
+            self.line("    }");
+        }
         self.line(&format!("    fn part(&self, t: std::any::TypeId) -> Option<&{any}> {{"));
         self.line(&format!(
             "        if t == std::any::TypeId::of::<Self>() {{ Some(self as &{any}) }} else {{ {up} }}"
@@ -1261,6 +1266,22 @@ impl<'a> Gen<'a> {
         self.line("}");
         self.line("");
         self.classes.push((abs.to_string(), *compact_id));
+    }
+
+    /// The class or one of its bases is marked `["preserve-slice"]`.
+    fn class_preserves_slices(&self, abs: &str) -> bool {
+        let mut at = abs.to_string();
+        for _ in 0..256 {
+            let Some((_, d)) = self.unit.lookup(&at) else { return false };
+            if d.metadata.iter().any(|m| m == "preserve-slice") {
+                return true;
+            }
+            match &d.kind {
+                DefKind::Class { base: Some((_, _, Some(b))), .. } => at = b.clone(),
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// A class with operations, or implementing interfaces, or deriving from such a class: it

@@ -52,6 +52,9 @@ pub mod generated {
     pub mod info {
         include!(concat!(env!("OUT_DIR"), "/info.rs"));
     }
+    pub mod slicing_objects {
+        include!(concat!(env!("OUT_DIR"), "/slicing_objects.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

@@ -354,6 +354,16 @@ fn info_1_0() {
 }
 
 #[test]
+fn slicing_objects_1_1() {
+    check(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn slicing_objects_1_0() {
+    check(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.0");
+}
+
+#[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);

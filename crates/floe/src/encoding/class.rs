@@ -38,6 +38,13 @@ pub trait ClassValue: Any + Send + Sync + fmt::Debug {
     /// one of its bases). Handles keep it beside the instance, so that casts need no lock.
     fn part_checker(&self) -> fn(TypeId) -> bool;
 
+    /// True when the type (or a base) is marked `["preserve-slice"]`: slices of more derived
+    /// types this program does not know are kept with the instance and written back out
+    /// (in the sliced format).
+    fn preserves_slices(&self) -> bool {
+        false
+    }
+
     /// Writes every slice, most derived first (with [`Encoder::start_class_slice`] and
     /// [`Encoder::end_class_slice`] around each).
     fn encode_slices(&self, enc: &mut Encoder);
@@ -87,6 +94,9 @@ impl ClassValue for UnknownSlicedValue {
     fn part_checker(&self) -> fn(TypeId) -> bool {
         |t| t == TypeId::of::<Self>()
     }
+    fn preserves_slices(&self) -> bool {
+        true
+    }
     fn part(&self, t: TypeId) -> Option<&dyn Any> {
         (t == TypeId::of::<Self>()).then_some(self as &dyn Any)
     }
@@ -94,8 +104,12 @@ impl ClassValue for UnknownSlicedValue {
         (t == TypeId::of::<Self>()).then_some(self as &mut dyn Any)
     }
     fn encode_slices(&self, enc: &mut Encoder) {
-        // Nothing of it was kept: it goes back out as a plain Ice::Object (in 1.0 the runtime
-        // writes that slice after every instance anyway).
+        // Its slices, when kept, were written already (they include the last one). Otherwise it
+        // goes back out as a plain Ice::Object (in 1.0 the runtime writes that slice after
+        // every instance anyway).
+        if enc.wrote_preserved_slices() {
+            return;
+        }
         if !enc.encoding().is_1_0() {
             enc.start_class_slice("::Ice::Object", None, true, false);
             enc.end_class_slice();
@@ -144,6 +158,23 @@ impl ClassValue for InterfaceByValue {
     }
 }
 
+/// A slice of a type this program does not know, kept to be written back (Ice's SliceInfo).
+#[derive(Debug, Clone)]
+pub struct SliceInfo {
+    /// The slice's type id (or the compact id as decimal text).
+    pub type_id: String,
+    /// The compact id it was sent with, if any.
+    pub compact_id: Option<i32>,
+    /// The slice's members as they were on the wire (without the optional end marker).
+    pub bytes: bytes::Bytes,
+    /// The instances its indirection table referred to.
+    instances: Vec<Arc<ClassCell>>,
+    /// It had optional members.
+    pub has_optional_members: bool,
+    /// It was the least derived slice.
+    pub is_last_slice: bool,
+}
+
 /// What a handle knows about its instance without locking it.
 #[derive(Clone, Copy)]
 struct TypeInfo {
@@ -155,6 +186,8 @@ struct TypeInfo {
 struct ClassCell {
     value: RwLock<Option<Box<dyn ClassValue>>>,
     info: std::sync::OnceLock<TypeInfo>,
+    /// Slices of more derived types nobody here knows (`["preserve-slice"]`), most derived first.
+    sliced: std::sync::OnceLock<Vec<SliceInfo>>,
 }
 
 impl fmt::Debug for ClassCell {
@@ -165,7 +198,11 @@ impl fmt::Debug for ClassCell {
 
 impl ClassCell {
     fn empty() -> Arc<Self> {
-        Arc::new(ClassCell { value: RwLock::new(None), info: std::sync::OnceLock::new() })
+        Arc::new(ClassCell {
+            value: RwLock::new(None),
+            info: std::sync::OnceLock::new(),
+            sliced: std::sync::OnceLock::new(),
+        })
     }
 
     fn with(value: Box<dyn ClassValue>) -> Arc<Self> {
@@ -225,6 +262,13 @@ impl<T: ?Sized> Class<T> {
     /// The Slice type id of the instance's most derived known type.
     pub fn ice_id(&self) -> &'static str {
         self.cell.info.get().map(|i| i.ice_id).unwrap_or("::Ice::Object")
+    }
+
+    /// The slices of more derived types this program does not know that were kept with the
+    /// instance (its type is marked `["preserve-slice"]`), most derived first (Ice's
+    /// `ice_getSlicedData`).
+    pub fn preserved_slices(&self) -> &[SliceInfo] {
+        self.cell.sliced.get().map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// True when both refer to the same instance.
@@ -362,6 +406,8 @@ pub(crate) struct ClassWriteState {
     slices: Vec<Option<WriteSlice>>,
     /// The next slice to start is the first of its instance.
     first_slice: bool,
+    /// The instance being written started with kept slices of unknown types.
+    wrote_preserved: bool,
 }
 
 impl Encoder {
@@ -437,7 +483,31 @@ impl Encoder {
     fn write_instance_slices(&mut self, cell: &Arc<ClassCell>) {
         let state = self.class_state();
         let outer_first = std::mem::replace(&mut state.first_slice, true);
+        let outer_preserved = std::mem::replace(&mut state.wrote_preserved, false);
         state.slices.push(None);
+        // Kept slices of unknown types go first, and only in the sliced format (otherwise the
+        // instance is sliced to the types known here, as with Ice).
+        if let Some(slices) = cell.sliced.get() {
+            if self.format() == super::FormatType::Sliced && !self.encoding().is_1_0() && !slices.is_empty() {
+                for info in slices {
+                    self.start_class_slice(
+                        &info.type_id,
+                        info.compact_id,
+                        info.is_last_slice,
+                        info.has_optional_members,
+                    );
+                    self.write_raw(&info.bytes);
+                    if let Some(Some(slice)) = self.class_state().slices.last_mut() {
+                        for (i, instance) in info.instances.iter().enumerate() {
+                            slice.table_index.insert(instance.key(), i + 1);
+                        }
+                        slice.table = info.instances.clone();
+                    }
+                    self.end_class_slice();
+                }
+                self.class_state().wrote_preserved = true;
+            }
+        }
         let guard = cell.value.read().unwrap_or_else(|p| p.into_inner());
         match guard.as_ref() {
             Some(v) => v.encode_slices(self),
@@ -448,6 +518,12 @@ impl Encoder {
         let state = self.class_state();
         state.slices.pop();
         state.first_slice = outer_first;
+        state.wrote_preserved = outer_preserved;
+    }
+
+    /// True while writing an instance whose kept slices of unknown types were written first.
+    pub fn wrote_preserved_slices(&mut self) -> bool {
+        self.classes.as_ref().is_some_and(|s| s.wrote_preserved)
     }
 
     /// Starts a slice of a class instance: its type id (`compact_id` is used instead when
@@ -648,6 +724,10 @@ struct ReadSlice {
     type_id: Option<String>,
     /// Position just after the slice's members (and optionals), when the size is known.
     end: Option<usize>,
+    /// Where the slice's members start.
+    start: usize,
+    /// The compact id the type was sent as.
+    compact_id: Option<i32>,
     /// Position after the indirection table, which was read at the start of the slice.
     after_table: Option<usize>,
     /// An exception slice's table not read yet: it starts here.
@@ -816,6 +896,8 @@ impl Decoder {
 
     fn read_instance_slices(&mut self, cell: &Arc<ClassCell>, factory: ClassFactory) -> Result<()> {
         let mut most_derived: Option<String> = None;
+        // Slices of unknown types, kept in case the instance's type preserves them (1.1).
+        let mut skipped: Vec<SliceInfo> = Vec::new();
         loop {
             let header = self.read_class_slice_header(true, &factory)?;
             let type_id = header.type_id.clone().unwrap_or_default();
@@ -837,16 +919,35 @@ impl Decoder {
                 if self.encoding().is_1_0() {
                     self.read_object_slice_1_0()?;
                 }
+                if value.preserves_slices() && !skipped.is_empty() {
+                    let _ = cell.sliced.set(skipped);
+                }
                 cell.fill(value);
                 return Ok(());
             }
             let last = header.flags & flags::IS_LAST_SLICE != 0;
-            if header.end.is_none() {
+            let Some(end) = header.end else {
                 return Err(DecodeError::UnknownSliceWithoutSize { type_id });
+            };
+            if !self.encoding().is_1_0() {
+                let has_optionals = header.flags & flags::HAS_OPTIONAL_MEMBERS != 0;
+                // The optional end marker is not kept: it is written again with the slice.
+                let members_end = if has_optionals { end.saturating_sub(1).max(header.start) } else { end };
+                skipped.push(SliceInfo {
+                    type_id: type_id.clone(),
+                    compact_id: header.compact_id,
+                    bytes: self.buffer().slice(header.start..members_end),
+                    instances: header.table.clone(),
+                    has_optional_members: has_optionals,
+                    is_last_slice: last,
+                });
             }
             self.skip_class_slice(header)?;
             if last {
                 let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
+                if !skipped.is_empty() {
+                    let _ = cell.sliced.set(skipped);
+                }
                 cell.fill(value);
                 return Ok(());
             }
@@ -880,15 +981,18 @@ impl Decoder {
             if size < 4 || (size as usize - 4) > self.remaining() {
                 return Err(DecodeError::BadSliceSize(size));
             }
-            let end = self.position() + size as usize - 4;
+            let start = self.position();
+            let end = start + size as usize - 4;
             return Ok(ReadSlice {
                 flags: flags::HAS_SLICE_SIZE,
                 type_id: Some(type_id),
                 end: Some(end),
+                start,
                 ..Default::default()
             });
         }
         let f = self.read_u8()?;
+        let mut compact_id = None;
         let type_id = match f & flags::TYPE_ID_MASK {
             flags::TYPE_ID_STRING => Some(self.new_type_id()?),
             flags::TYPE_ID_INDEX => {
@@ -898,6 +1002,7 @@ impl Decoder {
             flags::TYPE_ID_COMPACT => {
                 let compact = self.read_size()?;
                 let compact = i32::try_from(compact).map_err(|_| DecodeError::Malformed("compact id out of range"))?;
+                compact_id = Some(compact);
                 Some((factory.compact)(compact).map(str::to_string).unwrap_or_else(|| compact.to_string()))
             }
             _ if first => return Err(DecodeError::Malformed("the first slice of a class instance has no type id")),
@@ -912,7 +1017,8 @@ impl Decoder {
         } else {
             None
         };
-        let mut slice = ReadSlice { flags: f, type_id, end, ..Default::default() };
+        let start = self.position();
+        let mut slice = ReadSlice { flags: f, type_id, end, start, compact_id, ..Default::default() };
         if f & flags::HAS_INDIRECTION_TABLE != 0 {
             let Some(end) = end else {
                 return Err(DecodeError::Malformed("an indirection table needs a sliced slice"));
@@ -1066,13 +1172,14 @@ impl Decoder {
                 for _ in 0..n {
                     let id = self.read_i32()?;
                     let state = self.class_state();
-                    let Some(cell) = state.cells.get(&id).cloned() else {
-                        return Err(DecodeError::Malformed("pending class instance nobody refers to"));
-                    };
+                    // An instance only slices this program skipped refer to is read all the
+                    // same (and dropped with the decoder).
+                    let cell = state.cells.entry(id).or_insert_with(ClassCell::empty).clone();
                     if cell.info.get().is_some() {
                         return Err(DecodeError::Malformed("class instance sent twice"));
                     }
-                    let factory = state.factories.get(&id).copied().unwrap_or_else(unknown_factory);
+                    let factory =
+                        state.factories.get(&id).copied().or(state.default_factory).unwrap_or_else(unknown_factory);
                     // Instances come one after another in 1.0; their depth in the graph is
                     // that of the instance that first referred to them, plus one.
                     state.depth = state.ref_depths.get(&id).copied().unwrap_or(0);

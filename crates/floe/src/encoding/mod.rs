@@ -17,7 +17,9 @@ pub mod pool;
 mod proxy_data;
 mod traits;
 
-pub use class::{AnyClass, Class, ClassFactory, ClassType, ClassValue, InterfaceByValue, UnknownSlicedValue};
+pub use class::{
+    AnyClass, Class, ClassFactory, ClassType, ClassValue, InterfaceByValue, SliceInfo, UnknownSlicedValue,
+};
 pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;
 pub use error::{DecodeError, Result};
