@@ -28,6 +28,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("acm", &[]),
     ("info", &["Ice/Current.ice"]),
     ("slicing/objects", &["./ServerPrivate.ice"]),
+    ("location", &["Ice/Locator.ice", "Ice/Process.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.

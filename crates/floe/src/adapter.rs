@@ -13,6 +13,7 @@ use crate::connection::{Connection, ConnectionConfig};
 use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
+use crate::protocol::OperationMode;
 use crate::proxy::reference::{parse_endpoint, Reference};
 use crate::proxy::ObjectPrx;
 use crate::transport::tcp;
@@ -29,6 +30,12 @@ struct AdapterInner {
     configured_endpoints: Vec<EndpointData>,
     config: ConnectionConfig,
     max_connections: usize,
+    /// `<Adapter>.AdapterId` ("" for none).
+    adapter_id: String,
+    /// `<Adapter>.ReplicaGroupId` ("" for none).
+    replica_group_id: String,
+    /// The locator it registers its endpoints with (`<Adapter>.Locator`, `Ice.Default.Locator`).
+    locator: RwLock<Option<ObjectPrx>>,
     connection_count: Arc<AtomicUsize>,
     live: Mutex<Vec<Connection>>,
     accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -61,6 +68,16 @@ impl ObjectAdapter {
         max_connections: usize,
     ) -> Result<Self> {
         let defaults = communicator.parse_defaults();
+        let adapter_id = communicator.properties().get_or(&format!("{name}.AdapterId"), "");
+        let replica_group_id = communicator.properties().get_or(&format!("{name}.ReplicaGroupId"), "");
+        let locator = {
+            let props = communicator.properties();
+            let s = props.get(&format!("{name}.Locator")).or_else(|| props.get("Ice.Default.Locator"));
+            match s.filter(|s| !s.trim().is_empty()) {
+                Some(s) => Some(communicator.string_to_proxy(&s)?),
+                None => None,
+            }
+        };
         let mut configured = Vec::new();
         if !endpoints.trim().is_empty() {
             let list = crate::proxy::reference::split_endpoints(endpoints)
@@ -82,6 +99,9 @@ impl ObjectAdapter {
                 configured_endpoints: configured,
                 config,
                 max_connections,
+                adapter_id,
+                replica_group_id,
+                locator: RwLock::new(locator),
                 connection_count: Arc::new(AtomicUsize::new(0)),
                 live: Mutex::new(Vec::new()),
                 accept_tasks: Mutex::new(Vec::new()),
@@ -219,8 +239,42 @@ impl ObjectAdapter {
         }
     }
 
-    /// A proxy for `identity` with this adapter's endpoints.
+    /// A proxy for `identity`, as Ice makes it: indirect (`identity @ replica group or adapter
+    /// id`) when the adapter has an `AdapterId`, else direct.
     pub fn create_proxy(&self, identity: Identity) -> ObjectPrx {
+        if self.inner.adapter_id.is_empty() {
+            return self.create_direct_proxy(identity);
+        }
+        let id =
+            if self.inner.replica_group_id.is_empty() { &self.inner.adapter_id } else { &self.inner.replica_group_id };
+        self.indirect_proxy(identity, id)
+    }
+
+    /// An indirect proxy `identity @ AdapterId` (a well-known one without an adapter id).
+    pub fn create_indirect_proxy(&self, identity: Identity) -> ObjectPrx {
+        let id = self.inner.adapter_id.clone();
+        self.indirect_proxy(identity, &id)
+    }
+
+    fn indirect_proxy(&self, identity: Identity, adapter_id: &str) -> ObjectPrx {
+        let mut r = Reference::new(identity);
+        r.wire.encoding = self.inner.communicator.parse_defaults().encoding;
+        r.wire.adapter_id = adapter_id.to_string();
+        ObjectPrx::from_reference(self.inner.communicator.clone(), r)
+    }
+
+    /// The adapter id (`<Adapter>.AdapterId`, "" for none).
+    pub fn adapter_id(&self) -> &str {
+        &self.inner.adapter_id
+    }
+
+    /// Sets the locator whose registry the adapter registers its endpoints with on activation.
+    pub fn set_locator(&self, locator: Option<ObjectPrx>) {
+        *self.inner.locator.write().expect("locator") = locator;
+    }
+
+    /// A proxy for `identity` with this adapter's endpoints.
+    pub fn create_direct_proxy(&self, identity: Identity) -> ObjectPrx {
         let mut r = Reference::new(identity);
         r.wire.encoding = self.inner.communicator.parse_defaults().encoding;
         r.wire.endpoints = self.endpoints();
@@ -286,6 +340,7 @@ impl ObjectAdapter {
             debug!(target: "floe::network", "{} listening on {local}", self.inner.name);
         }
         *self.inner.endpoints.write().expect("endpoints") = bound;
+        self.register_with_locator(true).await?;
         if self.inner.communicator.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -293,6 +348,45 @@ impl ObjectAdapter {
             let _ = out.flush();
         }
         Ok(())
+    }
+
+    /// Tells the locator's registry where the adapter listens (or, with `active` false, that it
+    /// stopped): `setAdapterDirectProxy`, or `setReplicatedAdapterDirectProxy` with a replica
+    /// group. Nothing to do without a locator or an adapter id.
+    async fn register_with_locator(&self, active: bool) -> Result<()> {
+        let locator = self.inner.locator.read().expect("locator").clone();
+        let (Some(locator), false) = (locator, self.inner.adapter_id.is_empty()) else { return Ok(()) };
+        let outcome = locator.invoke("getRegistry", OperationMode::Idempotent, None, |_| {}).await?;
+        let communicator = self.inner.communicator.clone();
+        let registry = match outcome {
+            Some(o) => o.decode(|d| ObjectPrx::decode(&communicator, d))?,
+            None => None,
+        };
+        let Some(registry) = registry else { return Ok(()) };
+        let direct = active.then(|| self.create_direct_proxy(Identity::new("dummy")));
+        let (id, group) = (self.inner.adapter_id.clone(), self.inner.replica_group_id.clone());
+        let outcome = if group.is_empty() {
+            registry
+                .invoke("setAdapterDirectProxy", OperationMode::Idempotent, None, |e| {
+                    e.write_str(&id);
+                    ObjectPrx::encode_nullable(direct.as_ref(), e);
+                })
+                .await?
+        } else {
+            registry
+                .invoke("setReplicatedAdapterDirectProxy", OperationMode::Idempotent, None, |e| {
+                    e.write_str(&id);
+                    e.write_str(&group);
+                    ObjectPrx::encode_nullable(direct.as_ref(), e);
+                })
+                .await?
+        };
+        match outcome {
+            Some(o) => o
+                .decode(|_| Ok(()))
+                .map_err(|e| Error::Adapter(format!("{}: the locator registry refused it: {e}", self.inner.name))),
+            None => Ok(()),
+        }
     }
 
     /// Holds the adapter, as Ice's `hold()` does: it stops accepting connections and its
@@ -424,6 +518,10 @@ impl ObjectAdapter {
         for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
             t.abort();
         }
+        // Connections stop taking requests now; they close once their dispatches finish.
+        for c in self.inner.live.lock().expect("live").iter() {
+            c.stop_dispatching();
+        }
     }
 
     /// Stops accepting connections and closes the open ones gracefully.
@@ -433,6 +531,9 @@ impl ObjectAdapter {
         }
         // Held connections wake up and see the deactivation.
         self.inner.resumed.notify_waiters();
+        if let Err(e) = self.register_with_locator(false).await {
+            debug!(target: "floe::adapter", "{}: could not unregister from the locator: {e}", self.inner.name);
+        }
         let locators: Vec<(String, Arc<dyn ServantLocator>)> =
             self.inner.locators.write().expect("locators").drain().collect();
         for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {

@@ -383,12 +383,20 @@ impl Communicator {
 
     /// Asks the communicator to shut down: `wait_for_shutdown` returns.
     pub fn shutdown(&self) {
-        self.inner.shutdown.store(true, Ordering::Release);
-        // As with Ice, adapters stop accepting connections at once; their connections are
-        // closed gracefully when `wait_for_shutdown` or `destroy` deactivates them.
-        for a in self.inner.adapters.lock().expect("adapters").iter() {
+        if self.inner.shutdown.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // As with Ice, adapters stop accepting connections at once and are deactivated (their
+        // connections closed gracefully once their dispatches finish) without anyone waiting.
+        let adapters: Vec<ObjectAdapter> = self.inner.adapters.lock().expect("adapters").clone();
+        for a in &adapters {
             a.stop_accepting();
         }
+        self.inner.handle.spawn(async move {
+            for a in adapters {
+                a.deactivate().await;
+            }
+        });
         self.inner.shutdown_notify.notify_waiters();
     }
 

@@ -55,6 +55,9 @@ pub mod generated {
     pub mod slicing_objects {
         include!(concat!(env!("OUT_DIR"), "/slicing_objects.rs"));
     }
+    pub mod location {
+        include!(concat!(env!("OUT_DIR"), "/location.rs"));
+    }
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }

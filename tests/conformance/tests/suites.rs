@@ -363,6 +363,18 @@ fn slicing_objects_1_0() {
     check(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.0");
 }
 
+/// The servers the suite starts are more communicators in the floe process; their adapters
+/// register with the floe locator registry through `Ice.Default.Locator`.
+#[test]
+fn location_1_1() {
+    check(suite!("location", "floe-conformance-location", ["ServerManager"], 8), "1.1");
+}
+
+#[test]
+fn location_1_0() {
+    check(suite!("location", "floe-conformance-location", ["ServerManager"], 8), "1.0");
+}
+
 #[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -97,6 +97,9 @@ struct Shared {
     pending: Mutex<PendingTable>,
     closed: AtomicBool,
     closing: AtomicBool,
+    /// A graceful close is coming: requests that arrive now are not dispatched (the peer
+    /// retries them elsewhere after the CloseConnection).
+    draining: AtomicBool,
     close_reason: Mutex<Option<Error>>,
     closed_notify: Notify,
     adapter: RwLock<Option<ObjectAdapter>>,
@@ -158,6 +161,7 @@ impl Connection {
                 pending: Mutex::new(PendingTable::default()),
                 closed: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
+                draining: AtomicBool::new(false),
                 close_reason: Mutex::new(None),
                 closed_notify: Notify::new(),
                 adapter: RwLock::new(None),
@@ -455,6 +459,13 @@ impl Connection {
         }
     }
 
+    /// Stops dispatching new requests ahead of a graceful close (which sends CloseConnection
+    /// once the dispatches in progress finish); requests arriving meanwhile are ignored, as
+    /// Ice ignores them on a closing connection, and the peer retries them.
+    pub fn stop_dispatching(&self) {
+        self.shared.draining.store(true, Ordering::Release);
+    }
+
     /// Closes gracefully, as Ice does: waits for the dispatches in progress, sends
     /// CloseConnection, then waits (up to the close timeout) for the peer to close its side.
     pub async fn close(&self) {
@@ -677,7 +688,7 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             }
         }
         MessageType::Request => {
-            if conn.shared.closing.load(Ordering::Acquire) {
+            if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
                 // Ice ignores requests that arrive while closing; the client retries them.
                 return Ok(());
             }
@@ -685,7 +696,7 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             dispatch(conn, request, msg.header.compression).await;
         }
         MessageType::BatchRequest => {
-            if conn.shared.closing.load(Ordering::Acquire) {
+            if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
                 return Ok(());
             }
             // One request at a time: a batch's requests are never all decoded at once.
