@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("decompress", decompress),
     ("proxy_string", proxy_string),
     ("slice", slice),
+    ("classes", classes),
 ];
 
 /// A byte stream cut into messages by the frame reader (fed in two pieces), each decoded as
@@ -129,4 +130,109 @@ pub fn slice(data: &[u8]) {
             let _ = floe_slice::generate(u, &Default::default());
         }
     }
+}
+
+/// A class for the `classes` target: a linked node with a `Value` member, so that inputs reach
+/// back-references, cycles, derived types, unknown types and preserved slices.
+#[derive(Debug, Default)]
+struct Node {
+    value: i32,
+    next: Option<floe::Class<Node>>,
+    any: Option<floe::AnyClass>,
+}
+
+impl floe::encoding::ClassValue for Node {
+    fn ice_id(&self) -> &'static str {
+        "::Fuzz::Node"
+    }
+    fn part(&self, t: std::any::TypeId) -> Option<&dyn std::any::Any> {
+        (t == std::any::TypeId::of::<Self>()).then_some(self as &dyn std::any::Any)
+    }
+    fn part_mut(&mut self, t: std::any::TypeId) -> Option<&mut dyn std::any::Any> {
+        (t == std::any::TypeId::of::<Self>()).then_some(self as &mut dyn std::any::Any)
+    }
+    fn part_checker(&self) -> fn(std::any::TypeId) -> bool {
+        |t| t == std::any::TypeId::of::<Node>()
+    }
+    fn preserves_slices(&self) -> bool {
+        true
+    }
+    fn encode_slices(&self, enc: &mut floe::encoding::Encoder) {
+        enc.start_class_slice("::Fuzz::Node", Some(3), true, false);
+        enc.write_i32(self.value);
+        enc.write_class(self.next.as_ref());
+        enc.write_class(self.any.as_ref());
+        enc.end_class_slice();
+    }
+    fn decode_slices(&mut self, dec: &mut Decoder) -> floe::encoding::Result<()> {
+        dec.start_class_slice()?;
+        self.value = dec.read_i32()?;
+        self.next = dec.read_class::<Node>()?;
+        self.any = dec.read_any_class(None)?;
+        dec.end_class_slice()
+    }
+}
+
+impl floe::encoding::ClassType for Node {
+    const TYPE_ID: &'static str = "::Fuzz::Node";
+    const FACTORY: floe::encoding::ClassFactory = floe::encoding::ClassFactory {
+        create: |id| (id == "::Fuzz::Node").then(|| Box::new(Node::default()) as Box<dyn floe::encoding::ClassValue>),
+        compact: |id| (id == 3).then_some("::Fuzz::Node"),
+    };
+}
+
+/// Class graphs in both encodings and both formats: read as Node and as any class, then
+/// written back (which walks what was read, cycles included).
+pub fn classes(data: &[u8]) {
+    for encoding in [EncodingVersion::V1_1, EncodingVersion::V1_0] {
+        let mut d = Decoder::new(Bytes::copy_from_slice(data), encoding);
+        d.set_class_factory(<Node as floe::encoding::ClassType>::FACTORY);
+        let a = d.read_class::<Node>();
+        let b = d.read_any_class(None);
+        if d.read_pending_values().is_ok() {
+            for format in [floe::encoding::FormatType::Compact, floe::encoding::FormatType::Sliced] {
+                let mut e = floe::encoding::Encoder::new(encoding);
+                e.set_format(format);
+                if let Ok(Some(a)) = &a {
+                    let _ = a.read().value;
+                    e.write_class(Some(a));
+                }
+                if let Ok(Some(b)) = &b {
+                    e.write_class(Some(b));
+                }
+                e.write_pending_values();
+            }
+        }
+    }
+}
+
+/// Encoded class graphs to start the `classes` target from: a cycle, sharing, a node holding
+/// another as a `Value`, and an instance of an unknown derived type (sliced format) — in both
+/// encodings and formats.
+pub fn class_seeds() -> Vec<Vec<u8>> {
+    let a = floe::Class::new(Node { value: 1, next: None, any: None });
+    let b = floe::Class::new(Node { value: 2, next: Some(a.clone()), any: Some(a.to_any()) });
+    a.write().next = Some(b.clone());
+    let mut seeds = Vec::new();
+    for encoding in [EncodingVersion::V1_1, EncodingVersion::V1_0] {
+        for format in [floe::encoding::FormatType::Compact, floe::encoding::FormatType::Sliced] {
+            let mut e = floe::encoding::Encoder::new(encoding);
+            e.set_format(format);
+            e.write_class(Some(&a));
+            e.write_class(Some(&b.to_any()));
+            e.write_pending_values();
+            seeds.push(e.as_slice().to_vec());
+        }
+    }
+    // An unknown most-derived slice ("::Fuzz::Leaf", sliced) in front of a Node slice.
+    let mut unknown = vec![0x01, 0x11, 12];
+    unknown.extend_from_slice(b"::Fuzz::Leaf");
+    unknown.extend_from_slice(&8i32.to_le_bytes());
+    unknown.extend_from_slice(&7i32.to_le_bytes());
+    unknown.extend_from_slice(&[0x33, 3]);
+    unknown.extend_from_slice(&10i32.to_le_bytes());
+    unknown.extend_from_slice(&5i32.to_le_bytes());
+    unknown.extend_from_slice(&[0, 0, 0]);
+    seeds.push(unknown);
+    seeds
 }

@@ -80,7 +80,19 @@ fn class_graphs_round_trip() {
         e.write_class(Some(&leaf.to_any()));
         e.write_pending_values();
         let bytes = e.as_slice().to_vec();
+        // A graph with a cycle is refused unless cycles are accepted (Ice.AcceptClassCycles).
         let mut d = Decoder::from_slice(&bytes, encoding);
+        let refused = (|| {
+            for _ in 0..3 {
+                d.read_class::<Node>()?;
+            }
+            d.read_any_class(None)?;
+            d.read_any_class(None)?;
+            d.read_pending_values()
+        })();
+        assert!(refused.is_err(), "{encoding} {format:?}: the a ↔ b cycle must be refused by default");
+        let mut d = Decoder::from_slice(&bytes, encoding);
+        d.set_accept_class_cycles(true);
         let a2 = d.read_class::<Node>().unwrap().unwrap();
         let leaf2 = d.read_class::<Node>().unwrap().unwrap();
         let b2 = d.read_class::<Node>().unwrap().unwrap();
@@ -102,6 +114,7 @@ fn class_graphs_round_trip() {
 
         // A Node where a Leaf is required is refused, never accepted as a wrong type.
         let mut d = Decoder::from_slice(&bytes, encoding);
+        d.set_accept_class_cycles(true);
         let r = d.read_class::<Leaf>().and_then(|_| d.read_pending_values());
         assert!(r.is_err(), "{encoding} {format:?}: a Node must not pass as a Leaf");
     }

@@ -41,6 +41,8 @@ struct AdapterInner {
     accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     activated: AtomicBool,
     held: AtomicBool,
+    /// No new connection is taken any more (shutdown or deactivation).
+    stopped: AtomicBool,
     resumed: Notify,
     held_notify: Notify,
     deactivated: AtomicBool,
@@ -107,6 +109,7 @@ impl ObjectAdapter {
                 accept_tasks: Mutex::new(Vec::new()),
                 activated: AtomicBool::new(false),
                 held: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
                 resumed: Notify::new(),
                 held_notify: Notify::new(),
                 deactivated: AtomicBool::new(false),
@@ -470,6 +473,8 @@ impl ObjectAdapter {
         loop {
             self.wait_until_not_held().await;
             let (stream, addr) = match tcp::accept(&listener).await {
+                // A connection accepted as the adapter stops is not served.
+                Ok(_) if self.inner.stopped.load(Ordering::Acquire) => return,
                 Ok(s) => s,
                 Err(e) => {
                     // Out of file descriptors and similar: back off instead of spinning.
@@ -503,6 +508,12 @@ impl ObjectAdapter {
     }
 
     fn track(&self, conn: Connection) {
+        if self.inner.stopped.load(Ordering::Acquire) {
+            // Established after the adapter stopped: it takes no request and closes.
+            conn.stop_dispatching();
+            tokio::spawn(async move { conn.close().await });
+            return;
+        }
         let mut live = self.inner.live.lock().expect("live");
         live.retain(|c| !c.is_closed());
         live.push(conn);
@@ -515,6 +526,7 @@ impl ObjectAdapter {
 
     /// Closes the listening sockets: no new connection is accepted.
     pub(crate) fn stop_accepting(&self) {
+        self.inner.stopped.store(true, Ordering::Release);
         for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
             t.abort();
         }
@@ -536,9 +548,7 @@ impl ObjectAdapter {
         }
         let locators: Vec<(String, Arc<dyn ServantLocator>)> =
             self.inner.locators.write().expect("locators").drain().collect();
-        for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
-            t.abort();
-        }
+        self.stop_accepting();
         let live: Vec<Connection> = self.inner.live.lock().expect("live").drain(..).collect();
         debug!(target: "floe::adapter", "{}: deactivating, closing {} connections", self.inner.name, live.len());
         let closes = live.iter().map(|c| c.close());

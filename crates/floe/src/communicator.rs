@@ -34,6 +34,7 @@ struct Inner {
     decoder_context: std::sync::OnceLock<crate::encoding::DecoderContext>,
     connect_timeout: Option<Duration>,
     tcp_buffers: crate::transport::tcp::BufferSizes,
+    accept_class_cycles: bool,
     retries: usize,
     batch_auto_flush: usize,
     override_compress: Option<bool>,
@@ -109,6 +110,11 @@ pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<crate::transport::t
 }
 
 impl Communicator {
+    /// Whether decoded class graphs may contain cycles (`Ice.AcceptClassCycles`, default 0).
+    pub fn accept_class_cycles(&self) -> bool {
+        self.inner.accept_class_cycles
+    }
+
     /// The socket buffer sizes for TCP connections (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`).
     pub(crate) fn tcp_buffers(&self) -> crate::transport::tcp::BufferSizes {
         self.inner.tcp_buffers
@@ -236,7 +242,9 @@ impl Communicator {
         )?;
         let override_compress = properties.get("Ice.Override.Compress").map(|v| v.trim() != "0");
         let tcp_buffers = tcp_buffer_sizes(&properties)?;
+        let accept_class_cycles = properties.get_int("Ice.AcceptClassCycles", 0)? > 0;
         let inner = Inner {
+            accept_class_cycles,
             tcp_buffers,
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,

@@ -189,8 +189,11 @@ pub struct IncomingRequest {
 impl IncomingRequest {
     /// A decoder over the parameters (proxies in them belong to the adapter's communicator).
     pub fn decoder(&self) -> Decoder {
-        let ctx = self.current.adapter.as_ref().map(|a| a.communicator().decoder_context());
-        Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx)
+        let communicator = self.current.adapter.as_ref().map(|a| a.communicator());
+        let ctx = communicator.map(|c| c.decoder_context());
+        let mut d = Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx);
+        d.set_accept_class_cycles(communicator.is_some_and(|c| c.accept_class_cycles()));
+        d
     }
 
     /// Checks that the parameters were read completely (unknown optionals are skipped).

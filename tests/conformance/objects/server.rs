@@ -118,8 +118,9 @@ impl Initial for InitialI {
         }
         Ok(())
     }
-    async fn accepts_class_cycles(&self, _: &Current) -> R<bool> {
-        Ok(true)
+    async fn accepts_class_cycles(&self, current: &Current) -> R<bool> {
+        // floe refuses cyclic graphs unless Ice.AcceptClassCycles is set, as Ice for C++ does.
+        Ok(current.adapter.as_ref().is_some_and(|a| a.communicator().accept_class_cycles()))
     }
     async fn get_mb(&self, _: &Current) -> R<Opt<B>> {
         Ok(Some(self.graph().b1.clone()))

@@ -283,7 +283,9 @@ fn d1_(sb: &str, sd1: &str) -> Class<D1> {
 }
 
 fn main() -> std::process::ExitCode {
-    TestServer::main("slicing/objects", &[("Ice.Warn.Dispatch", "0")], |server| async move {
+    // The suite sends cyclic graphs (as Ice's own C++ server, this one accepts them).
+    let defaults = [("Ice.Warn.Dispatch", "0"), ("Ice.AcceptClassCycles", "1")];
+    TestServer::main("slicing/objects", &defaults, |server| async move {
         let adapter = server.adapter("TestAdapter", 0)?;
         adapter.add(TestIntfServer::new(TestI), Identity::new("Test"));
         adapter.activate().await

@@ -736,8 +736,18 @@ struct ReadSlice {
 }
 
 /// What a decoder remembers about classes within one encapsulation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct ClassReadState {
+    /// This state (not a clone of it) decides what happens to the instances on drop.
+    owner: bool,
+    /// Graphs with cycles are accepted (`Ice.AcceptClassCycles`).
+    accept_cycles: bool,
+    /// The instances being decoded, innermost last (cell keys).
+    stack: Vec<usize>,
+    /// References from an instance to another: (from, to) cell keys.
+    edges: Vec<(usize, usize)>,
+    /// Every reference was read and checked: the graph now belongs to the program.
+    complete: bool,
     cells: HashMap<i32, Arc<ClassCell>>,
     next_id: i32,
     type_ids: Vec<String>,
@@ -756,7 +766,78 @@ pub(crate) struct ClassReadState {
     depth: usize,
 }
 
+impl Clone for ClassReadState {
+    fn clone(&self) -> Self {
+        ClassReadState {
+            owner: false,
+            accept_cycles: self.accept_cycles,
+            stack: self.stack.clone(),
+            edges: self.edges.clone(),
+            complete: self.complete,
+            cells: self.cells.clone(),
+            next_id: self.next_id,
+            type_ids: self.type_ids.clone(),
+            default_factory: self.default_factory,
+            factories: self.factories.clone(),
+            ref_depths: self.ref_depths.clone(),
+            checks: self.checks.clone(),
+            slices: self.slices.clone(),
+            first: self.first.clone(),
+            depth: self.depth,
+        }
+    }
+}
+
+impl Drop for ClassReadState {
+    /// Instances of a decoding that failed (or was abandoned) are emptied, so that cycles
+    /// among them cannot keep them alive.
+    fn drop(&mut self) {
+        if self.owner && !self.complete {
+            for cell in self.cells.values() {
+                if let Ok(mut v) = cell.value.try_write() {
+                    v.take();
+                }
+            }
+        }
+    }
+}
+
 impl ClassReadState {
+    /// True when the references recorded so far form a cycle.
+    fn has_cycle(&self) -> bool {
+        let mut next: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (a, b) in &self.edges {
+            next.entry(*a).or_default().push(*b);
+        }
+        // Iterative depth-first search: 0 unseen, 1 on the path, 2 done.
+        let mut state: HashMap<usize, u8> = HashMap::new();
+        for &start in next.keys() {
+            if state.get(&start).copied().unwrap_or(0) != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+            state.insert(start, 1);
+            while let Some((node, i)) = stack.pop() {
+                let children = next.get(&node).map(Vec::as_slice).unwrap_or(&[]);
+                if i < children.len() {
+                    stack.push((node, i + 1));
+                    let child = children[i];
+                    match state.get(&child).copied().unwrap_or(0) {
+                        1 => return true,
+                        0 => {
+                            state.insert(child, 1);
+                            stack.push((child, 0));
+                        }
+                        _ => {}
+                    }
+                } else {
+                    state.insert(node, 2);
+                }
+            }
+        }
+        false
+    }
+
     /// False inside a class slice that announced no optional members.
     pub(crate) fn optionals_allowed(&self) -> bool {
         match self.slices.last() {
@@ -776,7 +857,24 @@ fn unknown_factory() -> ClassFactory {
 impl Decoder {
     fn class_state(&mut self) -> &mut ClassReadState {
         let first_id = if self.encoding().is_1_0() { 1 } else { 2 };
-        self.classes.get_or_insert_with(|| Box::new(ClassReadState { next_id: first_id, ..Default::default() }))
+        let accept_cycles = self.accept_class_cycles;
+        self.classes.get_or_insert_with(|| {
+            let mut state = ClassReadState::default();
+            state.next_id = first_id;
+            state.owner = true;
+            state.accept_cycles = accept_cycles;
+            Box::new(state)
+        })
+    }
+
+    /// Whether class graphs with cycles are accepted (Ice's `Ice.AcceptClassCycles`, off by
+    /// default: a cycle is a marshal error, since reference-counted cycles are never freed
+    /// unless the program breaks them).
+    pub fn set_accept_class_cycles(&mut self, accept: bool) {
+        self.accept_class_cycles = accept;
+        if let Some(state) = self.classes.as_mut() {
+            state.accept_cycles = accept;
+        }
     }
 
     /// Sets the factory that creates instances for references of static type `Value` (generated
@@ -812,6 +910,17 @@ impl Decoder {
     }
 
     fn read_class_cell(&mut self, factory: ClassFactory) -> Result<Option<Arc<ClassCell>>> {
+        let cell = self.read_class_cell_inner(factory)?;
+        if let Some(cell) = &cell {
+            let state = self.class_state();
+            if let Some(&from) = state.stack.last() {
+                state.edges.push((from, cell.key()));
+            }
+        }
+        Ok(cell)
+    }
+
+    fn read_class_cell_inner(&mut self, factory: ClassFactory) -> Result<Option<Arc<ClassCell>>> {
         if self.encoding().is_1_0() {
             let id = self.read_i32()?;
             if id == 0 {
@@ -886,10 +995,12 @@ impl Decoder {
                 return Err(DecodeError::Malformed("class graph deeper than Ice.ClassGraphDepthMax (100)"));
             }
             state.slices.push(None);
+            state.stack.push(cell.key());
         }
         let result = self.read_instance_slices(cell, factory);
         let state = self.class_state();
         state.slices.pop();
+        state.stack.pop();
         state.depth -= 1;
         result
     }
@@ -1197,6 +1308,11 @@ impl Decoder {
     pub fn check_class_types(&mut self) -> Result<()> {
         let Some(state) = self.classes.as_mut() else { return Ok(()) };
         state.depth = 0;
+        if !state.accept_cycles && state.has_cycle() {
+            return Err(DecodeError::Malformed(
+                "cycle detected in a class graph (set Ice.AcceptClassCycles to accept them)",
+            ));
+        }
         let checks = std::mem::take(&mut state.checks);
         for (cell, type_id, name) in checks {
             let Some(info) = cell.info.get() else {
@@ -1207,6 +1323,9 @@ impl Decoder {
                     return Err(DecodeError::UnexpectedClass { expected: name, got: info.ice_id });
                 }
             }
+        }
+        if let Some(state) = self.classes.as_mut() {
+            state.complete = true;
         }
         Ok(())
     }

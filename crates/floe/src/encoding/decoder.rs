@@ -19,6 +19,7 @@ pub struct Decoder {
     slice: Option<OpenSlice>,
     context: Option<DecoderContext>,
     pub(super) classes: Option<Box<super::class::ClassReadState>>,
+    pub(super) accept_class_cycles: bool,
 }
 
 /// Something the layers above attach to a decoder so that values needing more than bytes can
@@ -43,7 +44,17 @@ impl Decoder {
     /// A decoder over `buf` with the given (outer) encoding.
     pub fn new(buf: Bytes, encoding: EncodingVersion) -> Self {
         let end = buf.len();
-        Decoder { buf, pos: 0, end, encoding, encaps: Vec::new(), slice: None, context: None, classes: None }
+        Decoder {
+            buf,
+            pos: 0,
+            end,
+            encoding,
+            encaps: Vec::new(),
+            slice: None,
+            context: None,
+            classes: None,
+            accept_class_cycles: false,
+        }
     }
 
     /// Attaches a context (see [`DecoderContext`]).

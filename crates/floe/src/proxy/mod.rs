@@ -152,12 +152,14 @@ fn finish_encapsulation(d: &mut Decoder) -> Result<()> {
 }
 
 fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> {
-    let ctx = || Some(communicator.decoder_context());
+    let decoder = |payload, encoding| {
+        let mut d = Decoder::new(payload, encoding).with_context(Some(communicator.decoder_context()));
+        d.set_accept_class_cycles(communicator.accept_class_cycles());
+        d
+    };
     match reply {
-        ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(Decoder::new(payload, encoding).with_context(ctx()))),
-        ReplyBody::UserException { encoding, payload } => {
-            Ok(Outcome::UserException(Decoder::new(payload, encoding).with_context(ctx())))
-        }
+        ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(decoder(payload, encoding))),
+        ReplyBody::UserException { encoding, payload } => Ok(Outcome::UserException(decoder(payload, encoding))),
         ReplyBody::ObjectNotExist(f) => {
             Err(Error::ObjectNotExist { identity: f.identity, facet: f.facet, operation: f.operation })
         }
