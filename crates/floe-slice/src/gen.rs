@@ -986,6 +986,7 @@ impl<'a> Gen<'a> {
         }
         self.doc(&d.doc);
         let has_defaults = all.iter().any(|m| m.default.is_some());
+        let preserves = self.exception_preserves_slices(abs);
         self.line(if has_defaults {
             "#[derive(Debug, Clone, PartialEq)]"
         } else {
@@ -999,6 +1000,11 @@ impl<'a> Gen<'a> {
             let t = self.member_type(m);
             self.line(&format!("    pub {}: {t},", ident(&snake(&m.name))));
         }
+        if preserves {
+            self.line("    /// Slices of more derived exception types this program does not know, kept");
+            self.line("    /// (`[\"preserve-slice\"]`) and written back when the exception is raised again.");
+            self.line(&format!("    pub preserved_slices: Vec<{f}::encoding::SliceInfo>,"));
+        }
         self.line("}");
         self.line("");
         if has_defaults {
@@ -1008,6 +1014,9 @@ impl<'a> Gen<'a> {
             for m in &all {
                 let v = self.member_default(m);
                 self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
+            }
+            if preserves {
+                self.line("            preserved_slices: Vec::new(),");
             }
             self.line("        }");
             self.line("    }");
@@ -1049,6 +1058,9 @@ impl<'a> Gen<'a> {
             self.line("    }");
         }
         self.line(&format!("    fn encode_slices(&self, enc: &mut {f}::encoding::Encoder) {{"));
+        if preserves {
+            self.line("        enc.write_preserved_exception_slices(&self.preserved_slices);");
+        }
         for (i, (tid, ms)) in chain.iter().enumerate() {
             let last = i + 1 == chain.len();
             let has_opt = ms.iter().any(|m| m.tag.is_some());
@@ -1079,7 +1091,10 @@ impl<'a> Gen<'a> {
         if let Some(finish) = Self::finish_classes(uses) {
             self.line(&format!("        {finish}"));
         }
-        let fields: Vec<String> = all.iter().map(|m| ident(&snake(&m.name))).collect();
+        let mut fields: Vec<String> = all.iter().map(|m| ident(&snake(&m.name))).collect();
+        if preserves {
+            fields.push("preserved_slices: dec.take_skipped_exception_slices()".into());
+        }
         self.line(&format!("        Ok(Self {{ {} }})", fields.join(", ")));
         self.line("    }");
         self.line("}");
@@ -1266,6 +1281,22 @@ impl<'a> Gen<'a> {
         self.line("}");
         self.line("");
         self.classes.push((abs.to_string(), *compact_id));
+    }
+
+    /// The exception or one of its bases is marked `["preserve-slice"]`.
+    fn exception_preserves_slices(&self, abs: &str) -> bool {
+        let mut at = abs.to_string();
+        for _ in 0..256 {
+            let Some((_, d)) = self.unit.lookup(&at) else { return false };
+            if d.metadata.iter().any(|m| m == "preserve-slice") {
+                return true;
+            }
+            match &d.kind {
+                DefKind::Exception { base: Some((_, _, Some(b))), .. } => at = b.clone(),
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// The class or one of its bases is marked `["preserve-slice"]`.

@@ -2,11 +2,8 @@
 //! only in part (sliced format, so the client slices them to a type it knows; compact for one
 //! operation, so it cannot), exceptions with class members (indirection tables), and relays
 //! the exceptions the client's own Relay throws back to it over the client's connection.
-//!
-//! floe does not keep the slices of exception types it does not know (`["preserve-slice"]`):
-//! relaying an exception whose most derived type only the client knows would lose those slices,
-//! so the two `relayUnknownPreserved…` operations answer OperationNotExist, which the suite
-//! accepts for mappings without that feature.
+//! Exceptions whose most derived type only the client knows keep their unknown slices
+//! (`["preserve-slice"]`) on the way through this server and reach the client whole.
 
 use floe::{Class, Current, Error, Identity, Proxy};
 use floe_conformance::generated::slicing_exceptions::test::*;
@@ -15,13 +12,25 @@ use floe_conformance::TestServer;
 type R<T> = floe::Result<T>;
 
 fn known_preserved_derived() -> Error {
-    Error::user(KnownPreservedDerived { b: "base".into(), kp: "preserved".into(), kpd: "derived".into() })
+    Error::user(KnownPreservedDerived {
+        b: "base".into(),
+        kp: "preserved".into(),
+        kpd: "derived".into(),
+        ..Default::default()
+    })
 }
 
 fn s_preserved2() -> Error {
     let p1 = Class::new(SPreservedClass { base: BaseClass { bc: "bc".into() }, spc: "spc".into() });
     let p1 = p1.downcast::<BaseClass>();
-    Error::user(SPreserved2 { b: "base".into(), kp: "preserved".into(), kpd: "derived".into(), p1: p1.clone(), p2: p1 })
+    Error::user(SPreserved2 {
+        b: "base".into(),
+        kp: "preserved".into(),
+        kpd: "derived".into(),
+        p1: p1.clone(),
+        p2: p1,
+        ..Default::default()
+    })
 }
 
 /// The client's relay, called back over the connection the request came on.
@@ -30,14 +39,6 @@ fn relay(r: Option<RelayPrx>, current: &Current) -> R<RelayPrx> {
         return Err(Error::Marshal(floe::encoding::DecodeError::Malformed("a relay proxy is required")));
     };
     Ok(r.ice_fixed(connection))
-}
-
-fn not_supported(current: &Current) -> Error {
-    Error::OperationNotExist {
-        identity: current.id.clone(),
-        facet: current.facet.clone(),
-        operation: current.operation.clone(),
-    }
 }
 
 struct TestI;
@@ -115,11 +116,13 @@ impl TestIntf for TestI {
     async fn unknown_preserved_as_known_preserved(&self, _: &Current) -> R<()> {
         Err(s_preserved2())
     }
-    async fn relay_unknown_preserved_as_base(&self, _r: Option<RelayPrx>, current: &Current) -> R<()> {
-        Err(not_supported(current))
+    async fn relay_unknown_preserved_as_base(&self, r: Option<RelayPrx>, current: &Current) -> R<()> {
+        // The client's exception is of a type this server does not know: it is sliced to
+        // KnownPreservedDerived, whose preserved slices carry the rest back to the client.
+        Ok(relay(r, current)?.unknown_preserved_as_base().await?)
     }
-    async fn relay_unknown_preserved_as_known_preserved(&self, _r: Option<RelayPrx>, current: &Current) -> R<()> {
-        Err(not_supported(current))
+    async fn relay_unknown_preserved_as_known_preserved(&self, r: Option<RelayPrx>, current: &Current) -> R<()> {
+        Ok(relay(r, current)?.unknown_preserved_as_known_preserved().await?)
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
         if let Some(adapter) = &current.adapter {

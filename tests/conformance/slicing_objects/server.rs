@@ -262,7 +262,7 @@ impl TestIntf for TestI {
         }))
     }
     async fn throw_preserved_exception(&self, _: &Current) -> R<()> {
-        Err(Error::user(PSUnknownException { p: Some(ps_unknown2_cycle()) }))
+        Err(Error::user(PSUnknownException { p: Some(ps_unknown2_cycle()), ..Default::default() }))
     }
     async fn use_forward(&self, _: &Current) -> R<Opt<Forward>> {
         let f = Class::new(Forward { h: None });

@@ -159,7 +159,7 @@ impl ClassValue for InterfaceByValue {
 }
 
 /// A slice of a type this program does not know, kept to be written back (Ice's SliceInfo).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SliceInfo {
     /// The slice's type id (or the compact id as decimal text).
     pub type_id: String,
@@ -175,6 +175,54 @@ pub struct SliceInfo {
     pub is_last_slice: bool,
 }
 
+impl PartialEq for SliceInfo {
+    /// Same type and bytes, and the same instances in its table.
+    fn eq(&self, other: &Self) -> bool {
+        self.type_id == other.type_id
+            && self.compact_id == other.compact_id
+            && self.bytes == other.bytes
+            && self.has_optional_members == other.has_optional_members
+            && self.is_last_slice == other.is_last_slice
+            && self.instances.len() == other.instances.len()
+            && self.instances.iter().zip(&other.instances).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+impl SliceInfo {
+    /// A kept slice of a user exception (its table's instances come from the decoder).
+    pub(crate) fn exception_slice(
+        type_id: String,
+        bytes: bytes::Bytes,
+        instances: Vec<Arc<ClassCell>>,
+        has_optional_members: bool,
+        is_last_slice: bool,
+    ) -> Self {
+        SliceInfo { type_id, compact_id: None, bytes, instances, has_optional_members, is_last_slice }
+    }
+}
+
+impl Encoder {
+    /// Writes the kept slices of an exception's unknown more derived types before its own
+    /// slices (sliced format only; in the compact format the exception goes out as its own
+    /// type, as with Ice).
+    pub fn write_preserved_exception_slices(&mut self, slices: &[SliceInfo]) {
+        if self.encoding().is_1_0() || self.format() != super::FormatType::Sliced {
+            return;
+        }
+        for info in slices {
+            self.start_exception_slice(&info.type_id, info.is_last_slice, info.has_optional_members);
+            self.write_raw(&info.bytes);
+            if let Some(Some(slice)) = self.class_state().slices.last_mut() {
+                for (i, instance) in info.instances.iter().enumerate() {
+                    slice.table_index.insert(instance.key(), i + 1);
+                }
+                slice.table = info.instances.clone();
+            }
+            self.end_exception_slice();
+        }
+    }
+}
+
 /// What a handle knows about its instance without locking it.
 #[derive(Clone, Copy)]
 struct TypeInfo {
@@ -183,7 +231,7 @@ struct TypeInfo {
 }
 
 /// The shared cell behind every [`Class`] handle.
-struct ClassCell {
+pub(crate) struct ClassCell {
     value: RwLock<Option<Box<dyn ClassValue>>>,
     info: std::sync::OnceLock<TypeInfo>,
     /// Slices of more derived types nobody here knows (`["preserve-slice"]`), most derived first.
@@ -1152,7 +1200,15 @@ impl Decoder {
         let result = (|| {
             for _ in 0..n {
                 match self.read_instance(factory) {
-                    Ok(cell) => table.push(cell),
+                    Ok(cell) => {
+                        // The instance whose slice this table belongs to refers to the entry
+                        // (kept slices of unknown types included).
+                        let state = self.class_state();
+                        if let Some(&from) = state.stack.last() {
+                            state.edges.push((from, cell.key()));
+                        }
+                        table.push(cell)
+                    }
                     Err(DecodeError::Malformed("null class reference")) => {
                         return Err(DecodeError::Malformed("null entry in an indirection table"))
                     }
@@ -1194,11 +1250,14 @@ impl Decoder {
     }
 
     /// Ends an exception slice opened with [`Decoder::open_exception_table`]: reads its table
-    /// if nobody did, and returns where the table ends.
-    pub(crate) fn close_exception_table(&mut self) -> Result<usize> {
+    /// if nobody did, and returns where the table ends and the table.
+    pub(crate) fn close_exception_table(&mut self) -> Result<(usize, Vec<Arc<ClassCell>>)> {
         self.read_pending_table()?;
         let slice = self.class_state().slices.pop().flatten();
-        slice.and_then(|s| s.after_table).ok_or(DecodeError::Malformed("no exception slice table"))
+        match slice {
+            Some(ReadSlice { after_table: Some(after), table, .. }) => Ok((after, table)),
+            _ => Err(DecodeError::Malformed("no exception slice table")),
+        }
     }
 
     fn new_type_id(&mut self) -> Result<String> {

@@ -20,6 +20,8 @@ pub struct Decoder {
     context: Option<DecoderContext>,
     pub(super) classes: Option<Box<super::class::ClassReadState>>,
     pub(super) accept_class_cycles: bool,
+    /// Slices of unknown exception types skipped so far (1.1), for preserving exceptions.
+    skipped_exception_slices: Vec<super::class::SliceInfo>,
 }
 
 /// Something the layers above attach to a decoder so that values needing more than bytes can
@@ -36,6 +38,8 @@ struct OpenEncapsulation {
 struct OpenSlice {
     flags: u8,
     end: Option<usize>,
+    /// Where the slice's members start.
+    start: usize,
     /// The slice has an indirection table (read when first needed).
     table: bool,
 }
@@ -54,6 +58,7 @@ impl Decoder {
             context: None,
             classes: None,
             accept_class_cycles: false,
+            skipped_exception_slices: Vec::new(),
         }
     }
 
@@ -475,7 +480,8 @@ impl Decoder {
             }
             (true, _) => return Err(DecodeError::Malformed("an indirection table needs a sliced slice")),
         };
-        self.slice = Some(OpenSlice { flags, end, table });
+        let start = self.pos;
+        self.slice = Some(OpenSlice { flags, end, start, table });
         Ok(SliceHeader {
             type_id,
             has_size: end.is_some(),
@@ -497,18 +503,43 @@ impl Decoder {
             }
         }
         if open.table {
-            let after = self.close_exception_table()?;
+            let (after, _) = self.close_exception_table()?;
             self.seek(after)?;
         }
         Ok(())
     }
 
+    /// The slices of unknown exception types skipped before the known one being read (most
+    /// derived first); generated code for `["preserve-slice"]` exceptions keeps them.
+    pub fn take_skipped_exception_slices(&mut self) -> Vec<super::class::SliceInfo> {
+        std::mem::take(&mut self.skipped_exception_slices)
+    }
+
     /// Skips the body of the current slice (only possible when it carries a size).
     pub fn skip_exception_slice(&mut self, header: &SliceHeader) -> Result<()> {
         let open = self.slice.take().ok_or(DecodeError::Malformed("no open slice"))?;
-        let after_table = if open.table { Some(self.close_exception_table()?) } else { None };
+        let (after_table, table) = if open.table {
+            let (after, table) = self.close_exception_table()?;
+            (Some(after), table)
+        } else {
+            (None, Vec::new())
+        };
         match after_table.or(open.end) {
             Some(end) if end <= self.end => {
+                if let (Some(members_end), false) = (open.end, self.encoding.is_1_0()) {
+                    // Kept in case the exception's known type preserves slices; the optional
+                    // end marker is written again with the slice.
+                    let has_optionals = open.flags & slice_flags::HAS_OPTIONAL_MEMBERS != 0;
+                    let bytes_end =
+                        if has_optionals { members_end.saturating_sub(1).max(open.start) } else { members_end };
+                    self.skipped_exception_slices.push(super::class::SliceInfo::exception_slice(
+                        header.type_id.clone(),
+                        self.buf.slice(open.start..bytes_end),
+                        table,
+                        has_optionals,
+                        open.flags & slice_flags::IS_LAST_SLICE != 0,
+                    ));
+                }
                 self.pos = end;
                 Ok(())
             }
