@@ -32,8 +32,14 @@ const SUITES: &[(&str, &[&str])] = &[
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources for the features the Python ones do not exercise.
-const EXTRACT: &[&str] =
-    &["ice-3.7.8/python/test/TestHelper.py", "ice-3.7.8/python/test/Ice", "ice-3.7.8/python/test/Slice"];
+const EXTRACT: &[&str] = &[
+    "ice-3.7.8/python/test/TestHelper.py",
+    "ice-3.7.8/python/test/Ice",
+    "ice-3.7.8/python/test/Slice",
+    "ice-3.7.8/cpp/test/Ice/exceptions",
+    "ice-3.7.8/cpp/test/Common/TestHelper.cpp",
+    "ice-3.7.8/cpp/test/include/TestHelper.h",
+];
 const VERSION: &str = "3.7.8";
 
 fn main() {
@@ -75,7 +81,8 @@ fn cache_dir() -> PathBuf {
 fn fetch() -> Result<PathBuf, String> {
     let cache = cache_dir();
     let tree = cache.join(format!("ice-{VERSION}"));
-    let stamp = cache.join("extracted");
+    // The stamp names what was extracted, so that a longer list extracts again.
+    let stamp = cache.join(format!("extracted-{}", EXTRACT.len()));
     if stamp.exists() && tree.is_dir() {
         return Ok(tree);
     }

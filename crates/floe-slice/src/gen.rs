@@ -1088,8 +1088,11 @@ impl<'a> Gen<'a> {
             }
             self.line("        dec.end_exception_slice()?;");
         }
-        if let Some(finish) = Self::finish_classes(uses) {
-            self.line(&format!("        {finish}"));
+        match Self::finish_classes(uses) {
+            Some(finish) => self.line(&format!("        {finish}")),
+            // Kept slices may hold class instances: end their decoding too.
+            None if preserves => self.line("        dec.check_class_types()?;"),
+            None => {}
         }
         let mut fields: Vec<String> = all.iter().map(|m| ident(&snake(&m.name))).collect();
         if preserves {

@@ -72,8 +72,63 @@ fn wait_with_limit(child: &mut Child, limit: Duration) -> Option<std::process::E
     }
 }
 
+/// The test client to play against a floe server.
+enum Client {
+    /// `python/test/Ice/<suite>/Client.py`.
+    Python,
+    /// A C++ client built from `cpp/test/Ice/<suite>` (see [`cpp_client`]).
+    Cpp(PathBuf),
+}
+
+/// Builds the C++ test client of a suite against Debian's libzeroc-ice-dev (slice2cpp and g++,
+/// as ZeroC's makefiles do), once per build directory.
+fn cpp_client(suite: &str, extra_sources: &[&str]) -> Result<PathBuf, String> {
+    let src = PathBuf::from(floe_conformance::ICE_TEST_SOURCES).join("cpp/test");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cpp-{}", suite.replace('/', "-")));
+    let client = out.join("client");
+    if client.exists() {
+        return Ok(client);
+    }
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    let dir = src.join("Ice").join(suite);
+    let status = Command::new("slice2cpp")
+        .arg("-I/usr/share/ice/slice")
+        .arg("--output-dir")
+        .arg(&out)
+        .arg(dir.join("Test.ice"))
+        .status()
+        .map_err(|e| format!("slice2cpp: {e}"))?;
+    if !status.success() {
+        return Err("slice2cpp failed".into());
+    }
+    let mut cmd = Command::new("g++");
+    cmd.args(["-O0", "-std=c++11", "-DICE_CPP11_MAPPING", "-w"])
+        .arg(format!("-I{}", out.display()))
+        .arg(format!("-I{}", src.join("include").display()))
+        .arg(format!("-I{}", dir.display()))
+        .arg("-o")
+        .arg(out.join("client.tmp"))
+        .arg(dir.join("Client.cpp"))
+        .arg(dir.join("AllTests.cpp"))
+        .arg(out.join("Test.cpp"))
+        .arg(src.join("Common/TestHelper.cpp"));
+    for extra in extra_sources {
+        cmd.arg(dir.join(extra));
+    }
+    let output = cmd.args(["-lIce++11", "-lpthread"]).output().map_err(|e| format!("g++: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("g++ failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+    }
+    std::fs::rename(out.join("client.tmp"), &client).map_err(|e| e.to_string())?;
+    Ok(client)
+}
+
 /// Runs one suite with one encoding; `Err` carries what went wrong and the processes' output.
 fn run(suite: &Suite, encoding: &str, extra: &[&str]) -> Result<(), String> {
+    run_client(suite, encoding, extra, &Client::Python)
+}
+
+fn run_client(suite: &Suite, encoding: &str, extra: &[&str], client: &Client) -> Result<(), String> {
     let dir = sources().join("Ice").join(suite.dir);
     assert!(dir.join("Client.py").exists(), "{} has no Client.py", dir.display());
     let base = port_base(suite.ports);
@@ -119,15 +174,18 @@ fn run(suite: &Suite, encoding: &str, extra: &[&str]) -> Result<(), String> {
         }
     }
 
-    let client = Command::new(PYTHON)
-        .current_dir(&dir)
-        .env("PYTHONPATH", format!("{}:.", sources().display()))
-        .arg(sources().join("TestHelper.py"))
-        .arg("Client.py")
-        .args(&common)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+    let mut command = match client {
+        Client::Python => {
+            let mut c = Command::new(PYTHON);
+            c.current_dir(&dir)
+                .env("PYTHONPATH", format!("{}:.", sources().display()))
+                .arg(sources().join("TestHelper.py"))
+                .arg("Client.py");
+            c
+        }
+        Client::Cpp(binary) => Command::new(binary),
+    };
+    let client = command.args(&common).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     let mut client = match client {
         Ok(c) => c,
         Err(e) => {
@@ -219,6 +277,20 @@ fn exceptions_1_1() {
         suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
         "1.1",
     );
+}
+
+/// The C++ client also checks per-adapter message size limits (TestAdapter2: none,
+/// TestAdapter3: 1 KB), which the Python one does not.
+#[test]
+fn exceptions_cpp_client() {
+    let client = cpp_client("exceptions", &["ExceptionsI.cpp"]).unwrap_or_else(|e| panic!("{e}"));
+    for encoding in ["1.1", "1.0"] {
+        let suite =
+            suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3);
+        if let Err(e) = run_client(&suite, encoding, &[], &Client::Cpp(client.clone())) {
+            panic!("Ice/exceptions (C++ client) with encoding {encoding}: {e}");
+        }
+    }
 }
 
 #[test]

@@ -235,7 +235,7 @@ pub(crate) struct ClassCell {
     value: RwLock<Option<Box<dyn ClassValue>>>,
     info: std::sync::OnceLock<TypeInfo>,
     /// Slices of more derived types nobody here knows (`["preserve-slice"]`), most derived first.
-    sliced: std::sync::OnceLock<Vec<SliceInfo>>,
+    sliced: std::sync::Mutex<Vec<SliceInfo>>,
 }
 
 impl fmt::Debug for ClassCell {
@@ -249,7 +249,7 @@ impl ClassCell {
         Arc::new(ClassCell {
             value: RwLock::new(None),
             info: std::sync::OnceLock::new(),
-            sliced: std::sync::OnceLock::new(),
+            sliced: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -315,8 +315,8 @@ impl<T: ?Sized> Class<T> {
     /// The slices of more derived types this program does not know that were kept with the
     /// instance (its type is marked `["preserve-slice"]`), most derived first (Ice's
     /// `ice_getSlicedData`).
-    pub fn preserved_slices(&self) -> &[SliceInfo] {
-        self.cell.sliced.get().map(Vec::as_slice).unwrap_or(&[])
+    pub fn preserved_slices(&self) -> Vec<SliceInfo> {
+        self.cell.sliced.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// True when both refer to the same instance.
@@ -535,9 +535,10 @@ impl Encoder {
         state.slices.push(None);
         // Kept slices of unknown types go first, and only in the sliced format (otherwise the
         // instance is sliced to the types known here, as with Ice).
-        if let Some(slices) = cell.sliced.get() {
+        let slices = cell.sliced.lock().map(|s| s.clone()).unwrap_or_default();
+        {
             if self.format() == super::FormatType::Sliced && !self.encoding().is_1_0() && !slices.is_empty() {
-                for info in slices {
+                for info in &slices {
                     self.start_class_slice(
                         &info.type_id,
                         info.compact_id,
@@ -845,6 +846,9 @@ impl Drop for ClassReadState {
                 if let Ok(mut v) = cell.value.try_write() {
                     v.take();
                 }
+                if let Ok(mut s) = cell.sliced.try_lock() {
+                    s.clear();
+                }
             }
         }
     }
@@ -1079,7 +1083,7 @@ impl Decoder {
                     self.read_object_slice_1_0()?;
                 }
                 if value.preserves_slices() && !skipped.is_empty() {
-                    let _ = cell.sliced.set(skipped);
+                    *cell.sliced.lock().unwrap_or_else(|p| p.into_inner()) = skipped;
                 }
                 cell.fill(value);
                 return Ok(());
@@ -1105,7 +1109,7 @@ impl Decoder {
             if last {
                 let value = Box::new(UnknownSlicedValue { unknown_type_id: most_derived.unwrap_or_default() });
                 if !skipped.is_empty() {
-                    let _ = cell.sliced.set(skipped);
+                    *cell.sliced.lock().unwrap_or_else(|p| p.into_inner()) = skipped;
                 }
                 cell.fill(value);
                 return Ok(());
