@@ -89,7 +89,7 @@ fn fetch() -> Result<PathBuf, String> {
     let download = cache.join("download");
     let lists = cache.join("apt-lists");
     let parts = cache.join("apt-sources");
-    for d in [&download, &lists.join("partial"), &parts] {
+    for d in [&download, &lists.join("partial"), &parts, &cache.join("apt-cache/archives/partial")] {
         std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
     }
     std::fs::write(
@@ -110,6 +110,10 @@ fn fetch() -> Result<PathBuf, String> {
             .arg(format!("Dir::State::Lists={}", lists.display()))
             .arg("-o")
             .arg("Debug::NoLocking=1")
+            .arg("-o")
+            .arg(format!("Dir::Cache={}", cache.join("apt-cache").display()))
+            .arg("-o")
+            .arg(format!("Dir::Cache::Archives={}", cache.join("apt-cache/archives").display()))
             .args(args);
         let out = cmd.output().map_err(|e| format!("apt-get: {e}"))?;
         if out.status.success() {
