@@ -155,3 +155,32 @@ fn damaged_class_graphs_are_errors() {
         }
     }
 }
+
+/// Value factories the program registers are asked before the generated ones.
+#[test]
+fn registered_value_factories_come_first() {
+    use floe::encoding::{Decoder, Encoder, EncodingVersion, ValueFactories};
+    use floe::Class;
+    use generated::demo::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let leaf = Class::new(Leaf { base: Node { value: 7, next: None, label: None }, name: "x".into() });
+    let mut e = Encoder::new(EncodingVersion::V1_1);
+    e.write_class(Some(&leaf));
+    e.write_pending_values();
+    let made = Arc::new(AtomicUsize::new(0));
+    let factories = Arc::new(ValueFactories::default());
+    let counter = made.clone();
+    factories.add("::Demo::Leaf", move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Box::new(Leaf::default())
+    });
+    let mut d = Decoder::from_slice(e.as_slice(), EncodingVersion::V1_1);
+    d.set_value_factories(Some(factories.clone()));
+    let back = d.read_class::<Node>().unwrap().unwrap();
+    d.read_pending_values().unwrap();
+    assert_eq!(made.load(Ordering::SeqCst), 1, "the registered factory made the instance");
+    assert_eq!(back.downcast::<Leaf>().unwrap().read().name, "x");
+    assert!(factories.remove("::Demo::Leaf"));
+}

@@ -35,6 +35,8 @@ struct Inner {
     connect_timeout: Option<Duration>,
     tcp_buffers: crate::transport::tcp::BufferSizes,
     accept_class_cycles: bool,
+    value_factories: Arc<crate::encoding::ValueFactories>,
+    has_value_factories: AtomicBool,
     retries: usize,
     batch_auto_flush: usize,
     override_compress: Option<bool>,
@@ -110,6 +112,24 @@ pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<crate::transport::t
 }
 
 impl Communicator {
+    /// Registers a value factory (Ice's `ValueFactoryManager::add`): instances of `type_id`
+    /// in what this communicator decodes are made by `factory`, before the generated factories
+    /// are asked (to decode into a type of the program's own, or a type of another Slice file).
+    pub fn add_value_factory(
+        &self,
+        type_id: &str,
+        factory: impl Fn() -> Box<dyn crate::encoding::ClassValue> + Send + Sync + 'static,
+    ) {
+        self.inner.value_factories.add(type_id, factory);
+        self.inner.has_value_factories.store(true, Ordering::Release);
+    }
+
+    /// The registered value factories, for the decoders this communicator makes (`None` while
+    /// there are none, so that class-free messages pay nothing).
+    pub(crate) fn value_factories(&self) -> Option<Arc<crate::encoding::ValueFactories>> {
+        self.inner.has_value_factories.load(Ordering::Acquire).then(|| self.inner.value_factories.clone())
+    }
+
     /// Whether decoded class graphs may contain cycles (`Ice.AcceptClassCycles`, default 0).
     pub fn accept_class_cycles(&self) -> bool {
         self.inner.accept_class_cycles
@@ -245,6 +265,8 @@ impl Communicator {
         let accept_class_cycles = properties.get_int("Ice.AcceptClassCycles", 0)? > 0;
         let inner = Inner {
             accept_class_cycles,
+            value_factories: Arc::default(),
+            has_value_factories: AtomicBool::new(false),
             tcp_buffers,
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,

@@ -193,6 +193,7 @@ impl IncomingRequest {
         let ctx = communicator.map(|c| c.decoder_context());
         let mut d = Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx);
         d.set_accept_class_cycles(communicator.is_some_and(|c| c.accept_class_cycles()));
+        d.set_value_factories(communicator.and_then(|c| c.value_factories()));
         d
     }
 

@@ -71,6 +71,42 @@ impl fmt::Debug for ClassFactory {
     }
 }
 
+/// Value factories a program registers (Ice's ValueFactoryManager): they create instances of
+/// the type ids they are registered for, before the generated factories are asked. Shared by a
+/// communicator and the decoders it makes.
+#[derive(Default)]
+pub struct ValueFactories {
+    by_type_id: RwLock<HashMap<String, Arc<ValueFactoryFn>>>,
+}
+
+/// A registered value factory: makes a default instance.
+pub type ValueFactoryFn = dyn Fn() -> Box<dyn ClassValue> + Send + Sync;
+
+impl fmt::Debug for ValueFactories {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<String> = self.by_type_id.read().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        f.debug_struct("ValueFactories").field("type_ids", &ids).finish()
+    }
+}
+
+impl ValueFactories {
+    /// Registers (or replaces) the factory for `type_id`.
+    pub fn add(&self, type_id: &str, factory: impl Fn() -> Box<dyn ClassValue> + Send + Sync + 'static) {
+        self.by_type_id.write().unwrap_or_else(|p| p.into_inner()).insert(type_id.to_string(), Arc::new(factory));
+    }
+
+    /// Removes the factory for `type_id`; true if there was one.
+    pub fn remove(&self, type_id: &str) -> bool {
+        self.by_type_id.write().unwrap_or_else(|p| p.into_inner()).remove(type_id).is_some()
+    }
+
+    /// An instance from the factory registered for `type_id`, if any.
+    pub fn create(&self, type_id: &str) -> Option<Box<dyn ClassValue>> {
+        let f = self.by_type_id.read().ok()?.get(type_id).cloned()?;
+        Some(f())
+    }
+}
+
 /// A class with a static type: generated classes implement it.
 pub trait ClassType: ClassValue + Sized {
     /// The Slice type id.
@@ -802,6 +838,8 @@ pub(crate) struct ClassReadState {
     type_ids: Vec<String>,
     /// The factory for references whose static type is `Value` (set by generated code).
     default_factory: Option<ClassFactory>,
+    /// Factories the program registered, asked first.
+    value_factories: Option<Arc<ValueFactories>>,
     /// 1.0: factories to create pending instances with, by id.
     factories: HashMap<i32, ClassFactory>,
     /// 1.0: how deep in the graph each instance was first referenced.
@@ -827,6 +865,7 @@ impl Clone for ClassReadState {
             next_id: self.next_id,
             type_ids: self.type_ids.clone(),
             default_factory: self.default_factory,
+            value_factories: self.value_factories.clone(),
             factories: self.factories.clone(),
             ref_depths: self.ref_depths.clone(),
             checks: self.checks.clone(),
@@ -910,8 +949,10 @@ impl Decoder {
     fn class_state(&mut self) -> &mut ClassReadState {
         let first_id = if self.encoding().is_1_0() { 1 } else { 2 };
         let accept_cycles = self.accept_class_cycles;
+        let value_factories = self.value_factories.clone();
         self.classes.get_or_insert_with(|| {
             let mut state = ClassReadState::default();
+            state.value_factories = value_factories;
             state.next_id = first_id;
             state.owner = true;
             state.accept_cycles = accept_cycles;
@@ -927,6 +968,15 @@ impl Decoder {
         if let Some(state) = self.classes.as_mut() {
             state.accept_cycles = accept;
         }
+    }
+
+    /// Registered value factories to ask first when creating instances (a communicator gives
+    /// its own to the decoders it makes).
+    pub fn set_value_factories(&mut self, factories: Option<Arc<ValueFactories>>) {
+        if let Some(state) = self.classes.as_mut() {
+            state.value_factories = factories.clone();
+        }
+        self.value_factories = factories;
     }
 
     /// Sets the factory that creates instances for references of static type `Value` (generated
@@ -1074,7 +1124,8 @@ impl Decoder {
                 cell.fill(value);
                 return Ok(());
             }
-            if let Some(mut value) = (factory.create)(&type_id) {
+            let registered = self.class_state().value_factories.as_ref().and_then(|f| f.create(&type_id));
+            if let Some(mut value) = registered.or_else(|| (factory.create)(&type_id)) {
                 self.class_state().first = Some(header);
                 let result = value.decode_slices(self);
                 self.class_state().first = None;

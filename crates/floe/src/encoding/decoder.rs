@@ -20,6 +20,7 @@ pub struct Decoder {
     context: Option<DecoderContext>,
     pub(super) classes: Option<Box<super::class::ClassReadState>>,
     pub(super) accept_class_cycles: bool,
+    pub(super) value_factories: Option<std::sync::Arc<super::class::ValueFactories>>,
     /// Slices of unknown exception types skipped so far (1.1), for preserving exceptions.
     skipped_exception_slices: Vec<super::class::SliceInfo>,
 }
@@ -58,6 +59,7 @@ impl Decoder {
             context: None,
             classes: None,
             accept_class_cycles: false,
+            value_factories: None,
             skipped_exception_slices: Vec::new(),
         }
     }

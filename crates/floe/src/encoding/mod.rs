@@ -19,6 +19,7 @@ mod traits;
 
 pub use class::{
     AnyClass, Class, ClassFactory, ClassType, ClassValue, InterfaceByValue, SliceInfo, UnknownSlicedValue,
+    ValueFactories, ValueFactoryFn,
 };
 pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;

@@ -155,6 +155,7 @@ fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> 
     let decoder = |payload, encoding| {
         let mut d = Decoder::new(payload, encoding).with_context(Some(communicator.decoder_context()));
         d.set_accept_class_cycles(communicator.accept_class_cycles());
+        d.set_value_factories(communicator.value_factories());
         d
     };
     match reply {
