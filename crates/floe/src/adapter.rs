@@ -46,6 +46,8 @@ struct AdapterInner {
     resumed: Notify,
     held_notify: Notify,
     deactivated: AtomicBool,
+    /// The deactivation finished: its connections are closed.
+    deactivation_done: AtomicBool,
     deactivated_notify: Notify,
 }
 
@@ -113,6 +115,7 @@ impl ObjectAdapter {
                 resumed: Notify::new(),
                 held_notify: Notify::new(),
                 deactivated: AtomicBool::new(false),
+                deactivation_done: AtomicBool::new(false),
                 deactivated_notify: Notify::new(),
             }),
         })
@@ -537,8 +540,11 @@ impl ObjectAdapter {
     }
 
     /// Stops accepting connections and closes the open ones gracefully.
+    ///
+    /// A second caller (a shutdown already deactivating it, say) waits for the first to finish.
     pub async fn deactivate(&self) {
         if self.inner.deactivated.swap(true, Ordering::AcqRel) {
+            self.wait_for_deactivate().await;
             return;
         }
         // Held connections wake up and see the deactivation.
@@ -556,6 +562,7 @@ impl ObjectAdapter {
         for (category, locator) in locators {
             locator.deactivate(&category);
         }
+        self.inner.deactivation_done.store(true, Ordering::Release);
         self.inner.deactivated_notify.notify_waiters();
     }
 
@@ -564,11 +571,12 @@ impl ObjectAdapter {
         self.inner.deactivated.load(Ordering::Acquire)
     }
 
-    /// Waits until the adapter is deactivated.
+    /// Waits until the adapter's deactivation has finished (its dispatches done and its
+    /// connections closed).
     pub async fn wait_for_deactivate(&self) {
         loop {
             let n = self.inner.deactivated_notify.notified();
-            if self.is_deactivated() {
+            if self.inner.deactivation_done.load(Ordering::Acquire) {
                 return;
             }
             n.await;

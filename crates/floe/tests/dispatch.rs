@@ -287,3 +287,39 @@ fn adapters_on_udp_endpoints_dispatch_oneway_datagrams_and_drop_garbage() {
         c.destroy().await;
     });
 }
+
+/// Sleeps, then records that it finished.
+struct Slow(Arc<std::sync::atomic::AtomicBool>);
+
+impl Dispatcher for Slow {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let done = self.0.clone();
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            request.current.ok_empty()
+        })
+    }
+}
+
+#[test]
+fn wait_for_shutdown_returns_once_dispatches_in_progress_are_done() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let server = Communicator::new().unwrap();
+        let a = server.create_object_adapter_with_endpoints("S", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        a.add(Arc::new(Slow(done.clone())), Identity::new("slow"));
+        a.activate().await.unwrap();
+        let client = Communicator::new().unwrap();
+        let p = client.string_to_proxy(&a.create_proxy(Identity::new("slow")).to_string()).unwrap();
+        let call = tokio::spawn(async move { p.invoke("slow", OperationMode::Normal, None, |_| {}).await });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        server.shutdown();
+        server.wait_for_shutdown().await;
+        assert!(done.load(std::sync::atomic::Ordering::SeqCst), "returned before the dispatch in progress finished");
+        assert!(call.await.unwrap().is_ok(), "the dispatch in progress is answered");
+        client.destroy().await;
+        server.destroy().await;
+    });
+}
