@@ -1056,17 +1056,14 @@ impl Decoder {
                 .map(Some)
                 .ok_or(DecodeError::Malformed("indirection table index out of range"));
         }
-        self.read_instance(factory).map(Some).or_else(|e| match e {
-            DecodeError::Malformed("null class reference") => Ok(None),
-            e => Err(e),
-        })
+        self.read_instance(factory)
     }
 
     /// 1.1: `0` (null), a back-reference, or `1` and an inline instance.
-    fn read_instance(&mut self, factory: ClassFactory) -> Result<Arc<ClassCell>> {
+    fn read_instance(&mut self, factory: ClassFactory) -> Result<Option<Arc<ClassCell>>> {
         let n = self.read_size()?;
         match n {
-            0 => Err(DecodeError::Malformed("null class reference")),
+            0 => Ok(None),
             1 => {
                 let state = self.class_state();
                 let id = state.next_id;
@@ -1074,7 +1071,7 @@ impl Decoder {
                 let cell = ClassCell::empty();
                 state.cells.insert(id, cell.clone());
                 self.read_instance_body(&cell, factory)?;
-                Ok(cell)
+                Ok(Some(cell))
             }
             id => {
                 let id = i32::try_from(id).map_err(|_| DecodeError::Malformed("class id out of range"))?;
@@ -1082,6 +1079,7 @@ impl Decoder {
                     .cells
                     .get(&id)
                     .cloned()
+                    .map(Some)
                     .ok_or(DecodeError::Malformed("back-reference to an unknown class instance"))
             }
         }
@@ -1254,8 +1252,8 @@ impl Decoder {
         self.class_state().slices.push(None);
         let result = (|| {
             for _ in 0..n {
-                match self.read_instance(factory) {
-                    Ok(cell) => {
+                match self.read_instance(factory)? {
+                    Some(cell) => {
                         // The instance whose slice this table belongs to refers to the entry
                         // (kept slices of unknown types included).
                         let state = self.class_state();
@@ -1264,10 +1262,7 @@ impl Decoder {
                         }
                         table.push(cell)
                     }
-                    Err(DecodeError::Malformed("null class reference")) => {
-                        return Err(DecodeError::Malformed("null entry in an indirection table"))
-                    }
-                    Err(e) => return Err(e),
+                    None => return Err(DecodeError::Malformed("null entry in an indirection table")),
                 }
             }
             Ok(())
