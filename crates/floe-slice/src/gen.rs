@@ -986,7 +986,7 @@ impl<'a> Gen<'a> {
         }
         self.doc(&d.doc);
         let has_defaults = all.iter().any(|m| m.default.is_some());
-        let preserves = self.exception_preserves_slices(abs);
+        let preserves = self.preserves_slices(abs);
         self.line(if has_defaults {
             "#[derive(Debug, Clone, PartialEq)]"
         } else {
@@ -1225,7 +1225,7 @@ impl<'a> Gen<'a> {
         self.line("    fn part_checker(&self) -> fn(std::any::TypeId) -> bool {");
         self.line("        Self::__has_part");
         self.line("    }");
-        if self.class_preserves_slices(abs) {
+        if self.preserves_slices(abs) {
             self.line("    fn preserves_slices(&self) -> bool {");
             self.line("        true");
             self.line("    }");
@@ -1286,57 +1286,34 @@ impl<'a> Gen<'a> {
         self.classes.push((abs.to_string(), *compact_id));
     }
 
-    /// The exception or one of its bases is marked `["preserve-slice"]`.
-    fn exception_preserves_slices(&self, abs: &str) -> bool {
+    /// True when the class or exception at `abs`, or one of its bases, satisfies `test`.
+    fn any_in_base_chain(&self, abs: &str, test: impl Fn(&Definition) -> bool) -> bool {
         let mut at = abs.to_string();
         for _ in 0..256 {
             let Some((_, d)) = self.unit.lookup(&at) else { return false };
-            if d.metadata.iter().any(|m| m == "preserve-slice") {
+            if test(d) {
                 return true;
             }
             match &d.kind {
-                DefKind::Exception { base: Some((_, _, Some(b))), .. } => at = b.clone(),
+                DefKind::Class { base: Some((_, _, Some(b))), .. }
+                | DefKind::Exception { base: Some((_, _, Some(b))), .. } => at = b.clone(),
                 _ => return false,
             }
         }
         false
     }
 
-    /// The class or one of its bases is marked `["preserve-slice"]`.
-    fn class_preserves_slices(&self, abs: &str) -> bool {
-        let mut at = abs.to_string();
-        for _ in 0..256 {
-            let Some((_, d)) = self.unit.lookup(&at) else { return false };
-            if d.metadata.iter().any(|m| m == "preserve-slice") {
-                return true;
-            }
-            match &d.kind {
-                DefKind::Class { base: Some((_, _, Some(b))), .. } => at = b.clone(),
-                _ => return false,
-            }
-        }
-        false
+    /// The class or exception, or one of its bases, is marked `["preserve-slice"]`.
+    fn preserves_slices(&self, abs: &str) -> bool {
+        self.any_in_base_chain(abs, |d| d.metadata.iter().any(|m| m == "preserve-slice"))
     }
 
     /// A class with operations, or implementing interfaces, or deriving from such a class: it
     /// has a proxy type and a servant trait (`<Name>Disp`), as in Ice 3.7.
     fn class_has_proxy(&self, abs: &str) -> bool {
-        let mut at = abs.to_string();
-        for _ in 0..256 {
-            match self.unit.lookup(&at).map(|(_, d)| &d.kind) {
-                Some(DefKind::Class { ops, implements, base, forward: false, .. }) => {
-                    if !ops.is_empty() || !implements.is_empty() {
-                        return true;
-                    }
-                    match base {
-                        Some((_, _, Some(b))) => at = b.clone(),
-                        _ => return false,
-                    }
-                }
-                _ => return false,
-            }
-        }
-        false
+        self.any_in_base_chain(abs, |d| {
+            matches!(&d.kind, DefKind::Class { ops, implements, forward: false, .. } if !ops.is_empty() || !implements.is_empty())
+        })
     }
 
     fn is_class(&self, abs: &str) -> bool {
