@@ -103,9 +103,7 @@ impl RemoteCommunicator for RemoteCommunicatorI {
         Ok(Some(RemoteObjectAdapterPrx::from_object(here.add_with_uuid(remote))))
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }

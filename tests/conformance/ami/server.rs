@@ -117,9 +117,7 @@ impl TestIntf for TestIntfI {
                 let _ = pending.send(());
             }
         }
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn supports_amd(&self, _: &Current) -> floe::Result<bool> {

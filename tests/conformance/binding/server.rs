@@ -64,9 +64,7 @@ impl RemoteCommunicator for RemoteCommunicatorI {
         Ok(())
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }

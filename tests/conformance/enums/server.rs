@@ -33,14 +33,8 @@ impl TestIntf for TestIntfI {
         Ok((s1.clone(), s1))
     }
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        shutdown(current);
+        floe_conformance::shutdown(current);
         Ok(())
-    }
-}
-
-fn shutdown(current: &Current) {
-    if let Some(adapter) = &current.adapter {
-        adapter.communicator().shutdown();
     }
 }
 

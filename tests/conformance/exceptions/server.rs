@@ -24,9 +24,7 @@ fn c(a_mem: i32, b_mem: i32, c_mem: i32) -> Error {
 
 impl Thrower for ThrowerI {
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn supports_undeclared_exceptions(&self, _: &Current) -> floe::Result<bool> {

@@ -45,9 +45,7 @@ struct HI;
 
 impl G for HI {
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn call_g(&self, _: &Current) -> floe::Result<String> {

@@ -15,9 +15,7 @@ fn connection(current: &Current) -> R<&floe::Connection> {
 
 impl TestIntf for TestI {
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn get_endpoint_info_as_context(&self, current: &Current) -> R<Context> {

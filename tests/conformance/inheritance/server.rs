@@ -54,9 +54,7 @@ struct InitialI {
 
 impl Initial for InitialI {
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn caop(&self, _: &Current) -> floe::Result<Option<ma::CAPrx>> {

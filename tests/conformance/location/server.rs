@@ -204,9 +204,7 @@ impl ServerManager for ServerManagerI {
         for s in servers {
             s.destroy().await;
         }
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }

@@ -82,9 +82,7 @@ fn f22(current: &Current) -> R<F2Prx> {
 
 impl Initial for InitialI {
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn get_b1(&self, _: &Current) -> R<Opt<B>> {

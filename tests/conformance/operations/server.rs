@@ -47,9 +47,7 @@ type R<T> = floe::Result<T>;
 
 impl MyClass for MyDerivedClassI {
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn supports_compress(&self, _: &Current) -> R<bool> {

@@ -23,9 +23,7 @@ struct InitialI;
 
 impl Initial for InitialI {
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn ping_pong(&self, o: Option<AnyClass>, _: &Current) -> R<Option<AnyClass>> {

@@ -29,9 +29,7 @@ impl Dispatcher for RecordIsAContext {
 
 impl MyClass for MyDerivedClassI {
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
     async fn get_context(&self, _: &Current) -> floe::Result<Context> {

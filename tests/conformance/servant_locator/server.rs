@@ -59,9 +59,7 @@ impl TestIntf for TestI {
         Ok(())
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }

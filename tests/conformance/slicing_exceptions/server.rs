@@ -125,9 +125,7 @@ impl TestIntf for TestI {
         Ok(relay(r, current)?.unknown_preserved_as_known_preserved().await?)
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }

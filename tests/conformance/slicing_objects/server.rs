@@ -125,11 +125,11 @@ impl TestIntf for TestI {
         Ok((p2, p1))
     }
     async fn param_test3(&self, _: &Current) -> R<(Opt<B>, Opt<B>, Opt<B>)> {
-        let d1 = d1("D1.sb (p1 2)", "D1.sd2 (p1 2)");
-        let d2 = d2("D2.sb (p1 1)", "D2.sd2 (p1 1)", d1.downcast());
-        let d3 = d1_("D1.sb (p2 2)", "D1.sd2 (p2 2)");
-        let d4 = self::d2("D2.sb (p2 1)", "D2.sd2 (p2 1)", d3.downcast());
-        Ok((d3.downcast(), d2.downcast(), d4.downcast()))
+        let p1_2 = d1("D1.sb (p1 2)", "D1.sd2 (p1 2)");
+        let p1_1 = d2("D2.sb (p1 1)", "D2.sd2 (p1 1)", p1_2.downcast());
+        let p2_2 = d1("D1.sb (p2 2)", "D1.sd2 (p2 2)");
+        let p2_1 = d2("D2.sb (p2 1)", "D2.sd2 (p2 1)", p2_2.downcast());
+        Ok((p2_2.downcast(), p1_1.downcast(), p2_1.downcast()))
     }
     async fn param_test4(&self, _: &Current) -> R<(Opt<B>, Opt<B>)> {
         let p1 = Class::new(B { sb: "B.sb (1)".into(), pb: None });
@@ -271,15 +271,9 @@ impl TestIntf for TestI {
         Ok(Some(f))
     }
     async fn shutdown(&self, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
-}
-
-fn d1_(sb: &str, sd1: &str) -> Class<D1> {
-    d1(sb, sd1)
 }
 
 fn main() -> std::process::ExitCode {

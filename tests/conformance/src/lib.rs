@@ -63,6 +63,13 @@ pub mod generated {
     }
 }
 
+/// What every suite's `shutdown` operation does: shuts the server's communicator down.
+pub fn shutdown(current: &floe::Current) {
+    if let Some(adapter) = &current.adapter {
+        adapter.communicator().shutdown();
+    }
+}
+
 /// The extracted `ice-3.7.8` source tree the servers were generated from.
 pub const ICE_TEST_SOURCES: &str = env!("FLOE_ICE_TEST_SOURCES");
 

@@ -444,9 +444,28 @@ fn location() {
     check(suite!("location", "floe-conformance-location", ["ServerManager"], 40), "1.0");
 }
 
+/// Ice's sources are fetched at build time, outside the repository, and none of them is
+/// committed here: the crate holds only floe's own Rust servers and runner.
 #[test]
 fn sources_are_extracted_not_committed() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = Path::new(floe_conformance::ICE_TEST_SOURCES);
     assert!(!sources.starts_with(manifest), "Ice's sources must live outside the repository's tracked tree");
+    assert!(sources.join("python/test/Ice/operations/Client.py").exists(), "the extracted tree is incomplete");
+    let mut stack = vec![manifest.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            assert!(
+                matches!(ext, "rs" | "toml" | "md"),
+                "{} is not floe's own Rust, manifest or documentation",
+                path.display()
+            );
+        }
+    }
 }

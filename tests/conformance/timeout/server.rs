@@ -45,9 +45,7 @@ impl Controller for ControllerI {
         self.adapter.activate().await
     }
     async fn shutdown(&self, current: &Current) -> floe::Result<()> {
-        if let Some(adapter) = &current.adapter {
-            adapter.communicator().shutdown();
-        }
+        floe_conformance::shutdown(current);
         Ok(())
     }
 }
