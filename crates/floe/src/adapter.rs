@@ -460,14 +460,13 @@ impl ObjectAdapter {
                     encoding: request.encoding,
                 };
                 let incoming = IncomingRequest { current, params: request.params };
-                let me = self.clone();
-                // Nothing is answered; a panicking servant only loses its own request.
-                tokio::spawn(async move {
-                    let _ = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async move {
-                        me.dispatch(incoming).await
-                    }))
-                    .await;
-                });
+                // One datagram at a time, as Ice does: a flood of datagrams waits in (and
+                // overflows) the socket's buffer instead of piling up tasks here. Nothing is
+                // answered; a panicking servant only loses its own request.
+                let _ = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
+                    self.dispatch(incoming).await
+                }))
+                .await;
             }
         }
     }

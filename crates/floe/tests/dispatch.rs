@@ -265,6 +265,7 @@ fn adapters_on_udp_endpoints_dispatch_oneway_datagrams_and_drop_garbage() {
         let a = c.create_object_adapter_with_endpoints("U", "udp -h 127.0.0.1 -p 0").unwrap();
         let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         a.add(Arc::new(Counter(count.clone())), Identity::new("counter"));
+        a.add(Arc::new(Panicking), Identity::new("panicking"));
         a.activate().await.unwrap();
         let EndpointData::Udp { port, .. } = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
         let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
@@ -275,6 +276,12 @@ fn adapters_on_udp_endpoints_dispatch_oneway_datagrams_and_drop_garbage() {
         socket.send_to(b"not an ice message at all", target).await.unwrap();
         socket.send_to(&oneway[..oneway.len() - 1], target).await.unwrap(); // truncated
         socket.send_to(&twoway, target).await.unwrap(); // cannot be answered
+                                                        // Servants that panic (in `dispatch` itself, or in its future) lose only their request.
+        for op in ["now", "first", "later"] {
+            let prefix = RequestPrefix::new(&Identity::new("panicking"), "", op, OperationMode::Normal);
+            let panics = encode_request(0, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+            socket.send_to(&panics, target).await.unwrap();
+        }
         for _ in 0..3 {
             socket.send_to(&oneway, target).await.unwrap();
         }
