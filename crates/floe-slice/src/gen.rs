@@ -1551,6 +1551,7 @@ impl<'a> Gen<'a> {
         self.depth -= 1;
         self.line("}");
         self.line("");
+        self.gen_batch_writer(d, abs, &prx, &ops);
 
         // Servant trait.
         let bases: Vec<String> = self
@@ -1627,25 +1628,112 @@ impl<'a> Gen<'a> {
         self.line("");
     }
 
+    /// The statements that encode an operation's in-parameters into `enc`: required ones in
+    /// order, then optionals by tag, then the pending class instances when needed.
+    fn param_writes(&self, iface: &Definition, o: &Operation) -> Vec<String> {
+        let f = &self.f;
+        let mut writes = Vec::new();
+        for p in o.params.iter().filter(|p| !p.out && p.tag.is_none()) {
+            writes.push(format!("{};", self.encode_param(&p.ty, &ident(&snake(&p.name)))));
+        }
+        let mut opts: Vec<&Param> = o.params.iter().filter(|p| !p.out && p.tag.is_some()).collect();
+        opts.sort_by_key(|p| p.tag);
+        for p in opts {
+            writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name)), !self.is_copy(&p.ty)));
+        }
+        let (any, required) = self.op_sends_classes(o);
+        if any && self.op_format(o, iface) == "Sliced" {
+            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
+        }
+        if required {
+            writes.push("enc.write_pending_values();".into());
+        }
+        writes
+    }
+
+    /// The in-parameters of an operation as a proxy method declares them (after `&self`).
+    fn proxy_params(&self, o: &Operation) -> Vec<String> {
+        let mut params = Vec::new();
+        for p in o.params.iter().filter(|p| !p.out) {
+            let t = self.param_type(&p.ty);
+            let t = if p.tag.is_some() && !t.starts_with("Option<") { format!("Option<{t}>") } else { t };
+            params.push(format!("{}: {t}", ident(&snake(&p.name))));
+        }
+        params
+    }
+
+    /// `<Name>Batch`: typed, synchronous queuing of batched oneway requests over a
+    /// `floe::BatchWriter`, one method per operation that returns nothing.
+    fn gen_batch_writer(&mut self, iface: &Definition, abs: &str, prx: &str, ops: &[(String, &Operation)]) {
+        let f = self.f.clone();
+        let name = format!("{}Batch", ident(&iface.name));
+        if ops.iter().all(|(_, o)| o.ret.is_some() || o.params.iter().any(|p| p.out)) {
+            return;
+        }
+        self.line(&format!("impl {prx} {{"));
+        self.line(&format!(
+            "    /// A [`{name}`]: queues batched oneway requests to this proxy's target synchronously."
+        ));
+        self.line(&format!("    pub fn batch_writer(&self) -> {name} {{"));
+        self.line(&format!("        {name}(self.0.batch_writer())"));
+        self.line("    }");
+        self.line("}");
+        self.line("");
+        self.line(&format!("/// Batched oneway requests to a `{abs}`, queued without I/O; send them with"));
+        self.line("/// [`flush`](Self::flush) (see `floe::BatchWriter`, which it derefs to).");
+        self.line("#[derive(Debug)]");
+        self.line(&format!("pub struct {name}(pub {f}::BatchWriter);"));
+        self.line("");
+        self.line(&format!("impl std::ops::Deref for {name} {{"));
+        self.line(&format!("    type Target = {f}::BatchWriter;"));
+        self.line("    fn deref(&self) -> &Self::Target {");
+        self.line("        &self.0");
+        self.line("    }");
+        self.line("}");
+        self.line("");
+        self.line(&format!("impl std::ops::DerefMut for {name} {{"));
+        self.line("    fn deref_mut(&mut self) -> &mut Self::Target {");
+        self.line("        &mut self.0");
+        self.line("    }");
+        self.line("}");
+        self.line("");
+        self.line(&format!("impl {name} {{"));
+        self.depth += 1;
+        for (_, o) in ops {
+            if o.ret.is_some() || o.params.iter().any(|p| p.out) {
+                continue;
+            }
+            let fname = ident(&snake(&o.name));
+            let mut params = vec!["&mut self".to_string()];
+            params.extend(self.proxy_params(o));
+            let mode = Self::op_mode(o);
+            self.line(&format!("/// Queues a `{}` request.", o.name));
+            self.line("#[inline]");
+            self.line(&format!("pub fn {fname}({}) {{", params.join(", ")));
+            let writes = self.param_writes(iface, o);
+            if writes.is_empty() {
+                self.line(&format!("    self.0.queue_empty({:?}, {f}::protocol::OperationMode::{mode});", o.name));
+            } else {
+                self.line(&format!(
+                    "    self.0.queue({:?}, {f}::protocol::OperationMode::{mode}, |enc| {{ {} }});",
+                    o.name,
+                    writes.join(" ")
+                ));
+            }
+            self.line("}");
+            self.line("");
+        }
+        self.depth -= 1;
+        self.line("}");
+        self.line("");
+    }
+
     fn gen_proxy_op(&mut self, iface: &Definition, owner: &str, o: &Operation) {
         let f = self.f.clone();
         let fname = ident(&snake(&o.name));
         let mut params = vec!["&self".to_string()];
-        let mut args = Vec::new();
-        for p in o.params.iter().filter(|p| !p.out) {
-            let t = self.param_type(&p.ty);
-            let t = if p.tag.is_some() {
-                if t.starts_with("Option<") {
-                    t
-                } else {
-                    format!("Option<{t}>")
-                }
-            } else {
-                t
-            };
-            params.push(format!("{}: {t}", ident(&snake(&p.name))));
-            args.push(ident(&snake(&p.name)));
-        }
+        params.extend(self.proxy_params(o));
+        let args: Vec<String> = o.params.iter().filter(|p| !p.out).map(|p| ident(&snake(&p.name))).collect();
         let rt = self.result_type(o);
         let owner_name = owner.rsplit("::").next().unwrap_or(owner);
         let error_ty = if o.throws.is_empty() {
@@ -1668,24 +1756,8 @@ impl<'a> Gen<'a> {
         if returns_values {
             self.line(&format!("self.0.twoway_only({:?})?;", o.name));
         }
-        // Parameters: required in order, then optionals by tag.
-        let mut writes = Vec::new();
-        for p in o.params.iter().filter(|p| !p.out && p.tag.is_none()) {
-            writes.push(format!("{};", self.encode_param(&p.ty, &ident(&snake(&p.name)))));
-        }
-        let mut opts: Vec<&Param> = o.params.iter().filter(|p| !p.out && p.tag.is_some()).collect();
-        opts.sort_by_key(|p| p.tag);
-        for p in opts {
-            writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name)), !self.is_copy(&p.ty)));
-        }
+        let writes = self.param_writes(iface, o);
         let mode = Self::op_mode(o);
-        let (any, required) = self.op_sends_classes(o);
-        if any && self.op_format(o, iface) == "Sliced" {
-            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
-        }
-        if required {
-            writes.push("enc.write_pending_values();".into());
-        }
         self.line(&format!(
             "let __outcome = self.0.invoke({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}).await?;",
             o.name,

@@ -2,6 +2,8 @@
 //! servant locators, the endpoints it listens on, and dispatch of incoming requests.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -18,13 +20,15 @@ use crate::proxy::reference::{parse_endpoint, Reference};
 use crate::proxy::ObjectPrx;
 use crate::transport::tcp;
 
-type FacetMap = HashMap<String, Arc<dyn Dispatcher>>;
+/// Servant maps hash with FxHash: their keys are chosen by the server, so requests cannot
+/// degrade them, and the lookup is on every request's path.
+type FacetMap = FxHashMap<String, Arc<dyn Dispatcher>>;
 
 struct AdapterInner {
     name: String,
     communicator: Communicator,
-    servants: RwLock<HashMap<Identity, FacetMap>>,
-    default_servants: RwLock<HashMap<String, Arc<dyn Dispatcher>>>,
+    servants: RwLock<FxHashMap<Identity, FacetMap>>,
+    default_servants: RwLock<FxHashMap<String, Arc<dyn Dispatcher>>>,
     locators: RwLock<HashMap<String, Arc<dyn ServantLocator>>>,
     endpoints: RwLock<Vec<EndpointData>>,
     configured_endpoints: Vec<EndpointData>,
@@ -96,8 +100,8 @@ impl ObjectAdapter {
             inner: Arc::new(AdapterInner {
                 name: name.to_string(),
                 communicator,
-                servants: RwLock::new(HashMap::new()),
-                default_servants: RwLock::new(HashMap::new()),
+                servants: RwLock::new(FxHashMap::default()),
+                default_servants: RwLock::new(FxHashMap::default()),
                 locators: RwLock::new(HashMap::new()),
                 endpoints: RwLock::new(Vec::new()),
                 configured_endpoints: configured,
@@ -188,12 +192,13 @@ impl ObjectAdapter {
 
     fn find(&self, request: &IncomingRequest) -> Option<Arc<dyn Dispatcher>> {
         let c = &request.current;
-        if let Some(s) = self.inner.servants.read().expect("servants").get(&c.id).and_then(|f| f.get(&c.facet)) {
+        if let Some(s) = self.inner.servants.read().expect("servants").get(&c.id).and_then(|f| f.get(c.facet.as_str()))
+        {
             return Some(s.clone());
         }
         {
             let defaults = self.inner.default_servants.read().expect("default servants");
-            if let Some(s) = defaults.get(&c.id.category).or_else(|| defaults.get("")) {
+            if let Some(s) = defaults.get(c.id.category.as_str()).or_else(|| defaults.get("")) {
                 return Some(s.clone());
             }
         }

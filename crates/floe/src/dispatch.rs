@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use compact_str::CompactString;
 
 use crate::adapter::ObjectAdapter;
 use crate::connection::Connection;
@@ -24,9 +25,9 @@ pub struct Current {
     /// Target identity.
     pub id: Identity,
     /// Target facet.
-    pub facet: String,
+    pub facet: CompactString,
     /// Operation name.
-    pub operation: String,
+    pub operation: CompactString,
     /// Operation mode as sent.
     pub mode: OperationMode,
     /// Request context.
@@ -44,8 +45,8 @@ impl Current {
             adapter: None,
             connection: None,
             id,
-            facet: String::new(),
-            operation: operation.to_string(),
+            facet: CompactString::default(),
+            operation: CompactString::new(operation),
             mode: OperationMode::Normal,
             ctx: Context::new(),
             request_id: 1,
@@ -95,7 +96,11 @@ impl Current {
     }
 
     fn failed(&self) -> RequestFailed {
-        RequestFailed { identity: self.id.clone(), facet: self.facet.clone(), operation: self.operation.clone() }
+        RequestFailed {
+            identity: self.id.clone(),
+            facet: self.facet.to_string(),
+            operation: self.operation.to_string(),
+        }
     }
 
     /// The reply for what a servant returned as an error: a user exception gets status 1 in
@@ -171,8 +176,8 @@ impl Current {
     pub fn operation_not_exist_error(&self) -> Error {
         Error::OperationNotExist {
             identity: self.id.clone(),
-            facet: self.facet.clone(),
-            operation: self.operation.clone(),
+            facet: self.facet.to_string(),
+            operation: self.operation.to_string(),
         }
     }
 }

@@ -22,7 +22,7 @@ pub use dispatch::{
 pub use encoding::{AnyClass, Class, Context, Identity};
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use properties::Properties;
-pub use proxy::{ObjectPrx, Outcome, Proxy};
+pub use proxy::{BatchWriter, ObjectPrx, Outcome, Proxy};
 
 /// Re-exported for generated code (byte sequences are [`bytes::Bytes`]).
 pub use bytes;

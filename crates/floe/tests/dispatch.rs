@@ -195,7 +195,7 @@ impl ServantLocator for CookieLocator {
             "none" => Ok(None),
             _ => Ok(Some((
                 Arc::new(Labelled("located")),
-                Some(Box::new(current.id.name.clone()) as floe::LocatorCookie),
+                Some(Box::new(current.id.name.to_string()) as floe::LocatorCookie),
             ))),
         }
     }

@@ -88,7 +88,7 @@ fn proxy(enc: EncodingVersion) -> impl Strategy<Value = ProxyData> {
         "[A-Za-z]{0,10}",
     )
         .prop_map(move |(name, category, facet, mode, secure, endpoints, adapter_id)| ProxyData {
-            identity: Identity { name, category },
+            identity: Identity { name: name.into(), category: category.into() },
             facet,
             mode: InvocationMode::from_u8(mode).unwrap(),
             secure,
@@ -275,7 +275,7 @@ proptest! {
         }
         let m = got.expect("a whole message");
         let r = Request::decode(m.body).unwrap();
-        prop_assert_eq!(r, Request { request_id: id, identity, facet, operation: op, mode, context, encoding: enc, params: Bytes::from(payload) });
+        prop_assert_eq!(r, Request { request_id: id, identity, facet: facet.into(), operation: op.into(), mode, context, encoding: enc, params: Bytes::from(payload) });
     }
 
     #[test]

@@ -67,8 +67,8 @@ impl TestIntf for TestI {
 fn object_not_exist(current: &Current) -> Error {
     Error::ObjectNotExist {
         identity: current.id.clone(),
-        facet: current.facet.clone(),
-        operation: current.operation.clone(),
+        facet: current.facet.to_string(),
+        operation: current.operation.to_string(),
     }
 }
 
@@ -101,8 +101,8 @@ impl ServantLocatorI {
             // accepts OperationNotExist from servers in other languages.
             "pythonException" => Error::OperationNotExist {
                 identity: current.id.clone(),
-                facet: current.facet.clone(),
-                operation: current.operation.clone(),
+                facet: current.facet.to_string(),
+                operation: current.operation.to_string(),
             },
             "intfUserException" | "asyncResponse" | "asyncException" => Error::user(TestImpossibleException {}),
             _ => return Ok(()),

@@ -343,6 +343,40 @@ pub mod demo {
 
         }
 
+        impl PeerPrx {
+            /// A [`PeerBatch`]: queues batched oneway requests to this proxy's target synchronously.
+            pub fn batch_writer(&self) -> PeerBatch {
+                PeerBatch(self.0.batch_writer())
+            }
+        }
+
+        /// Batched oneway requests to a `::Demo::Nested::Peer`, queued without I/O; send them with
+        /// [`flush`](Self::flush) (see `floe::BatchWriter`, which it derefs to).
+        #[derive(Debug)]
+        pub struct PeerBatch(pub ::floe::BatchWriter);
+
+        impl std::ops::Deref for PeerBatch {
+            type Target = ::floe::BatchWriter;
+            fn deref(&self) -> &Self::Target {
+                &self.0
+            }
+        }
+
+        impl std::ops::DerefMut for PeerBatch {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.0
+            }
+        }
+
+        impl PeerBatch {
+            /// Queues a `poke` request.
+            #[inline]
+            pub fn poke(&mut self, w: &Wrapper) {
+                self.0.queue("poke", ::floe::protocol::OperationMode::Normal, |enc| { w.encode(enc); });
+            }
+
+        }
+
         /// Servant trait for `::Demo::Nested::Peer`: implement it and serve it with [`PeerServer`].
         pub trait Peer: Send + Sync + 'static {
             fn poke(&self, w: Wrapper, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
@@ -701,6 +735,52 @@ pub mod demo {
 
     }
 
+    impl ServicePrx {
+        /// A [`ServiceBatch`]: queues batched oneway requests to this proxy's target synchronously.
+        pub fn batch_writer(&self) -> ServiceBatch {
+            ServiceBatch(self.0.batch_writer())
+        }
+    }
+
+    /// Batched oneway requests to a `::Demo::Service`, queued without I/O; send them with
+    /// [`flush`](Self::flush) (see `floe::BatchWriter`, which it derefs to).
+    #[derive(Debug)]
+    pub struct ServiceBatch(pub ::floe::BatchWriter);
+
+    impl std::ops::Deref for ServiceBatch {
+        type Target = ::floe::BatchWriter;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for ServiceBatch {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.0
+        }
+    }
+
+    impl ServiceBatch {
+        /// Queues a `ping` request.
+        #[inline]
+        pub fn ping(&mut self) {
+            self.0.queue_empty("ping", ::floe::protocol::OperationMode::Normal);
+        }
+
+        /// Queues a `fail` request.
+        #[inline]
+        pub fn fail(&mut self, why: &str) {
+            self.0.queue("fail", ::floe::protocol::OperationMode::Normal, |enc| { why.encode(enc); });
+        }
+
+        /// Queues a `type` request.
+        #[inline]
+        pub fn r#type(&mut self, r#match: &str) {
+            self.0.queue("type", ::floe::protocol::OperationMode::Normal, |enc| { r#match.encode(enc); });
+        }
+
+    }
+
     /// Everything an operation can look like.
     /// Servant trait for `::Demo::Service`: implement it and serve it with [`ServiceServer`].
     pub trait Service: Base + Send + Sync + 'static {
@@ -1055,6 +1135,40 @@ pub mod demo {
 
     }
 
+    impl AccountPrx {
+        /// A [`AccountBatch`]: queues batched oneway requests to this proxy's target synchronously.
+        pub fn batch_writer(&self) -> AccountBatch {
+            AccountBatch(self.0.batch_writer())
+        }
+    }
+
+    /// Batched oneway requests to a `::Demo::Account`, queued without I/O; send them with
+    /// [`flush`](Self::flush) (see `floe::BatchWriter`, which it derefs to).
+    #[derive(Debug)]
+    pub struct AccountBatch(pub ::floe::BatchWriter);
+
+    impl std::ops::Deref for AccountBatch {
+        type Target = ::floe::BatchWriter;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for AccountBatch {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.0
+        }
+    }
+
+    impl AccountBatch {
+        /// Queues a `deposit` request.
+        #[inline]
+        pub fn deposit(&mut self, amount: i64) {
+            self.0.queue("deposit", ::floe::protocol::OperationMode::Normal, |enc| { amount.encode(enc); });
+        }
+
+    }
+
     /// An Ice 3.7 class with operations: its operations get a proxy and a servant trait.
     /// Servant trait for `::Demo::Account`: implement it and serve it with [`AccountDispServer`].
     pub trait AccountDisp: Base + Send + Sync + 'static {
@@ -1285,6 +1399,40 @@ pub mod demo {
         /// Blocking form of [`Self::name`] (call it outside the async runtime).
         pub fn name_blocking(&self) -> ::floe::Result<String> {
             self.0.communicator().block_on(self.name())
+        }
+
+    }
+
+    impl SavingsPrx {
+        /// A [`SavingsBatch`]: queues batched oneway requests to this proxy's target synchronously.
+        pub fn batch_writer(&self) -> SavingsBatch {
+            SavingsBatch(self.0.batch_writer())
+        }
+    }
+
+    /// Batched oneway requests to a `::Demo::Savings`, queued without I/O; send them with
+    /// [`flush`](Self::flush) (see `floe::BatchWriter`, which it derefs to).
+    #[derive(Debug)]
+    pub struct SavingsBatch(pub ::floe::BatchWriter);
+
+    impl std::ops::Deref for SavingsBatch {
+        type Target = ::floe::BatchWriter;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for SavingsBatch {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.0
+        }
+    }
+
+    impl SavingsBatch {
+        /// Queues a `deposit` request.
+        #[inline]
+        pub fn deposit(&mut self, amount: i64) {
+            self.0.queue("deposit", ::floe::protocol::OperationMode::Normal, |enc| { amount.encode(enc); });
         }
 
     }

@@ -719,7 +719,23 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
     Ok(())
 }
 
+/// Dispatches a request and writes its reply, if it has one.
 async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
+    if let Some(reply) = start_dispatch(conn, request, compression) {
+        // The reader task writes the reply itself; waiting for the write is the
+        // backpressure on a peer that does not read its replies.
+        let _ = conn.write_message(&reply).await;
+        crate::encoding::pool::give(reply);
+        finish_dispatch(conn);
+    }
+}
+
+/// Runs a dispatch until it first waits. When it completes at once, returns the reply to
+/// write (the dispatch then counts as in progress until the caller has written it and called
+/// [`finish_dispatch`]); a oneway request that completed is finished here. A dispatch that
+/// waits continues as a task of its own, which writes its reply. Synchronous, so that the
+/// per-request path moves no large future.
+fn start_dispatch(conn: &Connection, request: Request, compression: CompressionStatus) -> Option<BytesMut> {
     let adapter = conn.adapter();
     let request_id = request.request_id;
     let current = Current {
@@ -751,10 +767,11 @@ async fn dispatch(conn: &Connection, request: Request, compression: CompressionS
     let compress = compression != CompressionStatus::NotCompressed;
     match (&mut fut).now_or_never() {
         Some(result) => {
-            // The reader task writes the reply itself; waiting for the write is the
-            // backpressure on a peer that does not read its replies.
-            send_response(conn, result, request_id, compress).await;
-            finish_dispatch(conn);
+            let reply = response_bytes(result, request_id, compress, conn.shared.config.compression_level);
+            if reply.is_none() {
+                finish_dispatch(conn);
+            }
+            reply
         }
         None => {
             let conn = conn.clone();
@@ -763,6 +780,7 @@ async fn dispatch(conn: &Connection, request: Request, compression: CompressionS
                 send_response(&conn, result, request_id, compress).await;
                 finish_dispatch(&conn);
             });
+            None
         }
     }
 }

@@ -276,10 +276,15 @@ impl Decoder {
 
     /// Reads a facet (`sequence<string>` of zero or one element).
     pub fn read_facet(&mut self) -> Result<String> {
+        self.read_facet_str().map(str::to_string)
+    }
+
+    /// Like [`Decoder::read_facet`], borrowing the facet from the buffer.
+    pub fn read_facet_str(&mut self) -> Result<&str> {
         let n = self.read_seq_len(1)?;
         match n {
-            0 => Ok(String::new()),
-            1 => self.read_string(),
+            0 => Ok(""),
+            1 => self.read_str(),
             n => Err(DecodeError::InvalidFacet(n)),
         }
     }

@@ -1,5 +1,7 @@
 use std::collections::BTreeMap;
 
+use compact_str::CompactString;
+
 use super::error::Result;
 use super::{Decode, Decoder, Encode, Encoder};
 
@@ -8,20 +10,20 @@ use super::{Decode, Decoder, Encode, Encoder};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Identity {
     /// The object's name; empty only for the null proxy.
-    pub name: String,
+    pub name: CompactString,
     /// The category (may be empty); default servants are registered per category.
-    pub category: String,
+    pub category: CompactString,
 }
 
 impl Identity {
     /// An identity with an empty category.
-    pub fn new(name: impl Into<String>) -> Self {
-        Identity { name: name.into(), category: String::new() }
+    pub fn new(name: impl AsRef<str>) -> Self {
+        Identity { name: CompactString::new(name.as_ref()), category: CompactString::default() }
     }
 
     /// An identity with a category.
-    pub fn with_category(category: impl Into<String>, name: impl Into<String>) -> Self {
-        Identity { name: name.into(), category: category.into() }
+    pub fn with_category(category: impl AsRef<str>, name: impl AsRef<str>) -> Self {
+        Identity { name: CompactString::new(name.as_ref()), category: CompactString::new(category.as_ref()) }
     }
 }
 
@@ -37,8 +39,8 @@ impl Decode for Identity {
     const MIN_WIRE_SIZE: usize = 2;
     #[inline]
     fn decode(dec: &mut Decoder) -> Result<Self> {
-        let name = dec.read_string()?;
-        let category = dec.read_string()?;
+        let name = CompactString::new(dec.read_str()?);
+        let category = CompactString::new(dec.read_str()?);
         Ok(Identity { name, category })
     }
 }

@@ -1,6 +1,7 @@
 //! Request and batch-request messages.
 
 use bytes::{Bytes, BytesMut};
+use compact_str::CompactString;
 
 use super::header::{patch_size, CompressionStatus, Header, MessageType, HEADER_SIZE};
 use super::ProtocolError;
@@ -44,9 +45,9 @@ pub struct Request {
     /// Target identity.
     pub identity: Identity,
     /// Target facet ("" for the default facet).
-    pub facet: String,
+    pub facet: CompactString,
     /// Operation name.
-    pub operation: String,
+    pub operation: CompactString,
     /// Operation mode.
     pub mode: OperationMode,
     /// Request context.
@@ -73,8 +74,8 @@ impl Request {
 
     fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
         let identity = Identity::decode(dec)?;
-        let facet = dec.read_facet()?;
-        let operation = dec.read_string()?;
+        let facet = CompactString::new(dec.read_facet_str()?);
+        let operation = CompactString::new(dec.read_str()?);
         let mode = OperationMode::from_u8(dec.read_u8()?)?;
         let context = Context::decode(dec)?;
         let (encoding, params) = dec.read_encapsulation()?;
@@ -312,6 +313,26 @@ impl BatchBuilder {
         self.enc.end_encapsulation();
         self.pending = None;
         self.count += 1;
+    }
+
+    /// Appends one complete request (head, context and parameter encapsulation) already
+    /// encoded.
+    #[inline]
+    pub fn push_request_bytes(&mut self, request: &[u8]) {
+        self.enc.write_raw(request);
+        self.count += 1;
+    }
+
+    /// Moves every request of `other` to the end of this batch, leaving `other` empty.
+    pub fn append(&mut self, other: &mut BatchBuilder) {
+        if other.count == 0 {
+            return;
+        }
+        self.enc.write_raw(&other.enc.as_slice()[BATCH_COUNT_OFFSET + 4..]);
+        self.count += other.count;
+        other.enc = Encoder::new(EncodingVersion::V1_0);
+        other.pending = None;
+        other.reset();
     }
 
     /// Drops a request that was started but not finished (for instance because encoding its

@@ -2,7 +2,10 @@
 //! factory methods, the built-in operations and the invocation paths (twoway, oneway,
 //! batched oneway, batched twoway).
 
+mod batch;
 pub mod reference;
+
+pub use batch::BatchWriter;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -546,6 +549,12 @@ impl ObjectPrx {
         } else {
             None
         }
+    }
+
+    /// A [`BatchWriter`] for this proxy's target: queues batched oneway requests without
+    /// futures or locks, for high request rates; [`BatchWriter::flush`] sends them.
+    pub fn batch_writer(&self) -> BatchWriter {
+        BatchWriter::new(self.clone())
     }
 
     /// Number of batched requests waiting to be flushed.

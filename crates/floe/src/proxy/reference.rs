@@ -378,8 +378,8 @@ pub fn string_to_identity(s: &str) -> std::result::Result<Identity, String> {
         }
     }
     match slash {
-        None => Ok(Identity { name: unescape(s)?, category: String::new() }),
-        Some(i) => Ok(Identity { category: unescape(&s[..i])?, name: unescape(&s[i + 1..])? }),
+        None => Ok(Identity::new(unescape(s)?)),
+        Some(i) => Ok(Identity::with_category(unescape(&s[..i])?, unescape(&s[i + 1..])?)),
     }
 }
 

@@ -378,6 +378,25 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         wait_counter(t, 100).await
     })
     .await;
+    c.run(&n("batch writer"), async {
+        t.inc_counter(7).await.map_err(fail)?;
+        let mut w = t.batch_writer();
+        w.reset_counter();
+        for k in 1..=100 {
+            w.inc_counter(k);
+        }
+        eq(w.len(), 101)?;
+        w.flush().await.map_err(fail)?;
+        eq(w.len(), 0)?;
+        wait_counter(t, 5050).await?;
+        // Requests still queued when the writer goes move to the proxy's own batch queue.
+        w.inc_counter(50);
+        drop(w);
+        eq(t.batch_request_count(), 1)?;
+        t.ice_flush_batch_requests().await.map_err(fail)?;
+        wait_counter(t, 5100).await
+    })
+    .await;
     c.run(&n("batched twoway"), async {
         let obj: &ObjectPrx = t;
         let outcomes = obj

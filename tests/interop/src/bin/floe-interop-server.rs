@@ -24,7 +24,7 @@ struct NamedI;
 
 impl Named for NamedI {
     async fn name(&self, current: &Current) -> floe::Result<String> {
-        Ok(current.id.name.clone())
+        Ok(current.id.name.to_string())
     }
 }
 
@@ -201,7 +201,7 @@ impl Tester for TesterI {
         Ok(current.ctx.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
     }
     async fn get_facet(&self, current: &Current) -> floe::Result<String> {
-        Ok(current.facet.clone())
+        Ok(current.facet.to_string())
     }
     async fn get_echo(&self, current: &Current) -> floe::Result<Option<EchoPrx>> {
         let adapter = current.adapter.as_ref().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;

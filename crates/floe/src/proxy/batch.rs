@@ -1,0 +1,203 @@
+//! [`BatchWriter`]: queues batched oneway requests synchronously, without a future, a lock or
+//! a per-call encapsulation of the target — the fast path for high-rate batching.
+
+use crate::encoding::{Encode, Encoder, EncodingVersion};
+use crate::error::Result;
+use crate::protocol::{BatchBuilder, OperationMode};
+
+use super::ObjectPrx;
+
+/// Queues batched oneway requests for one proxy's target in a buffer of its own, and sends
+/// them with [`BatchWriter::flush`].
+///
+/// Queuing is a plain function call: the request head (identity, facet, operation, mode,
+/// context and, for operations without parameters, the whole encapsulation) is encoded once
+/// per operation and copied afterwards, so a request without parameters costs one copy of a
+/// few bytes. Generated proxies wrap it with one typed method per oneway-capable operation
+/// (`FooPrx::batch_writer()` returns a `FooBatch`).
+///
+/// Unlike requests queued through a batch-oneway proxy, nothing is flushed automatically
+/// (queuing does no I/O): check [`BatchWriter::needs_flush`], which turns true once the
+/// queued bytes reach `Ice.BatchAutoFlushSize`, and call [`BatchWriter::flush`]. Requests
+/// still queued when the writer is dropped move to the proxy's own batch queue, where
+/// [`ObjectPrx::ice_flush_batch_requests`] sends them; nothing queued is lost.
+///
+/// The context is taken when the writer is made (the proxy's context merged over the
+/// communicator's implicit context), as is the encoding.
+pub struct BatchWriter {
+    proxy: ObjectPrx,
+    builder: BatchBuilder,
+    context: Vec<u8>,
+    encoding: EncodingVersion,
+    heads: Vec<Head>,
+    last: usize,
+    auto_flush_size: usize,
+}
+
+/// The encoded head of one operation's requests.
+struct Head {
+    operation: String,
+    mode: OperationMode,
+    /// Target, operation, mode, context, then an empty encapsulation (6 bytes).
+    bytes: Vec<u8>,
+}
+
+impl Head {
+    /// The head without the empty encapsulation that ends it.
+    fn without_params(&self) -> &[u8] {
+        &self.bytes[..self.bytes.len() - 6]
+    }
+}
+
+impl std::fmt::Debug for BatchWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchWriter")
+            .field("proxy", &self.proxy)
+            .field("queued", &self.builder.count())
+            .field("bytes", &self.builder.len())
+            .finish()
+    }
+}
+
+impl BatchWriter {
+    pub(super) fn new(proxy: ObjectPrx) -> Self {
+        let ctx = proxy.context_for(None);
+        let mut e = Encoder::new(EncodingVersion::V1_0);
+        ctx.encode(&mut e);
+        let context = e.as_slice().to_vec();
+        let encoding = proxy.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
+        let auto_flush_size = proxy.inner.communicator.batch_auto_flush_size();
+        BatchWriter {
+            proxy,
+            builder: BatchBuilder::new(),
+            context,
+            encoding,
+            heads: Vec::new(),
+            last: 0,
+            auto_flush_size,
+        }
+    }
+
+    /// The proxy the requests go to.
+    pub fn proxy(&self) -> &ObjectPrx {
+        &self.proxy
+    }
+
+    #[inline]
+    fn head(&mut self, operation: &str, mode: OperationMode) -> usize {
+        if let Some(h) = self.heads.get(self.last) {
+            if h.mode == mode && h.operation == operation {
+                return self.last;
+            }
+        }
+        let i = match self.heads.iter().position(|h| h.mode == mode && h.operation == operation) {
+            Some(i) => i,
+            None => {
+                let mut e = Encoder::new(EncodingVersion::V1_0);
+                e.write_raw(&self.proxy.inner.target);
+                e.write_str(operation);
+                e.write_u8(mode as u8);
+                e.write_raw(&self.context);
+                e.write_empty_encapsulation(self.encoding);
+                self.heads.push(Head { operation: operation.to_string(), mode, bytes: e.as_slice().to_vec() });
+                self.heads.len() - 1
+            }
+        };
+        self.last = i;
+        i
+    }
+
+    /// Queues a request without parameters.
+    #[inline]
+    pub fn queue_empty(&mut self, operation: &str, mode: OperationMode) {
+        let i = self.head(operation, mode);
+        self.builder.push_request_bytes(&self.heads[i].bytes);
+    }
+
+    /// Queues a request whose parameters `write` encodes.
+    #[inline]
+    pub fn queue(&mut self, operation: &str, mode: OperationMode, write: impl FnOnce(&mut Encoder)) {
+        let i = self.head(operation, mode);
+        let enc = self.builder.start_request_raw();
+        enc.write_raw(self.heads[i].without_params());
+        enc.start_encapsulation(self.encoding);
+        write(enc);
+        self.builder.finish_request();
+    }
+
+    /// Number of requests queued.
+    pub fn len(&self) -> usize {
+        self.builder.count()
+    }
+
+    /// True when no request is queued.
+    pub fn is_empty(&self) -> bool {
+        self.builder.is_empty()
+    }
+
+    /// True once the queued requests reach `Ice.BatchAutoFlushSize` bytes: time to flush.
+    #[inline]
+    pub fn needs_flush(&self) -> bool {
+        self.builder.len() >= self.auto_flush_size
+    }
+
+    /// Sends the queued requests in one batch message (nothing when none is queued).
+    pub async fn flush(&mut self) -> Result<()> {
+        match self.builder.take() {
+            Some(msg) => self.proxy.send_with_retry(msg, OperationMode::Normal, false).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for BatchWriter {
+    fn drop(&mut self) {
+        if !self.builder.is_empty() {
+            if let Ok(mut q) = self.proxy.inner.batch.lock() {
+                q.builder.append(&mut self.builder);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::encoding::{Decoder, Identity};
+    use crate::protocol::BatchRequests;
+    use crate::{Communicator, Properties};
+
+    use super::*;
+
+    #[test]
+    fn queued_requests_decode_as_a_batch_and_move_to_the_proxy_on_drop() {
+        let communicator = Communicator::with_properties(Properties::new()).unwrap();
+        let proxy = communicator.string_to_proxy("cat/obj -f fac:tcp -h 127.0.0.1 -p 1").unwrap();
+        let proxy = proxy.ice_context([("k".to_string(), "v".to_string())].into_iter().collect());
+        let mut w = proxy.batch_writer();
+        w.queue_empty("ping", OperationMode::Idempotent);
+        w.queue("add", OperationMode::Normal, |e| e.write_i32(7));
+        w.queue_empty("ping", OperationMode::Idempotent);
+        assert_eq!(w.len(), 3);
+        let msg = w.builder.take().unwrap();
+        let requests: Vec<_> =
+            BatchRequests::new(msg.freeze().slice(14..)).unwrap().collect::<std::result::Result<_, _>>().unwrap();
+        assert_eq!(requests.len(), 3);
+        for r in &requests {
+            assert_eq!(r.identity, Identity { name: "obj".into(), category: "cat".into() });
+            assert_eq!(r.facet, "fac");
+            assert_eq!(r.context.get("k").map(String::as_str), Some("v"));
+            assert_eq!(r.request_id, 0);
+        }
+        assert_eq!((requests[0].operation.as_str(), requests[0].mode), ("ping", OperationMode::Idempotent));
+        assert!(requests[0].params.is_empty());
+        assert_eq!(requests[1].operation, "add");
+        assert_eq!(Decoder::new(requests[1].params.clone(), requests[1].encoding).read_i32().unwrap(), 7);
+        assert_eq!(requests[2].operation, "ping");
+
+        w.queue_empty("ping", OperationMode::Normal);
+        assert!(!w.needs_flush());
+        drop(w);
+        assert_eq!(proxy.batch_request_count(), 1);
+        communicator.destroy_blocking();
+    }
+}
