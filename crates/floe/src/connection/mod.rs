@@ -2,7 +2,8 @@
 //! and forced close, and ACM heartbeats and idle checks.
 //!
 //! Each connection has one reader task. Callers write their own requests (under a lock on
-//! the write half) — there is no hand-off to a writer task on the hot path. The reader task
+//! the write half) — there is no hand-off to a writer task on the twoway path; small oneway
+//! requests are queued and written together by a short-lived flush task. The reader task
 //! delivers replies to the waiting callers and runs servants itself; a dispatch that has to
 //! wait continues as a task of its own so that the connection keeps reading.
 
@@ -91,9 +92,39 @@ impl PendingTable {
     }
 }
 
+/// Oneway requests queued for writing: a oneway returns once its request is queued, and one
+/// flush task writes everything queued meanwhile with one system call (a twoway request,
+/// reply or control message written directly takes the queue along first, so the order of
+/// messages is kept).
+#[derive(Default)]
+struct QueuedWrites {
+    bytes: BytesMut,
+    flush_scheduled: bool,
+}
+
+/// What became of a oneway request offered to the queue.
+enum Queueing {
+    Queued,
+    /// The queue is full: wait for the flush task to make room.
+    Full,
+    /// Large, or no runtime to flush it: write it directly.
+    NotQueueable,
+}
+
+/// At most this many bytes of oneway requests wait in the queue; beyond it a oneway waits
+/// until the flush task has written some (backpressure on a peer that does not read).
+const QUEUE_LIMIT: usize = 256 * 1024;
+
+/// Oneway requests larger than this are written directly rather than copied into the queue.
+const QUEUE_MESSAGE_MAX: usize = 16 * 1024;
+
 struct Shared {
     config: ConnectionConfig,
     writer: tokio::sync::Mutex<Option<WriteHalf>>,
+    /// Oneway requests waiting to be written, in order, ahead of anything written next.
+    queued: Mutex<QueuedWrites>,
+    /// Signalled when the flush task has written queued requests (or the connection closed).
+    queue_space: Notify,
     pending: Mutex<PendingTable>,
     closed: AtomicBool,
     closing: AtomicBool,
@@ -158,6 +189,8 @@ impl Connection {
             shared: Arc::new(Shared {
                 config,
                 writer: tokio::sync::Mutex::new(Some(write)),
+                queued: Mutex::new(QueuedWrites::default()),
+                queue_space: Notify::new(),
                 pending: Mutex::new(PendingTable::default()),
                 closed: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
@@ -321,7 +354,32 @@ impl Connection {
         if self.shared.config.trace_protocol {
             trace!(target: "floe::protocol", "sending {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
         }
-        if let Err(e) = w.write_all(msg).await {
+        // Oneway requests queued before this message go first, in the same write when small.
+        let queued = {
+            let mut q = self.shared.queued.lock().expect("queue lock");
+            if q.bytes.is_empty() {
+                None
+            } else {
+                Some(q.bytes.split())
+            }
+        };
+        // A caller that gives up part-way through a write (a timeout, a dropped future) would
+        // leave half a message on the wire: the connection is then closed instead.
+        let abandoned = AbandonedWrite { conn: self, armed: true };
+        let result = match queued {
+            None => w.write_all(msg).await,
+            Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
+                q.extend_from_slice(msg);
+                w.write_all(&q).await
+            }
+            Some(q) => match w.write_all(&q).await {
+                Ok(()) => w.write_all(msg).await,
+                Err(e) => Err(e),
+            },
+        };
+        let mut abandoned = abandoned;
+        abandoned.armed = false;
+        if let Err(e) = result {
             drop(guard);
             let err = Error::lost(e);
             self.close_forcefully(err.clone());
@@ -330,6 +388,30 @@ impl Connection {
         drop(guard);
         self.touch_write();
         Ok(())
+    }
+
+    /// Queues a small oneway request for the flush task.
+    fn queue_message(&self, msg: &[u8]) -> Queueing {
+        if msg.len() > QUEUE_MESSAGE_MAX {
+            return Queueing::NotQueueable;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Queueing::NotQueueable;
+        };
+        let mut q = self.shared.queued.lock().expect("queue lock");
+        if q.bytes.len() + msg.len() > QUEUE_LIMIT {
+            return Queueing::Full;
+        }
+        if self.shared.config.trace_protocol {
+            trace!(target: "floe::protocol", "queueing {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
+        }
+        q.bytes.extend_from_slice(msg);
+        if !q.flush_scheduled {
+            q.flush_scheduled = true;
+            drop(q);
+            runtime.spawn(flush_queued(self.clone()));
+        }
+        Queueing::Queued
     }
 
     async fn write_request(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
@@ -415,9 +497,31 @@ impl Connection {
     }
 
     /// Like [`Connection::send_oneway`], leaving the message with the caller.
+    ///
+    /// A small oneway request (not a batch) returns once it is queued: the connection writes
+    /// queued requests together, with one system call, as soon as the runtime gets to it, and
+    /// ahead of any message written after them. Like an Ice oneway, a queued request whose
+    /// connection fails before it is written is lost without an error to the caller.
     pub async fn send_oneway_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
         if self.is_closed() {
             return Err(self.close_error());
+        }
+        if compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
+            loop {
+                // Registered before trying, so that space made meanwhile is not missed.
+                let space = self.shared.queue_space.notified();
+                tokio::pin!(space);
+                space.as_mut().enable();
+                match self.queue_message(msg) {
+                    Queueing::Queued => return Ok(()),
+                    Queueing::NotQueueable => break,
+                    // Waiting writes nothing, so a caller that gives up loses only its request.
+                    Queueing::Full => space.await,
+                }
+                if self.is_closed() {
+                    return Err(self.close_error());
+                }
+            }
         }
         self.write_request(msg, compress).await
     }
@@ -434,6 +538,8 @@ impl Connection {
         }
         net_log(&self.shared.config, format_args!("closing connection: {reason}\n{}", self.shared.description));
         *self.shared.close_reason.lock().expect("close lock") = Some(reason.clone());
+        // Oneway callers waiting for room in the queue learn of the close.
+        self.shared.queue_space.notify_waiters();
         let pending: Vec<ReplySender> = {
             let mut p = self.shared.pending.lock().expect("pending lock");
             p.map.drain().map(|(_, tx)| tx).collect()
@@ -782,6 +888,51 @@ fn start_dispatch(conn: &Connection, request: Request, compression: CompressionS
             });
             None
         }
+    }
+}
+
+/// Closes its connection when dropped while armed: a write was abandoned part-way.
+struct AbandonedWrite<'a> {
+    conn: &'a Connection,
+    armed: bool,
+}
+
+impl Drop for AbandonedWrite<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.close_forcefully(Error::ConnectionLost("a message write was abandoned part-way".into()));
+        }
+    }
+}
+
+/// Writes the queued oneway requests, and whatever is queued while it writes, then ends.
+async fn flush_queued(conn: Connection) {
+    let mut guard = conn.shared.writer.lock().await;
+    loop {
+        let bytes = {
+            let mut q = conn.shared.queued.lock().expect("queue lock");
+            let writable = guard.is_some() && !conn.shared.closed.load(Ordering::Acquire);
+            if q.bytes.is_empty() || !writable {
+                // After a forceful close nothing more is sent: queued requests are dropped.
+                q.bytes.clear();
+                q.flush_scheduled = false;
+                return;
+            }
+            q.bytes.split()
+        };
+        let Some(w) = guard.as_mut() else { continue };
+        if let Err(e) = w.write_all(&bytes).await {
+            drop(guard);
+            conn.close_forcefully(Error::lost(e));
+            let mut q = conn.shared.queued.lock().expect("queue lock");
+            q.bytes.clear();
+            q.flush_scheduled = false;
+            drop(q);
+            conn.shared.queue_space.notify_waiters();
+            return;
+        }
+        conn.touch_write();
+        conn.shared.queue_space.notify_waiters();
     }
 }
 

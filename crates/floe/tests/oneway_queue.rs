@@ -1,0 +1,177 @@
+//! Oneway requests are queued and written together: they arrive complete and in order, a
+//! twoway request written after them follows them on the wire, and a peer that stops reading
+//! makes oneway callers wait (the queue is bounded) without losing a request.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use floe::encoding::Decoder;
+use floe::protocol::{OperationMode, Request};
+use floe::Communicator;
+
+const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
+
+/// Reads Ice messages from a raw socket until `want` requests have arrived; returns each
+/// request's (operation, first int parameter, request id).
+fn read_requests(s: &mut std::net::TcpStream, want: usize) -> Vec<(String, i32, i32)> {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    while out.len() < want {
+        let n = s.read(&mut chunk).expect("peer read");
+        assert!(n > 0, "client closed after {} requests", out.len());
+        buf.extend_from_slice(&chunk[..n]);
+        while buf.len() >= 14 && out.len() < want {
+            let size = i32::from_le_bytes(buf[10..14].try_into().unwrap()) as usize;
+            if buf.len() < size {
+                break;
+            }
+            let msg: Vec<u8> = buf.drain(..size).collect();
+            assert_eq!(msg[8], 0, "only requests are expected (after {})", out.len());
+            let r = Request::decode(bytes::Bytes::from(msg[14..].to_vec())).expect("request decodes");
+            let n = Decoder::new(r.params.clone(), r.encoding).read_i32().unwrap_or(-1);
+            out.push((r.operation.to_string(), n, r.request_id));
+        }
+    }
+    out
+}
+
+#[test]
+fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        let got = read_requests(&mut s, 1001);
+        // Answer the twoway so that the client's call completes.
+        let id = got.last().unwrap().2;
+        let mut reply = b"IceP\x01\x00\x01\x00\x02\x00".to_vec();
+        reply.extend_from_slice(&25i32.to_le_bytes());
+        reply.extend_from_slice(&id.to_le_bytes());
+        reply.extend_from_slice(&[0, 6, 0, 0, 0, 1, 1]);
+        s.write_all(&reply).unwrap();
+        got
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap();
+    let o = p.ice_oneway();
+    c.block_on(async {
+        for k in 0..1000 {
+            o.invoke("put", OperationMode::Normal, None, |e| e.write_i32(k)).await.unwrap();
+        }
+        p.invoke("done", OperationMode::Normal, None, |e| e.write_i32(-7)).await.unwrap();
+    });
+    let got = peer.join().unwrap();
+    for (k, (op, n, id)) in got.iter().take(1000).enumerate() {
+        assert_eq!((op.as_str(), *n, *id), ("put", k as i32, 0));
+    }
+    assert_eq!((got[1000].0.as_str(), got[1000].1), ("done", -7));
+    assert_ne!(got[1000].2, 0);
+    c.destroy_blocking();
+}
+
+#[test]
+fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        accepted_tx.send(()).unwrap();
+        // Read nothing until told how many requests to expect.
+        let want = go_rx.recv().unwrap();
+        (read_requests(&mut s, want), s)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+    c.block_on(p.ice_get_connection()).unwrap();
+    accepted_rx.recv().unwrap();
+    // Each request carries 4 KB; 100,000 of them (400 MB) cannot all be buffered anywhere.
+    let padding = vec![7u8; 4096];
+    let sent = c.block_on(async {
+        let mut sent = 0usize;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for k in 0..100_000i32 {
+            let call = p.invoke("put", OperationMode::Normal, None, |e| {
+                e.write_i32(k);
+                e.write_byte_seq(&padding);
+            });
+            match tokio::time::timeout_at(deadline.into(), call).await {
+                Ok(r) => {
+                    r.unwrap();
+                    sent += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    assert!(sent < 100_000, "oneway callers were never held back ({sent} requests accepted)");
+    // Everything accepted arrives, in order, once the peer reads; the call abandoned while it
+    // waited for room wrote nothing.
+    go_tx.send(sent).unwrap();
+    let (got, socket) = peer.join().unwrap();
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
+    assert!(
+        !c.block_on(p.ice_get_connection()).unwrap().is_closed(),
+        "giving up on a waiting oneway closed the connection"
+    );
+    drop(socket);
+    c.destroy_blocking();
+}
+
+#[test]
+fn oneways_queued_before_destroy_are_written() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        read_requests(&mut s, 200)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
+    c.block_on(async {
+        for k in 0..200 {
+            p.invoke("put", OperationMode::Normal, None, |e| e.write_i32(k)).await.unwrap();
+        }
+    });
+    c.destroy_blocking();
+    let got = peer.join().unwrap();
+    assert_eq!(got.len(), 200);
+    assert!(got.iter().enumerate().all(|(k, (_, n, _))| *n == k as i32));
+}
+
+#[test]
+fn a_write_abandoned_part_way_closes_the_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        // Never reads: the client's large request cannot be written completely.
+        done_rx.recv().unwrap();
+    });
+    let c = Communicator::new().unwrap();
+    let p = c
+        .string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}"))
+        .unwrap()
+        .ice_invocation_timeout(Some(Duration::from_millis(300)));
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    let big = vec![1u8; 64 << 20];
+    let r = c.block_on(p.invoke("put", OperationMode::Normal, None, |e| e.write_byte_seq(&big)));
+    assert!(matches!(r, Err(floe::Error::InvocationTimeout(_))), "{r:?}");
+    // Half a message went out: nothing more may follow it on this connection.
+    assert!(conn.is_closed());
+    done_tx.send(()).unwrap();
+    peer.join().unwrap();
+    c.destroy_blocking();
+}
