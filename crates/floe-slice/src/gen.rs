@@ -799,22 +799,31 @@ impl<'a> Gen<'a> {
             self.line("");
         }
         let _ = abs;
+        let min: usize = members.iter().map(|m| self.min_size(&m.ty, 0)).sum::<usize>().max(1);
         self.line(&format!("impl {f}::encoding::Encode for {name} {{"));
+        self.line("    #[inline]");
         self.line(&format!("    fn encode(&self, enc: &mut {f}::encoding::Encoder) {{"));
         for m in members {
             self.line(&format!("        self.{}.encode(enc);", ident(&snake(&m.name))));
         }
         self.line("    }");
+        self.line(&format!("    fn encode_seq(items: &[Self], enc: &mut {f}::encoding::Encoder) {{"));
         if layout.is_some() {
-            self.line(&format!("    fn encode_seq(items: &[Self], enc: &mut {f}::encoding::Encoder) {{"));
             self.line(&format!("        {f}::encoding::encode_seq_bulk(items, enc);"));
-            self.line("    }");
+        } else {
+            // Room for the smallest encoding of every element, reserved once.
+            self.line(&format!("        enc.reserve(5 + items.len() * {min});"));
+            self.line("        enc.write_size(items.len());");
+            self.line("        for item in items {");
+            self.line("            item.encode(enc);");
+            self.line("        }");
         }
+        self.line("    }");
         self.line("}");
         self.line("");
-        let min: usize = members.iter().map(|m| self.min_size(&m.ty, 0)).sum::<usize>().max(1);
         self.line(&format!("impl {f}::encoding::Decode for {name} {{"));
         self.line(&format!("    const MIN_WIRE_SIZE: usize = {min};"));
+        self.line("    #[inline]");
         self.line(&format!("    fn decode(dec: &mut {f}::encoding::Decoder) -> {f}::encoding::Result<Self> {{"));
         self.line("        Ok(Self {");
         for m in members {

@@ -12,6 +12,7 @@ pub mod demo {
     }
 
     impl ::floe::encoding::Encode for Point {
+        #[inline]
         fn encode(&self, enc: &mut ::floe::encoding::Encoder) {
             self.x.encode(enc);
             self.y.encode(enc);
@@ -23,6 +24,7 @@ pub mod demo {
 
     impl ::floe::encoding::Decode for Point {
         const MIN_WIRE_SIZE: usize = 8;
+        #[inline]
         fn decode(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
             Ok(Self {
                 x: ::floe::encoding::Decode::decode(dec)?,
@@ -47,6 +49,7 @@ pub mod demo {
     }
 
     impl ::floe::encoding::Encode for Sample {
+        #[inline]
         fn encode(&self, enc: &mut ::floe::encoding::Encoder) {
             self.i.encode(enc);
             self.j.encode(enc);
@@ -59,6 +62,7 @@ pub mod demo {
 
     impl ::floe::encoding::Decode for Sample {
         const MIN_WIRE_SIZE: usize = 16;
+        #[inline]
         fn decode(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
             Ok(Self {
                 i: ::floe::encoding::Decode::decode(dec)?,
@@ -82,14 +86,23 @@ pub mod demo {
     }
 
     impl ::floe::encoding::Encode for Padded {
+        #[inline]
         fn encode(&self, enc: &mut ::floe::encoding::Encoder) {
             self.i.encode(enc);
             self.d.encode(enc);
+        }
+        fn encode_seq(items: &[Self], enc: &mut ::floe::encoding::Encoder) {
+            enc.reserve(5 + items.len() * 12);
+            enc.write_size(items.len());
+            for item in items {
+                item.encode(enc);
+            }
         }
     }
 
     impl ::floe::encoding::Decode for Padded {
         const MIN_WIRE_SIZE: usize = 12;
+        #[inline]
         fn decode(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
             Ok(Self {
                 i: ::floe::encoding::Decode::decode(dec)?,
@@ -116,15 +129,24 @@ pub mod demo {
     }
 
     impl ::floe::encoding::Encode for Named {
+        #[inline]
         fn encode(&self, enc: &mut ::floe::encoding::Encoder) {
             self.name.encode(enc);
             self.r#where.encode(enc);
             self.flag.encode(enc);
         }
+        fn encode_seq(items: &[Self], enc: &mut ::floe::encoding::Encoder) {
+            enc.reserve(5 + items.len() * 10);
+            enc.write_size(items.len());
+            for item in items {
+                item.encode(enc);
+            }
+        }
     }
 
     impl ::floe::encoding::Decode for Named {
         const MIN_WIRE_SIZE: usize = 10;
+        #[inline]
         fn decode(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
             Ok(Self {
                 name: ::floe::encoding::Decode::decode(dec)?,
@@ -290,14 +312,23 @@ pub mod demo {
         }
 
         impl ::floe::encoding::Encode for Wrapper {
+            #[inline]
             fn encode(&self, enc: &mut ::floe::encoding::Encoder) {
                 self.p.encode(enc);
                 self.level.encode(enc);
+            }
+            fn encode_seq(items: &[Self], enc: &mut ::floe::encoding::Encoder) {
+                enc.reserve(5 + items.len() * 9);
+                enc.write_size(items.len());
+                for item in items {
+                    item.encode(enc);
+                }
             }
         }
 
         impl ::floe::encoding::Decode for Wrapper {
             const MIN_WIRE_SIZE: usize = 9;
+            #[inline]
             fn decode(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
                 Ok(Self {
                     p: ::floe::encoding::Decode::decode(dec)?,

@@ -245,8 +245,13 @@ impl Decoder {
         let n = self.read_seq_len(1)?;
         let start = self.pos;
         self.pos += n;
-        std::str::from_utf8(&self.buf[start..start + n])
-            .map_err(|e| DecodeError::InvalidUtf8 { valid_up_to: e.valid_up_to() })
+        let bytes = &self.buf[start..start + n];
+        // Short ASCII strings (most identifiers, names, keys) skip the general validation.
+        if n <= 32 && bytes.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
+        std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { valid_up_to: e.valid_up_to() })
     }
 
     /// Reads a byte sequence as a zero-copy view of the buffer.

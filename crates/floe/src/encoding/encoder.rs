@@ -115,6 +115,19 @@ impl Encoder {
         self.buf[pos..pos + 4].copy_from_slice(&value.to_le_bytes());
     }
 
+    /// Appends a fixed number of bytes: an inlined copy instead of a general `memcpy`.
+    #[inline(always)]
+    fn put_array<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.buf.reserve(N);
+        let spare = self.buf.spare_capacity_mut();
+        // SAFETY: `reserve` made room for N more bytes, so `spare` holds at least N elements;
+        // the N bytes written are initialised before the length grows over them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), spare.as_mut_ptr().cast::<u8>(), N);
+            self.buf.set_len(self.buf.len() + N);
+        }
+    }
+
     /// Appends raw bytes.
     #[inline]
     pub fn write_raw(&mut self, bytes: &[u8]) {
@@ -124,43 +137,43 @@ impl Encoder {
     /// Writes a byte.
     #[inline]
     pub fn write_u8(&mut self, v: u8) {
-        self.buf.put_u8(v);
+        self.put_array([v]);
     }
 
     /// Writes a bool as 0 or 1.
     #[inline]
     pub fn write_bool(&mut self, v: bool) {
-        self.buf.put_u8(v as u8);
+        self.put_array([v as u8]);
     }
 
     /// Writes a short.
     #[inline]
     pub fn write_i16(&mut self, v: i16) {
-        self.buf.put_i16_le(v);
+        self.put_array(v.to_le_bytes());
     }
 
     /// Writes an int.
     #[inline]
     pub fn write_i32(&mut self, v: i32) {
-        self.buf.put_i32_le(v);
+        self.put_array(v.to_le_bytes());
     }
 
     /// Writes a long.
     #[inline]
     pub fn write_i64(&mut self, v: i64) {
-        self.buf.put_i64_le(v);
+        self.put_array(v.to_le_bytes());
     }
 
     /// Writes a float.
     #[inline]
     pub fn write_f32(&mut self, v: f32) {
-        self.buf.put_f32_le(v);
+        self.put_array(v.to_le_bytes());
     }
 
     /// Writes a double.
     #[inline]
     pub fn write_f64(&mut self, v: f64) {
-        self.buf.put_f64_le(v);
+        self.put_array(v.to_le_bytes());
     }
 
     /// Writes a size: one byte below 255, otherwise 255 followed by an int32.
@@ -170,11 +183,11 @@ impl Encoder {
     #[inline]
     pub fn write_size(&mut self, size: usize) {
         if size < 255 {
-            self.buf.put_u8(size as u8);
+            self.put_array([size as u8]);
         } else {
             let size = i32::try_from(size).expect("Slice sizes are limited to i32::MAX");
-            self.buf.put_u8(255);
-            self.buf.put_i32_le(size);
+            let b = size.to_le_bytes();
+            self.put_array([255, b[0], b[1], b[2], b[3]]);
         }
     }
 
