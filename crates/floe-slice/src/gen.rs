@@ -1882,7 +1882,6 @@ impl<'a> Gen<'a> {
         self.line(&format!("if let Err(r) = current.check_mode({f}::protocol::OperationMode::{mode}) {{"));
         self.line("    return r;");
         self.line("}");
-        self.line("let mut dec = request.decoder();");
         let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
         let mut reads = Vec::new();
         for p in ins.iter().filter(|p| p.tag.is_none()) {
@@ -1900,10 +1899,17 @@ impl<'a> Gen<'a> {
         }
         let names: Vec<String> = ins.iter().map(|p| ident(&snake(&p.name))).collect();
         let tuple = format!("({}{})", names.join(", "), if names.len() == 1 { "," } else { "" });
-        self.line(&format!(
-            "let __args = (|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut dec);",
+        // The decoder is gone before the servant runs (it is not part of the future), and an
+        // operation without parameters needs none when the encapsulation is empty.
+        let decode = format!(
+            "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut request.decoder())",
             reads.join(" ")
-        ));
+        );
+        if ins.is_empty() {
+            self.line(&format!("let __args = if request.params.is_empty() {{ Ok(()) }} else {{ {decode} }};"));
+        } else {
+            self.line(&format!("let __args = {decode};"));
+        }
         self.line(&format!("let {tuple} = match __args {{"));
         self.line("    Ok(v) => v,");
         self.line(&format!("    Err(e) => return current.error(&{f}::Error::Marshal(e)),"));

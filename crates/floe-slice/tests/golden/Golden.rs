@@ -438,8 +438,7 @@ pub mod demo {
                             if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let mut dec = request.decoder();
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut dec);
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.decoder());
                             let (w,) = match __args {
                                 Ok(v) => v,
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -536,8 +535,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -552,8 +550,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -852,8 +849,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -868,8 +864,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.decoder());
                         let (p, dx) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -884,8 +879,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.decoder());
                         let (key,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -900,8 +894,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.decoder());
                         let (size,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -916,8 +909,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.decoder());
                         let (input,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -932,8 +924,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.decoder());
                         let (m, names, levels) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -948,8 +939,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.decoder());
                         let (why,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -964,8 +954,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -980,8 +969,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((other,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((other,)) })(&mut request.decoder());
                         let (other,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -996,8 +984,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.decoder());
                         let (r#match,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1012,8 +999,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1028,8 +1014,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1232,8 +1217,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.decoder());
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1248,8 +1232,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1264,8 +1247,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1280,8 +1262,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1498,8 +1479,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.decoder());
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1514,8 +1494,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1530,8 +1509,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1546,8 +1524,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut dec);
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1771,8 +1748,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.decoder());
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1787,8 +1763,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let mut dec = request.decoder();
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut dec);
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.decoder());
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),

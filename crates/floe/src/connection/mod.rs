@@ -140,6 +140,8 @@ struct Shared {
     remote: Option<std::net::SocketAddr>,
     dispatch_count: AtomicUsize,
     dispatch_done: Notify,
+    /// Tasks waiting on `dispatch_done`.
+    dispatch_waiters: AtomicUsize,
     epoch: Instant,
     last_read_ms: AtomicU64,
     last_write_ms: AtomicU64,
@@ -204,6 +206,7 @@ impl Connection {
                 remote,
                 dispatch_count: AtomicUsize::new(0),
                 dispatch_done: Notify::new(),
+                dispatch_waiters: AtomicUsize::new(0),
                 epoch: Instant::now(),
                 last_read_ms: AtomicU64::new(0),
                 last_write_ms: AtomicU64::new(0),
@@ -579,13 +582,7 @@ impl Connection {
             self.wait_closed().await;
             return;
         }
-        while self.shared.dispatch_count.load(Ordering::Acquire) > 0 {
-            let notified = self.shared.dispatch_done.notified();
-            if self.shared.dispatch_count.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            notified.await;
-        }
+        wait_for_dispatches_below(&self.shared, 1).await;
         let _ = self.write_message(&CLOSE_CONNECTION).await;
         let wait = self.wait_closed();
         if tokio::time::timeout(self.shared.config.close_timeout, wait).await.is_err() {
@@ -769,13 +766,26 @@ async fn wait_for_dispatch_slot(conn: &Connection) {
         adapter.wait_until_not_held().await;
     }
     let max = conn.shared.config.max_dispatches;
-    while max > 0 && conn.shared.dispatch_count.load(Ordering::Acquire) >= max {
-        let notified = conn.shared.dispatch_done.notified();
-        if conn.shared.dispatch_count.load(Ordering::Acquire) < max {
+    if max > 0 {
+        wait_for_dispatches_below(&conn.shared, max).await;
+    }
+}
+
+/// Waits until fewer than `limit` dispatches are in progress.
+async fn wait_for_dispatches_below(shared: &Shared, limit: usize) {
+    if shared.dispatch_count.load(Ordering::SeqCst) < limit {
+        return;
+    }
+    // Counted as a waiter first, so that every dispatch finishing from now on notifies.
+    shared.dispatch_waiters.fetch_add(1, Ordering::SeqCst);
+    loop {
+        let notified = shared.dispatch_done.notified();
+        if shared.dispatch_count.load(Ordering::SeqCst) < limit {
             break;
         }
         notified.await;
     }
+    shared.dispatch_waiters.fetch_sub(1, Ordering::SeqCst);
 }
 
 async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
@@ -807,7 +817,10 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             }
             // One request at a time: a batch's requests are never all decoded at once.
             for request in BatchRequests::new(msg.body)? {
-                dispatch(conn, request?, CompressionStatus::NotCompressed).await;
+                // Batched requests are oneway: a reply (there is none) would be written here.
+                if let Some(reply) = start_dispatch(conn, request?, CompressionStatus::NotCompressed) {
+                    write_reply(conn, reply).await;
+                }
                 if conn.shared.closed.load(Ordering::Acquire) {
                     return Ok(());
                 }
@@ -828,12 +841,17 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
 /// Dispatches a request and writes its reply, if it has one.
 async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
     if let Some(reply) = start_dispatch(conn, request, compression) {
-        // The reader task writes the reply itself; waiting for the write is the
-        // backpressure on a peer that does not read its replies.
-        let _ = conn.write_message(&reply).await;
-        crate::encoding::pool::give(reply);
-        finish_dispatch(conn);
+        write_reply(conn, reply).await;
     }
+}
+
+/// Writes the reply of a dispatch that completed at once, and ends that dispatch. The reader
+/// task writes it itself: waiting for the write is the backpressure on a peer that does not
+/// read its replies.
+async fn write_reply(conn: &Connection, reply: BytesMut) {
+    let _ = conn.write_message(&reply).await;
+    crate::encoding::pool::give(reply);
+    finish_dispatch(conn);
 }
 
 /// Runs a dispatch until it first waits. When it completes at once, returns the reply to
@@ -937,7 +955,10 @@ async fn flush_queued(conn: Connection) {
 }
 
 fn finish_dispatch(conn: &Connection) {
-    if conn.shared.dispatch_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+    conn.shared.dispatch_count.fetch_sub(1, Ordering::SeqCst);
+    // Notifying costs a lock; only a waiter (a close, or a reader at its dispatch limit)
+    // needs it.
+    if conn.shared.dispatch_waiters.load(Ordering::SeqCst) > 0 {
         conn.shared.dispatch_done.notify_waiters();
     }
 }
