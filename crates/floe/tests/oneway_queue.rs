@@ -175,3 +175,37 @@ fn a_write_abandoned_part_way_closes_the_connection() {
     peer.join().unwrap();
     c.destroy_blocking();
 }
+
+#[test]
+fn destroy_does_not_hang_on_a_peer_that_never_reads() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        // Never reads, and keeps the connection open until the client is gone.
+        let _ = done_rx.recv_timeout(Duration::from_secs(30));
+    });
+    let (c, _) = Communicator::from_args(["--Ice.Override.CloseTimeout=500"]).unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
+    let padding = vec![7u8; 4096];
+    c.block_on(async {
+        // Fill the socket buffers and the queue: the flush task is then stuck in its write.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for k in 0..100_000i32 {
+            let call = p.invoke("put", OperationMode::Normal, None, |e| {
+                e.write_i32(k);
+                e.write_byte_seq(&padding);
+            });
+            if tokio::time::timeout_at(deadline.into(), call).await.is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    c.destroy_blocking();
+    assert!(start.elapsed() < Duration::from_secs(5), "destroy took {:?}", start.elapsed());
+    done_tx.send(()).unwrap();
+    peer.join().unwrap();
+}

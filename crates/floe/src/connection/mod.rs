@@ -133,6 +133,8 @@ struct Shared {
     draining: AtomicBool,
     close_reason: Mutex<Option<Error>>,
     closed_notify: Notify,
+    /// Signalled by a forceful close: writes in progress give up at once.
+    force_closed: Notify,
     adapter: RwLock<Option<ObjectAdapter>>,
     incoming: bool,
     description: String,
@@ -199,6 +201,7 @@ impl Connection {
                 draining: AtomicBool::new(false),
                 close_reason: Mutex::new(None),
                 closed_notify: Notify::new(),
+                force_closed: Notify::new(),
                 adapter: RwLock::new(None),
                 incoming,
                 description: stream_description,
@@ -369,16 +372,26 @@ impl Connection {
         // A caller that gives up part-way through a write (a timeout, a dropped future) would
         // leave half a message on the wire: the connection is then closed instead.
         let abandoned = AbandonedWrite { conn: self, armed: true };
-        let result = match queued {
-            None => w.write_all(msg).await,
-            Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
-                q.extend_from_slice(msg);
-                w.write_all(&q).await
+        let write = async {
+            match queued {
+                None => w.write_all(msg).await,
+                Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
+                    q.extend_from_slice(msg);
+                    w.write_all(&q).await
+                }
+                Some(q) => match w.write_all(&q).await {
+                    Ok(()) => w.write_all(msg).await,
+                    Err(e) => Err(e),
+                },
             }
-            Some(q) => match w.write_all(&q).await {
-                Ok(()) => w.write_all(msg).await,
-                Err(e) => Err(e),
-            },
+        };
+        // Biased: a write that completes at once never registers for the close signal.
+        let result = tokio::select! {
+            biased;
+            r = write => r,
+            _ = self.until_force_closed() => {
+                return Err(self.close_error());
+            }
         };
         let mut abandoned = abandoned;
         abandoned.armed = false;
@@ -391,6 +404,18 @@ impl Connection {
         drop(guard);
         self.touch_write();
         Ok(())
+    }
+
+    /// Completes once the connection has been closed forcefully.
+    async fn until_force_closed(&self) {
+        loop {
+            // Created before the check, so that a close in between is not missed.
+            let signal = self.shared.force_closed.notified();
+            if self.shared.closed.load(Ordering::Acquire) {
+                return;
+            }
+            signal.await;
+        }
     }
 
     /// Queues a small oneway request for the flush task.
@@ -541,8 +566,10 @@ impl Connection {
         }
         net_log(&self.shared.config, format_args!("closing connection: {reason}\n{}", self.shared.description));
         *self.shared.close_reason.lock().expect("close lock") = Some(reason.clone());
-        // Oneway callers waiting for room in the queue learn of the close.
+        // Oneway callers waiting for room in the queue learn of the close, and writes blocked
+        // on a peer that does not read give up.
         self.shared.queue_space.notify_waiters();
+        self.shared.force_closed.notify_waiters();
         let pending: Vec<ReplySender> = {
             let mut p = self.shared.pending.lock().expect("pending lock");
             p.map.drain().map(|(_, tx)| tx).collect()
@@ -583,9 +610,13 @@ impl Connection {
             return;
         }
         wait_for_dispatches_below(&self.shared, 1).await;
-        let _ = self.write_message(&CLOSE_CONNECTION).await;
-        let wait = self.wait_closed();
-        if tokio::time::timeout(self.shared.config.close_timeout, wait).await.is_err() {
+        // Sending CloseConnection waits behind writes in progress; all of it, and the peer's
+        // close, must happen within the close timeout.
+        let graceful = async {
+            let _ = self.write_message(&CLOSE_CONNECTION).await;
+            self.wait_closed().await;
+        };
+        if tokio::time::timeout(self.shared.config.close_timeout, graceful).await.is_err() {
             self.close_forcefully(Error::ConnectionLost("peer did not close in time".into()));
         }
     }
@@ -939,7 +970,13 @@ async fn flush_queued(conn: Connection) {
             q.bytes.split()
         };
         let Some(w) = guard.as_mut() else { continue };
-        if let Err(e) = w.write_all(&bytes).await {
+        let result = tokio::select! {
+            biased;
+            r = w.write_all(&bytes) => r,
+            // A forceful close interrupts a write blocked on a peer that does not read.
+            _ = conn.until_force_closed() => Err(std::io::Error::other("connection closed")),
+        };
+        if let Err(e) = result {
             drop(guard);
             conn.close_forcefully(Error::lost(e));
             let mut q = conn.shared.queued.lock().expect("queue lock");
