@@ -1660,6 +1660,15 @@ impl<'a> Gen<'a> {
         writes
     }
 
+    /// The last in-parameter when it is a byte sequence mapped to `Bytes` that ends the
+    /// encoded parameters: no optional in-parameters and no class instances follow it.
+    fn tail_byte_seq<'o>(&self, o: &'o Operation) -> Option<&'o Param> {
+        let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
+        let last = *ins.last()?;
+        let plain = ins.iter().all(|p| p.tag.is_none()) && !self.op_sends_classes(o).0;
+        (plain && self.is_byte_seq_bytes(&last.ty)).then_some(last)
+    }
+
     /// The in-parameters of an operation as a proxy method declares them (after `&self`).
     fn proxy_params(&self, o: &Operation) -> Vec<String> {
         let mut params = Vec::new();
@@ -1765,13 +1774,32 @@ impl<'a> Gen<'a> {
         if returns_values {
             self.line(&format!("self.0.twoway_only({:?})?;", o.name));
         }
-        let writes = self.param_writes(iface, o);
         let mode = Self::op_mode(o);
-        self.line(&format!(
-            "let __outcome = self.0.invoke({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}).await?;",
-            o.name,
-            writes.join(" ")
-        ));
+        match self.tail_byte_seq(o) {
+            // A trailing byte sequence is sent from its own buffer when large.
+            Some(tail) => {
+                let writes: Vec<String> = o
+                    .params
+                    .iter()
+                    .filter(|p| !p.out && !std::ptr::eq(*p, tail))
+                    .map(|p| format!("{};", self.encode_param(&p.ty, &ident(&snake(&p.name)))))
+                    .collect();
+                self.line(&format!(
+                    "let __outcome = self.0.invoke_with_tail({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}, {}).await?;",
+                    o.name,
+                    writes.join(" "),
+                    ident(&snake(&tail.name))
+                ));
+            }
+            None => {
+                let writes = self.param_writes(iface, o);
+                self.line(&format!(
+                    "let __outcome = self.0.invoke({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}).await?;",
+                    o.name,
+                    writes.join(" ")
+                ));
+            }
+        }
         let read = self.read_results_closure(o);
         match &error_ty {
             None => {

@@ -372,6 +372,19 @@ pub mod demo {
                 self.0.communicator().block_on(self.poke(w))
             }
 
+            pub async fn upload(&self, name: &str, data: &super::Blob) -> ::floe::Result<()> {
+                let __outcome = self.0.invoke_with_tail("upload", ::floe::protocol::OperationMode::Normal, None, |enc| { name.encode(enc); }, data).await?;
+                match __outcome {
+                    Some(o) => o.decode(|dec: &mut ::floe::encoding::Decoder| {  Ok(()) }),
+                    None => Ok(()),
+                }
+            }
+
+            /// Blocking form of [`Self::upload`] (call it outside the async runtime).
+            pub fn upload_blocking(&self, name: &str, data: &super::Blob) -> ::floe::Result<()> {
+                self.0.communicator().block_on(self.upload(name, data))
+            }
+
         }
 
         impl PeerPrx {
@@ -406,11 +419,18 @@ pub mod demo {
                 self.0.queue("poke", ::floe::protocol::OperationMode::Normal, |enc| { w.encode(enc); });
             }
 
+            /// Queues a `upload` request.
+            #[inline]
+            pub fn upload(&mut self, name: &str, data: &super::Blob) {
+                self.0.queue("upload", ::floe::protocol::OperationMode::Normal, |enc| { name.encode(enc); data.encode(enc); });
+            }
+
         }
 
         /// Servant trait for `::Demo::Nested::Peer`: implement it and serve it with [`PeerServer`].
         pub trait Peer: Send + Sync + 'static {
             fn poke(&self, w: Wrapper, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
+            fn upload(&self, name: String, data: super::Blob, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
         }
 
         /// Dispatches requests for `::Demo::Nested::Peer` to a [`Peer`] servant.
@@ -444,6 +464,21 @@ pub mod demo {
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
                             };
                             match servant.poke(w, current).await {
+                                Ok(()) => current.ok(|enc| {  }),
+                                Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            }
+                        }
+                        "upload" => {
+                            let current = &request.current;
+                            if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                                return r;
+                            }
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.decoder());
+                            let (name, data) = match __args {
+                                Ok(v) => v,
+                                Err(e) => return current.error(&::floe::Error::Marshal(e)),
+                            };
+                            match servant.upload(name, data, current).await {
                                 Ok(()) => current.ok(|enc| {  }),
                                 Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                             }

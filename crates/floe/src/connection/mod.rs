@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
@@ -349,6 +349,12 @@ impl Connection {
 
     /// Writes one complete message.
     pub(crate) async fn write_message(&self, msg: &[u8]) -> Result<()> {
+        self.write_message_parts(msg, &[]).await
+    }
+
+    /// Writes one complete message given as two parts: `msg` then `tail` (a large parameter
+    /// sent from its own buffer instead of being copied after the rest).
+    async fn write_message_parts(&self, msg: &[u8], tail: &[u8]) -> Result<()> {
         let mut guard = self.shared.writer.lock().await;
         let Some(w) = guard.as_mut() else {
             return Err(self.close_error());
@@ -358,7 +364,12 @@ impl Connection {
             return Err(self.close_error());
         }
         if self.shared.config.trace_protocol {
-            trace!(target: "floe::protocol", "sending {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
+            trace!(
+                target: "floe::protocol",
+                "sending {:?} ({} bytes)",
+                MessageType::from_u8(msg[8]),
+                msg.len() + tail.len()
+            );
         }
         // Oneway requests queued before this message go first, in the same write when small.
         let queued = {
@@ -374,15 +385,15 @@ impl Connection {
         let abandoned = AbandonedWrite { conn: self, armed: true };
         let write = async {
             match queued {
-                None => w.write_all(msg).await,
+                None => write_all_two(w, msg, tail).await,
                 Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
                     q.extend_from_slice(msg);
-                    w.write_all(&q).await
+                    write_all_two(w, &q, tail).await
                 }
-                Some(q) => match w.write_all(&q).await {
-                    Ok(()) => w.write_all(msg).await,
-                    Err(e) => Err(e),
-                },
+                Some(q) => {
+                    w.write_all(&q).await?;
+                    write_all_two(w, msg, tail).await
+                }
             }
         };
         // Biased: a write that completes at once never registers for the close signal.
@@ -442,7 +453,18 @@ impl Connection {
         Queueing::Queued
     }
 
-    async fn write_request(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
+    async fn write_request(&self, msg: &mut BytesMut, tail: Option<&Bytes>, compress: Compress) -> Result<()> {
+        if let Some(tail) = tail {
+            if compress == Compress::No {
+                return self.write_message_parts(msg, tail).await;
+            }
+            // Compression needs the whole message in one buffer (`msg` stays as it is, for
+            // a retry).
+            let mut whole = BytesMut::with_capacity(msg.len() + tail.len());
+            whole.extend_from_slice(msg);
+            whole.extend_from_slice(tail);
+            return Box::pin(self.write_request(&mut whole, None, compress)).await;
+        }
         if compress == Compress::Yes {
             if let Some(c) = compress_message(msg, self.shared.config.compression_level) {
                 return self.write_message(&c).await;
@@ -471,10 +493,21 @@ impl Connection {
 
     /// Like [`Connection::invoke`], leaving the message with the caller (for retries).
     pub async fn invoke_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<Reply> {
+        self.invoke_parts(msg, None, compress).await
+    }
+
+    /// Like [`Connection::invoke_ref`] for a message whose last `tail.len()` bytes are sent
+    /// from `tail` (the message's sizes already count them).
+    pub(crate) async fn invoke_parts(
+        &self,
+        msg: &mut BytesMut,
+        tail: Option<&Bytes>,
+        compress: Compress,
+    ) -> Result<Reply> {
         let (id, rx) = self.register()?;
         let guard = PendingGuard { shared: &self.shared, id };
         set_request_id(msg, id);
-        self.write_request(msg, compress).await?;
+        self.write_request(msg, tail, compress).await?;
         let result = rx.await;
         drop(guard);
         match result {
@@ -531,10 +564,21 @@ impl Connection {
     /// ahead of any message written after them. Like an Ice oneway, a queued request whose
     /// connection fails before it is written is lost without an error to the caller.
     pub async fn send_oneway_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
+        self.send_oneway_parts(msg, None, compress).await
+    }
+
+    /// Like [`Connection::send_oneway_ref`] for a message whose last `tail.len()` bytes are
+    /// sent from `tail` (such a message is large, and written directly).
+    pub(crate) async fn send_oneway_parts(
+        &self,
+        msg: &mut BytesMut,
+        tail: Option<&Bytes>,
+        compress: Compress,
+    ) -> Result<()> {
         if self.is_closed() {
             return Err(self.close_error());
         }
-        if compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
+        if tail.is_none() && compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
             loop {
                 // Registered before trying, so that space made meanwhile is not missed.
                 let space = self.shared.queue_space.notified();
@@ -551,7 +595,7 @@ impl Connection {
                 }
             }
         }
-        self.write_request(msg, compress).await
+        self.write_request(msg, tail, compress).await
     }
 
     /// Sends a heartbeat (a ValidateConnection message).
@@ -938,6 +982,27 @@ fn start_dispatch(conn: &Connection, request: Request, compression: CompressionS
             None
         }
     }
+}
+
+/// Writes `head` then `tail` completely, with vectored writes (one system call when the
+/// socket takes both).
+async fn write_all_two(w: &mut WriteHalf, mut head: &[u8], mut tail: &[u8]) -> std::io::Result<()> {
+    if tail.is_empty() {
+        return w.write_all(head).await;
+    }
+    while !head.is_empty() {
+        let n = w.write_vectored(&[std::io::IoSlice::new(head), std::io::IoSlice::new(tail)]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        if n < head.len() {
+            head = &head[n..];
+        } else {
+            tail = &tail[n - head.len()..];
+            head = &[];
+        }
+    }
+    w.write_all(tail).await
 }
 
 /// Closes its connection when dropped while armed: a write was abandoned part-way.

@@ -257,6 +257,15 @@ impl Encoder {
         self.encoding = open.outer_encoding;
     }
 
+    /// Closes the innermost encapsulation, counting `extra` bytes that are sent right after
+    /// the encoder's bytes without being written into it (a large trailing parameter).
+    pub fn end_encapsulation_before(&mut self, extra: usize) {
+        let open = self.encaps.pop().expect("end_encapsulation_before without start_encapsulation");
+        let size = i32::try_from(self.buf.len() - open.start + extra).expect("encapsulations are limited to i32::MAX");
+        self.patch_i32(open.start, size);
+        self.encoding = open.outer_encoding;
+    }
+
     /// Writes an empty encapsulation of the given version (6 bytes).
     pub fn write_empty_encapsulation(&mut self, encoding: EncodingVersion) {
         self.buf.put_i32_le(6);

@@ -144,7 +144,7 @@ impl BatchWriter {
     /// Sends the queued requests in one batch message (nothing when none is queued).
     pub async fn flush(&mut self) -> Result<()> {
         match self.builder.take() {
-            Some(msg) => self.proxy.send_with_retry(msg, OperationMode::Normal, false).await.map(|_| ()),
+            Some(msg) => self.proxy.send_with_retry(msg, None, OperationMode::Normal, false).await.map(|_| ()),
             None => Ok(()),
         }
     }

@@ -57,6 +57,10 @@ impl BatchQueue {
     }
 }
 
+/// Byte sequences at least this long that end a request's parameters are sent from their own
+/// buffer (see [`ObjectPrx::invoke_with_tail`]).
+const SEPARATE_TAIL_MIN: usize = 64 * 1024;
+
 /// An untyped proxy to an Ice object. Cheap to clone.
 #[derive(Clone)]
 pub struct ObjectPrx {
@@ -417,12 +421,15 @@ impl ObjectPrx {
         }
     }
 
+    /// Encodes a request message. With a `tail`, the parameters end with that byte sequence:
+    /// its size is written and counted here, its bytes are sent from `tail` itself.
     fn encode_request(
         &self,
         operation: &str,
         mode: OperationMode,
         context: &Context,
         write: impl FnOnce(&mut Encoder),
+        tail: Option<&Bytes>,
     ) -> BytesMut {
         let mut e = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
         e.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
@@ -430,11 +437,45 @@ impl ObjectPrx {
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
         e.start_encapsulation(self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
         write(&mut e);
-        e.end_encapsulation();
+        let extra = tail.map_or(0, |t| t.len());
+        if let Some(t) = tail {
+            e.write_size(t.len());
+        }
+        e.end_encapsulation_before(extra);
         let mut buf = e.into_buffer();
-        let size = buf.len();
+        let size = buf.len() + extra;
         patch_size(&mut buf, size);
         buf
+    }
+
+    /// Like [`ObjectPrx::invoke`] for parameters that end with a byte sequence: `write`
+    /// encodes the parameters before it, and a large `tail` (64 KB or more) is sent from its
+    /// own buffer instead of being copied into the request. Batch proxies, compressed
+    /// requests and small tails take the ordinary path; the bytes on the wire are the same.
+    pub fn invoke_with_tail<'a>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        write: impl FnOnce(&mut Encoder) + 'a,
+        tail: &'a Bytes,
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        let separate = tail.len() >= SEPARATE_TAIL_MIN
+            && !self.inner.reference.wire.mode.is_batch()
+            && self.compress() == Compress::No;
+        if !separate {
+            return futures_util::future::Either::Left(self.invoke(operation, mode, context, move |e| {
+                write(e);
+                e.write_byte_seq(tail);
+            }));
+        }
+        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(
+            operation,
+            mode,
+            context,
+            write,
+            Some(tail),
+        )))
     }
 
     /// Invokes `operation` with parameters written by `write`. For a twoway proxy, waits for
@@ -451,7 +492,7 @@ impl ObjectPrx {
         if self.inner.reference.wire.mode.is_batch() {
             let full = self.queue_batch(operation, mode, context, write);
             // The flush future is boxed so that queuing stays a small, ready future.
-            let flush = full.map(|msg| Box::pin(self.send_with_retry(msg, OperationMode::Normal, false)));
+            let flush = full.map(|msg| Box::pin(self.send_with_retry(msg, None, OperationMode::Normal, false)));
             return futures_util::future::Either::Left(async move {
                 if let Some(f) = flush {
                     f.await?;
@@ -461,7 +502,7 @@ impl ObjectPrx {
         }
         // Boxed: the twoway path's future is large, and moving it on every call (batched ones
         // included) would cost more than the allocation does next to a round trip.
-        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(operation, mode, context, write)))
+        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(operation, mode, context, write, None)))
     }
 
     async fn invoke_unbatched(
@@ -470,6 +511,7 @@ impl ObjectPrx {
         mode: OperationMode,
         context: Option<&Context>,
         write: impl FnOnce(&mut Encoder),
+        tail: Option<&Bytes>,
     ) -> Result<Option<Outcome>> {
         let ctx = self.context_for(context);
         match self.inner.reference.wire.mode {
@@ -477,12 +519,12 @@ impl ObjectPrx {
                 Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
             }
             InvocationMode::Oneway | InvocationMode::BatchOneway => {
-                let msg = self.encode_request(operation, mode, &ctx, write);
-                self.send_with_retry(msg, mode, false).await.map(|_| None)
+                let msg = self.encode_request(operation, mode, &ctx, write, tail);
+                self.send_with_retry(msg, tail, mode, false).await.map(|_| None)
             }
             InvocationMode::Twoway => {
-                let msg = self.encode_request(operation, mode, &ctx, write);
-                let fut = self.send_with_retry(msg, mode, true);
+                let msg = self.encode_request(operation, mode, &ctx, write, tail);
+                let fut = self.send_with_retry(msg, tail, mode, true);
                 let reply = match self.inner.reference.invocation_timeout {
                     Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::InvocationTimeout(t))??,
                     None => fut.await?,
@@ -493,7 +535,14 @@ impl ObjectPrx {
         }
     }
 
-    async fn send_with_retry(&self, mut msg: BytesMut, mode: OperationMode, twoway: bool) -> Result<Option<ReplyBody>> {
+    /// Sends a request message (followed by `tail`, when given), retrying as the proxy allows.
+    async fn send_with_retry(
+        &self,
+        mut msg: BytesMut,
+        tail: Option<&Bytes>,
+        mode: OperationMode,
+        twoway: bool,
+    ) -> Result<Option<ReplyBody>> {
         let retries = if self.inner.fixed.is_some() { 0 } else { self.inner.communicator.retries() };
         let compress = self.compress();
         let mut attempt = 0;
@@ -501,9 +550,9 @@ impl ObjectPrx {
             let result = async {
                 let conn = self.ice_get_connection().await?;
                 if twoway {
-                    conn.invoke_ref(&mut msg, compress).await.map(|r| Some(r.body))
+                    conn.invoke_parts(&mut msg, tail, compress).await.map(|r| Some(r.body))
                 } else {
-                    conn.send_oneway_ref(&mut msg, compress).await.map(|_| None)
+                    conn.send_oneway_parts(&mut msg, tail, compress).await.map(|_| None)
                 }
             }
             .await;
@@ -566,7 +615,7 @@ impl ObjectPrx {
     pub async fn ice_flush_batch_requests(&self) -> Result<()> {
         let msg = self.inner.batch.lock().expect("batch").builder.take();
         match msg {
-            Some(m) => self.send_with_retry(m, OperationMode::Normal, false).await.map(|_| ()),
+            Some(m) => self.send_with_retry(m, None, OperationMode::Normal, false).await.map(|_| ()),
             None => Ok(()),
         }
     }
@@ -588,7 +637,7 @@ impl ObjectPrx {
         let ctx = self.context_for(None);
         let mut msgs = Vec::new();
         for write in requests {
-            msgs.push(self.encode_request(operation, mode, &ctx, write));
+            msgs.push(self.encode_request(operation, mode, &ctx, write, None));
         }
         let replies = conn.invoke_many(msgs, self.compress()).await?;
         Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body, &self.inner.communicator))).collect())

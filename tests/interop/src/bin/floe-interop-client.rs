@@ -429,6 +429,17 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     .await;
     c.run(&n("sendByteSeq 500000"), async { t.send_byte_seq(&Bytes::from(vec![7u8; 500_000])).await.map_err(fail) })
         .await;
+    c.run(&n("large trailing byte sequences (sent from their own buffer)"), async {
+        let big = Bytes::from((0..300_000u32).map(|k| (k * 7 % 251) as u8).collect::<Vec<u8>>());
+        let reversed: Vec<u8> = big.iter().rev().copied().collect();
+        eq(t.op_byte_seq(&big).await.map_err(fail)?, (big.clone(), Bytes::from(reversed.clone())))?;
+        // Compressed requests take the ordinary path; the result is the same.
+        eq(t.ice_compress(true).op_byte_seq(&big).await.map_err(fail)?, (big.clone(), Bytes::from(reversed)))?;
+        // A oneway of that size, then a twoway behind it on the same connection.
+        t.ice_oneway().send_byte_seq(&big).await.map_err(fail)?;
+        t.ping().await.map_err(fail)
+    })
+    .await;
     c.run(&n("recvFixedSeq 50000"), async {
         let got = t.recv_fixed_seq(50_000).await.map_err(fail)?;
         eq((got.len(), got[49_999]), (50_000, Fixed { i: 49_999, j: -49_999, d: 24_999.5 }))
