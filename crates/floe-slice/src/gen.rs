@@ -1985,7 +1985,23 @@ impl<'a> Gen<'a> {
         if required {
             writes.push("enc.write_pending_values();".into());
         }
-        self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" ")));
+        // Results that end with a byte sequence send it from its own buffer when large.
+        let no_optionals = o.ret_tag.is_none() && o.params.iter().all(|p| !p.out || p.tag.is_none());
+        let last = match &o.ret {
+            Some(r) => Some(("__ret".to_string(), r)),
+            None => o.params.iter().rfind(|p| p.out).map(|p| (format!("__out_{}", snake(&p.name)), &p.ty)),
+        };
+        match last {
+            Some((name, ty)) if no_optionals && !any && self.is_byte_seq_bytes(ty) => {
+                let before: Vec<String> =
+                    writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
+                self.line(&format!(
+                    "    Ok({pat}) => current.ok_with_tail(|enc| {{ {} }}, &{name}),",
+                    before.join(" ")
+                ));
+            }
+            _ => self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" "))),
+        }
         self.line(&format!("    Err(e) => current.servant_error(&e, {f}::encoding::FormatType::{format}),"));
         self.line("}");
         self.depth -= 1;

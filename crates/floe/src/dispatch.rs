@@ -15,6 +15,10 @@ use crate::error::Error;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus};
 
+/// Byte sequences at least this long that end a reply's results are sent from their own
+/// buffer (see [`Current::ok_with_tail`]).
+const SEPARATE_TAIL_MIN: usize = 64 * 1024;
+
 /// Information about the request being dispatched.
 #[derive(Debug, Clone)]
 pub struct Current {
@@ -69,7 +73,28 @@ impl Current {
         let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
         write(&mut enc);
         finish_reply(&mut enc, start);
-        Response(Some(enc.into_buffer()))
+        Response::message(enc.into_buffer())
+    }
+
+    /// A successful reply whose results end with the byte sequence `tail`: `write` encodes
+    /// the results before it. A large `tail` (64 KB or more) is sent from its own buffer
+    /// rather than copied into the reply.
+    pub fn ok_with_tail(&self, write: impl FnOnce(&mut Encoder), tail: &Bytes) -> Response {
+        if tail.len() < SEPARATE_TAIL_MIN {
+            return self.ok(|e| {
+                write(e);
+                e.write_byte_seq(tail);
+            });
+        }
+        if self.is_oneway() {
+            return Response::none();
+        }
+        let mut enc = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
+        let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
+        write(&mut enc);
+        enc.write_size(tail.len());
+        crate::protocol::reply::finish_reply_before(&mut enc, start, tail.len());
+        Response { message: Some(enc.into_buffer()), tail: Some(tail.clone()) }
     }
 
     /// A successful reply with no results.
@@ -92,7 +117,7 @@ impl Current {
         enc.set_format(format);
         e.encode_exception(&mut enc);
         finish_reply(&mut enc, start);
-        Response(Some(enc.into_buffer()))
+        Response::message(enc.into_buffer())
     }
 
     fn failed(&self) -> RequestFailed {
@@ -154,7 +179,7 @@ impl Current {
         if self.is_oneway() {
             return Response::none();
         }
-        Response(Some(Reply { request_id: self.request_id, body }.encode()))
+        Response::message(Reply { request_id: self.request_id, body }.encode())
     }
 
     /// The ObjectNotExist reply for this request.
@@ -214,14 +239,34 @@ impl IncomingRequest {
     }
 }
 
-/// The encoded reply message of a dispatch (`None` for oneway requests).
+/// The encoded reply message of a dispatch (none for oneway requests). A reply whose results
+/// end with a large byte sequence keeps that sequence in its own buffer (`tail`): the message's
+/// sizes count it, and it is written right after the rest.
 #[derive(Debug, Clone, Default)]
-pub struct Response(pub Option<BytesMut>);
+pub struct Response {
+    message: Option<BytesMut>,
+    tail: Option<Bytes>,
+}
 
 impl Response {
     /// No reply (oneway).
     pub fn none() -> Self {
-        Response(None)
+        Response::default()
+    }
+
+    /// A reply made of one encoded message.
+    pub fn message(message: BytesMut) -> Self {
+        Response { message: Some(message), tail: None }
+    }
+
+    /// True when there is no reply to send.
+    pub fn is_none(&self) -> bool {
+        self.message.is_none()
+    }
+
+    /// The encoded message and the trailing bytes sent after it, if any.
+    pub fn into_parts(self) -> Option<(BytesMut, Option<Bytes>)> {
+        self.message.map(|m| (m, self.tail))
     }
 }
 

@@ -935,7 +935,7 @@ pub mod demo {
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
                         };
                         match servant.fetch(size, current).await {
-                            Ok((__ret, __out_copy)) => current.ok(|enc| { __out_copy.encode(enc); __ret.encode(enc); }),
+                            Ok((__ret, __out_copy)) => current.ok_with_tail(|enc| { __out_copy.encode(enc); }, &__ret),
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }

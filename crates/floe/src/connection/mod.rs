@@ -923,8 +923,8 @@ async fn dispatch(conn: &Connection, request: Request, compression: CompressionS
 /// Writes the reply of a dispatch that completed at once, and ends that dispatch. The reader
 /// task writes it itself: waiting for the write is the backpressure on a peer that does not
 /// read its replies.
-async fn write_reply(conn: &Connection, reply: BytesMut) {
-    let _ = conn.write_message(&reply).await;
+async fn write_reply(conn: &Connection, (reply, tail): ReplyParts) {
+    let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
     crate::encoding::pool::give(reply);
     finish_dispatch(conn);
 }
@@ -934,7 +934,7 @@ async fn write_reply(conn: &Connection, reply: BytesMut) {
 /// [`finish_dispatch`]); a oneway request that completed is finished here. A dispatch that
 /// waits continues as a task of its own, which writes its reply. Synchronous, so that the
 /// per-request path moves no large future.
-fn start_dispatch(conn: &Connection, request: Request, compression: CompressionStatus) -> Option<BytesMut> {
+fn start_dispatch(conn: &Connection, request: Request, compression: CompressionStatus) -> Option<ReplyParts> {
     let adapter = conn.adapter();
     let request_id = request.request_id;
     let current = Current {
@@ -1066,20 +1066,34 @@ fn finish_dispatch(conn: &Connection) {
 }
 
 async fn send_response(conn: &Connection, result: std::thread::Result<Response>, request_id: i32, compress: bool) {
-    if let Some(reply) = response_bytes(result, request_id, compress, conn.shared.config.compression_level) {
-        let _ = conn.write_message(&reply).await;
+    if let Some((reply, tail)) = response_bytes(result, request_id, compress, conn.shared.config.compression_level) {
+        let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
         crate::encoding::pool::give(reply);
     }
 }
+
+/// A reply message to write, and the trailing bytes written right after it.
+type ReplyParts = (BytesMut, Option<Bytes>);
 
 fn response_bytes(
     result: std::thread::Result<Response>,
     request_id: i32,
     compress: bool,
     level: u32,
-) -> Option<BytesMut> {
+) -> Option<ReplyParts> {
     let reply = match result {
-        Ok(Response(reply)) => reply?,
+        Ok(response) => {
+            let (mut message, tail) = response.into_parts()?;
+            match tail {
+                Some(tail) if !compress => return Some((message, Some(tail))),
+                // Compression needs the whole message in one buffer.
+                Some(tail) => {
+                    message.extend_from_slice(&tail);
+                    message
+                }
+                None => message,
+            }
+        }
         Err(panic) => {
             if request_id == 0 {
                 return None;
@@ -1094,13 +1108,13 @@ fn response_bytes(
     };
     if compress {
         if let Some(c) = compress_message(&reply, level) {
-            return Some(c);
+            return Some((c, None));
         }
         let mut reply = reply;
         reply[9] = CompressionStatus::CompressedReplyAccepted as u8;
-        return Some(reply);
+        return Some((reply, None));
     }
-    Some(reply)
+    Some((reply, None))
 }
 
 #[cfg(test)]

@@ -187,6 +187,14 @@ pub fn start_reply(enc: &mut Encoder, request_id: i32, status: ReplyStatus, enco
     start
 }
 
+/// Like [`finish_reply`], counting `extra` bytes sent right after the encoder's bytes (a
+/// large trailing result written from its own buffer).
+pub fn finish_reply_before(enc: &mut Encoder, start: usize, extra: usize) {
+    enc.end_encapsulation_before(extra);
+    let size = enc.len() - start + extra;
+    patch_size(&mut enc.as_mut_slice()[start..], size);
+}
+
 /// Closes the results encapsulation and patches the message size.
 #[inline]
 pub fn finish_reply(enc: &mut Encoder, start: usize) {
