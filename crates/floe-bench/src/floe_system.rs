@@ -178,7 +178,16 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 b.flush().await?;
                 ops += 10_000;
             }
-            while (p.count().await? as u64) < ops {}
+            // Every queued request must arrive; a lost one fails the run instead of hanging it.
+            let give_up = Instant::now() + Duration::from_secs(30);
+            while (p.count().await? as u64) < ops {
+                if Instant::now() > give_up {
+                    return Err(floe::Error::Io(format!(
+                        "batched requests lost: {} of {ops} delivered",
+                        p.count().await?
+                    )));
+                }
+            }
         }
         "batch-twoway" => {
             let obj: &ObjectPrx = p;

@@ -345,7 +345,12 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
                 c.call(&o)?;
                 return Ok((ops, (end - start).as_secs_f64()));
             }
-            while c.count()? < ops as i64 {}
+            let give_up = Instant::now() + Duration::from_secs(30);
+            while c.count()? < ops as i64 {
+                if Instant::now() > give_up {
+                    return Err(std::io::Error::other("batched requests lost"));
+                }
+            }
         }
         "batch-twoway" => {
             let mut all = Vec::with_capacity(o.len() * param as usize);

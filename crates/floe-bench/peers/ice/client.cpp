@@ -93,7 +93,15 @@ int main(int argc, char* argv[])
         p->reset();
         auto b = p->ice_batchOneway();
         while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 10000; ++i) b->incr(); b->ice_flushBatchRequests(); ops += 10000; }
-        while(p->count() < ops) {}
+        auto giveUp = chrono::steady_clock::now() + chrono::seconds(30);
+        while(p->count() < ops)
+        {
+            if(chrono::steady_clock::now() > giveUp)
+            {
+                cerr << "batched requests lost" << endl;
+                return 1;
+            }
+        }
     }
     else if(test == "ami")
     {
