@@ -209,3 +209,27 @@ fn destroy_does_not_hang_on_a_peer_that_never_reads() {
     done_tx.send(()).unwrap();
     peer.join().unwrap();
 }
+
+#[test]
+fn a_lone_oneway_is_written_before_its_call_returns() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&VALIDATE).unwrap();
+        read_requests(&mut s, 1)
+    });
+    // On a current-thread runtime whose task ends right after the call, nothing else runs:
+    // only a request written by the call itself reaches the peer (as with Ice, where a lone
+    // oneway is written before the call returns).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
+        p.ice_get_connection().await.unwrap();
+        p.invoke("bye", OperationMode::Normal, None, |e| e.write_i32(1)).await.unwrap();
+    });
+    drop(rt);
+    let got = peer.join().unwrap();
+    assert_eq!((got[0].0.as_str(), got[0].1), ("bye", 1));
+}

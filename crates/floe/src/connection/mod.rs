@@ -115,6 +115,10 @@ enum Queueing {
 /// until the flush task has written some (backpressure on a peer that does not read).
 const QUEUE_LIMIT: usize = 256 * 1024;
 
+/// A oneway sent within this many microseconds of the previous one is part of a burst and is
+/// queued; a lone oneway is written before its call returns, as Ice writes it.
+const BURST_WINDOW_US: u64 = 100;
+
 /// Oneway requests larger than this are written directly rather than copied into the queue.
 const QUEUE_MESSAGE_MAX: usize = 16 * 1024;
 
@@ -147,6 +151,9 @@ struct Shared {
     epoch: Instant,
     last_read_ms: AtomicU64,
     last_write_ms: AtomicU64,
+    /// When the last oneway request was sent (µs since `epoch`): a oneway soon after another
+    /// belongs to a burst and is queued; a lone one is written at once.
+    last_oneway_us: AtomicU64,
     heartbeats_received: AtomicU64,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
 }
@@ -213,6 +220,7 @@ impl Connection {
                 epoch: Instant::now(),
                 last_read_ms: AtomicU64::new(0),
                 last_write_ms: AtomicU64::new(0),
+                last_oneway_us: AtomicU64::new(0),
                 heartbeats_received: AtomicU64::new(0),
                 reader: Mutex::new(None),
             }),
@@ -429,8 +437,9 @@ impl Connection {
         }
     }
 
-    /// Queues a small oneway request for the flush task.
-    fn queue_message(&self, msg: &[u8]) -> Queueing {
+    /// Queues a small oneway request for the flush task. Outside a burst (`in_burst` false)
+    /// and with nothing queued, the request is not queued: the caller writes it at once.
+    fn queue_message(&self, msg: &[u8], in_burst: bool) -> Queueing {
         if msg.len() > QUEUE_MESSAGE_MAX {
             return Queueing::NotQueueable;
         }
@@ -438,6 +447,9 @@ impl Connection {
             return Queueing::NotQueueable;
         };
         let mut q = self.shared.queued.lock().expect("queue lock");
+        if !in_burst && q.bytes.is_empty() && !q.flush_scheduled {
+            return Queueing::NotQueueable;
+        }
         if q.bytes.len() + msg.len() > QUEUE_LIMIT {
             return Queueing::Full;
         }
@@ -579,12 +591,15 @@ impl Connection {
             return Err(self.close_error());
         }
         if tail.is_none() && compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
+            let now = self.shared.epoch.elapsed().as_micros() as u64;
+            let previous = self.shared.last_oneway_us.swap(now, Ordering::Relaxed);
+            let in_burst = previous != 0 && now.saturating_sub(previous) < BURST_WINDOW_US;
             loop {
                 // Registered before trying, so that space made meanwhile is not missed.
                 let space = self.shared.queue_space.notified();
                 tokio::pin!(space);
                 space.as_mut().enable();
-                match self.queue_message(msg) {
+                match self.queue_message(msg, in_burst) {
                     Queueing::Queued => return Ok(()),
                     Queueing::NotQueueable => break,
                     // Waiting writes nothing, so a caller that gives up loses only its request.
