@@ -163,6 +163,32 @@ fn dispatches_per_connection_can_be_limited() {
     serialized_dispatch(&["--Ice.ThreadPool.Server.Serialize=1"]);
 }
 
+#[test]
+fn a_dispatch_slot_is_reused_as_soon_as_one_dispatch_finishes() {
+    let port = free_port();
+    let _srv = server(port, &["--Floe.MaxDispatchesPerConnection=2"]);
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    // Two slots: a long call and short ones. The short ones take turns in the second slot
+    // while the long one runs, instead of waiting for both slots to empty.
+    let (long_done, last_short_done) = c.block_on(async {
+        let long = async {
+            t.sleep_then_return(600, 1).await.unwrap();
+            Instant::now()
+        };
+        let shorts = async {
+            let (a, b, d) =
+                tokio::join!(t.sleep_then_return(100, 2), t.sleep_then_return(100, 3), t.sleep_then_return(100, 4));
+            assert_eq!((a.unwrap(), b.unwrap(), d.unwrap()), (2, 3, 4));
+            Instant::now()
+        };
+        tokio::join!(long, shorts)
+    });
+    assert!(last_short_done < long_done, "the short calls waited for the long one");
+    c.block_on(t.shutdown()).unwrap();
+}
+
 fn serialized_dispatch(flags: &[&str]) {
     let port = free_port();
     let _srv = server(port, flags);
