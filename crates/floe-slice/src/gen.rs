@@ -69,6 +69,12 @@ pub fn ident(name: &str) -> String {
     }
 }
 
+/// True when an operation returns something (a result or out parameters): it can only be
+/// called twoway, and has no batched form.
+fn returns_values(o: &Operation) -> bool {
+    o.ret.is_some() || o.params.iter().any(|p| p.out)
+}
+
 fn camel(name: &str) -> String {
     let mut out = String::new();
     let mut up = true;
@@ -1685,7 +1691,7 @@ impl<'a> Gen<'a> {
     fn gen_batch_writer(&mut self, iface: &Definition, abs: &str, prx: &str, ops: &[(String, &Operation)]) {
         let f = self.f.clone();
         let name = format!("{}Batch", ident(&iface.name));
-        if ops.iter().all(|(_, o)| o.ret.is_some() || o.params.iter().any(|p| p.out)) {
+        if ops.iter().all(|(_, o)| returns_values(o)) {
             return;
         }
         self.line(&format!("impl {prx} {{"));
@@ -1718,7 +1724,7 @@ impl<'a> Gen<'a> {
         self.line(&format!("impl {name} {{"));
         self.depth += 1;
         for (_, o) in ops {
-            if o.ret.is_some() || o.params.iter().any(|p| p.out) {
+            if returns_values(o) {
                 continue;
             }
             let fname = ident(&snake(&o.name));
@@ -1768,7 +1774,7 @@ impl<'a> Gen<'a> {
             None => format!("{f}::Result<{rt}>"),
         };
         self.doc(&o.doc);
-        let returns_values = o.ret.is_some() || o.params.iter().any(|p| p.out);
+        let returns_values = returns_values(o);
         self.line(&format!("pub async fn {fname}({}) -> {ret} {{", params.join(", ")));
         self.depth += 1;
         if returns_values {

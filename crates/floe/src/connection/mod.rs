@@ -127,6 +127,9 @@ struct Shared {
     writer: tokio::sync::Mutex<Option<WriteHalf>>,
     /// Oneway requests waiting to be written, in order, ahead of anything written next.
     queued: Mutex<QueuedWrites>,
+    /// True while `queued` holds bytes (changed under its lock): writers that find it false
+    /// skip the lock.
+    has_queued: AtomicBool,
     /// Signalled when the flush task has written queued requests (or the connection closed).
     queue_space: Notify,
     pending: Mutex<PendingTable>,
@@ -201,6 +204,7 @@ impl Connection {
                 config,
                 writer: tokio::sync::Mutex::new(Some(write)),
                 queued: Mutex::new(QueuedWrites::default()),
+                has_queued: AtomicBool::new(false),
                 queue_space: Notify::new(),
                 pending: Mutex::new(PendingTable::default()),
                 closed: AtomicBool::new(false),
@@ -380,14 +384,7 @@ impl Connection {
             );
         }
         // Oneway requests queued before this message go first, in the same write when small.
-        let queued = {
-            let mut q = self.shared.queued.lock().expect("queue lock");
-            if q.bytes.is_empty() {
-                None
-            } else {
-                Some(q.bytes.split())
-            }
-        };
+        let queued = if self.shared.has_queued.load(Ordering::Acquire) { self.take_queued(false) } else { None };
         // A caller that gives up part-way through a write (a timeout, a dropped future) would
         // leave half a message on the wire: the connection is then closed instead.
         let abandoned = AbandonedWrite { conn: self, armed: true };
@@ -437,6 +434,31 @@ impl Connection {
         }
     }
 
+    /// Takes the queued oneway requests, if any. With `ends_flush`, an empty queue also ends
+    /// the flush task's turn (the next queued request schedules a new one).
+    fn take_queued(&self, ends_flush: bool) -> Option<BytesMut> {
+        let mut q = self.shared.queued.lock().expect("queue lock");
+        if q.bytes.is_empty() {
+            if ends_flush {
+                q.flush_scheduled = false;
+            }
+            return None;
+        }
+        self.shared.has_queued.store(false, Ordering::Release);
+        Some(q.bytes.split())
+    }
+
+    /// Drops the queued oneway requests (the connection is closed) and ends the flush task's
+    /// turn; callers waiting for room learn of it.
+    fn drop_queued(&self) {
+        let mut q = self.shared.queued.lock().expect("queue lock");
+        q.bytes.clear();
+        q.flush_scheduled = false;
+        self.shared.has_queued.store(false, Ordering::Release);
+        drop(q);
+        self.shared.queue_space.notify_waiters();
+    }
+
     /// Queues a small oneway request for the flush task. Outside a burst (`in_burst` false)
     /// and with nothing queued, the request is not queued: the caller writes it at once.
     fn queue_message(&self, msg: &[u8], in_burst: bool) -> Queueing {
@@ -457,6 +479,7 @@ impl Connection {
             trace!(target: "floe::protocol", "queueing {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
         }
         q.bytes.extend_from_slice(msg);
+        self.shared.has_queued.store(true, Ordering::Release);
         if !q.flush_scheduled {
             q.flush_scheduled = true;
             drop(q);
@@ -1038,18 +1061,12 @@ impl Drop for AbandonedWrite<'_> {
 async fn flush_queued(conn: Connection) {
     let mut guard = conn.shared.writer.lock().await;
     loop {
-        let bytes = {
-            let mut q = conn.shared.queued.lock().expect("queue lock");
-            let writable = guard.is_some() && !conn.shared.closed.load(Ordering::Acquire);
-            if q.bytes.is_empty() || !writable {
-                // After a forceful close nothing more is sent: queued requests are dropped.
-                q.bytes.clear();
-                q.flush_scheduled = false;
-                return;
-            }
-            q.bytes.split()
+        // After a forceful close nothing more is sent: queued requests are dropped.
+        let w = match guard.as_mut() {
+            Some(w) if !conn.shared.closed.load(Ordering::Acquire) => w,
+            _ => return conn.drop_queued(),
         };
-        let Some(w) = guard.as_mut() else { continue };
+        let Some(bytes) = conn.take_queued(true) else { return };
         let result = tokio::select! {
             biased;
             r = w.write_all(&bytes) => r,
@@ -1059,12 +1076,7 @@ async fn flush_queued(conn: Connection) {
         if let Err(e) = result {
             drop(guard);
             conn.close_forcefully(Error::lost(e));
-            let mut q = conn.shared.queued.lock().expect("queue lock");
-            q.bytes.clear();
-            q.flush_scheduled = false;
-            drop(q);
-            conn.shared.queue_space.notify_waiters();
-            return;
+            return conn.drop_queued();
         }
         conn.touch_write();
         conn.shared.queue_space.notify_waiters();

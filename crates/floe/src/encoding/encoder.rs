@@ -251,16 +251,13 @@ impl Encoder {
     /// # Panics
     /// If no encapsulation is open (a bug in the calling code, never caused by data).
     pub fn end_encapsulation(&mut self) {
-        let open = self.encaps.pop().expect("end_encapsulation without start_encapsulation");
-        let size = (self.buf.len() - open.start) as i32;
-        self.patch_i32(open.start, size);
-        self.encoding = open.outer_encoding;
+        self.end_encapsulation_before(0);
     }
 
     /// Closes the innermost encapsulation, counting `extra` bytes that are sent right after
     /// the encoder's bytes without being written into it (a large trailing parameter).
     pub fn end_encapsulation_before(&mut self, extra: usize) {
-        let open = self.encaps.pop().expect("end_encapsulation_before without start_encapsulation");
+        let open = self.encaps.pop().expect("end_encapsulation without start_encapsulation");
         let size = i32::try_from(self.buf.len() - open.start + extra).expect("encapsulations are limited to i32::MAX");
         self.patch_i32(open.start, size);
         self.encoding = open.outer_encoding;

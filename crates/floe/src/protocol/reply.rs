@@ -198,7 +198,5 @@ pub fn finish_reply_before(enc: &mut Encoder, start: usize, extra: usize) {
 /// Closes the results encapsulation and patches the message size.
 #[inline]
 pub fn finish_reply(enc: &mut Encoder, start: usize) {
-    enc.end_encapsulation();
-    let size = enc.len() - start;
-    patch_size(&mut enc.as_mut_slice()[start..], size);
+    finish_reply_before(enc, start, 0);
 }
