@@ -3,7 +3,7 @@
 //! makes oneway callers wait (the queue is bounded) without losing a request.
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use floe::encoding::Decoder;
@@ -38,13 +38,46 @@ fn read_requests(s: &mut std::net::TcpStream, want: usize) -> Vec<(String, i32, 
     out
 }
 
-#[test]
-fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
+/// A raw Ice peer on a loopback port: accepts one connection, validates it, then hands it to
+/// `serve` on a thread of its own. Returns the port and the thread.
+fn raw_peer<T: Send + 'static>(
+    serve: impl FnOnce(TcpStream) -> T + Send + 'static,
+) -> (u16, std::thread::JoinHandle<T>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let peer = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         s.write_all(&VALIDATE).unwrap();
+        serve(s)
+    });
+    (port, peer)
+}
+
+/// Sends 4 KB oneway requests numbered from 0 until a call has waited past two seconds (or
+/// 100,000 were sent); returns how many calls completed.
+async fn flood(p: &floe::ObjectPrx) -> usize {
+    let padding = vec![7u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut sent = 0;
+    for k in 0..100_000i32 {
+        let call = p.invoke("put", OperationMode::Normal, None, |e| {
+            e.write_i32(k);
+            e.write_byte_seq(&padding);
+        });
+        match tokio::time::timeout_at(deadline.into(), call).await {
+            Ok(r) => {
+                r.unwrap();
+                sent += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    sent
+}
+
+#[test]
+fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
+    let (port, peer) = raw_peer(move |mut s| {
         let got = read_requests(&mut s, 1001);
         // Answer the twoway so that the client's call completes.
         let id = got.last().unwrap().2;
@@ -75,13 +108,9 @@ fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
 
 #[test]
 fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
-    let peer = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&VALIDATE).unwrap();
+    let (port, peer) = raw_peer(move |mut s| {
         accepted_tx.send(()).unwrap();
         // Read nothing until told how many requests to expect.
         let want = go_rx.recv().unwrap();
@@ -92,25 +121,7 @@ fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
     c.block_on(p.ice_get_connection()).unwrap();
     accepted_rx.recv().unwrap();
     // Each request carries 4 KB; 100,000 of them (400 MB) cannot all be buffered anywhere.
-    let padding = vec![7u8; 4096];
-    let sent = c.block_on(async {
-        let mut sent = 0usize;
-        let deadline = Instant::now() + Duration::from_secs(2);
-        for k in 0..100_000i32 {
-            let call = p.invoke("put", OperationMode::Normal, None, |e| {
-                e.write_i32(k);
-                e.write_byte_seq(&padding);
-            });
-            match tokio::time::timeout_at(deadline.into(), call).await {
-                Ok(r) => {
-                    r.unwrap();
-                    sent += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        sent
-    });
+    let sent = c.block_on(flood(&p));
     assert!(sent < 100_000, "oneway callers were never held back ({sent} requests accepted)");
     // Everything accepted arrives, in order, once the peer reads; the call abandoned while it
     // waited for room wrote nothing.
@@ -129,13 +140,7 @@ fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
 
 #[test]
 fn oneways_queued_before_destroy_are_written() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let peer = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&VALIDATE).unwrap();
-        read_requests(&mut s, 200)
-    });
+    let (port, peer) = raw_peer(move |mut s| read_requests(&mut s, 200));
     let c = Communicator::new().unwrap();
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
     c.block_on(async {
@@ -151,12 +156,8 @@ fn oneways_queued_before_destroy_are_written() {
 
 #[test]
 fn a_write_abandoned_part_way_closes_the_connection() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let peer = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&VALIDATE).unwrap();
+    let (port, peer) = raw_peer(move |_socket| {
         // Never reads: the client's large request cannot be written completely.
         done_rx.recv().unwrap();
     });
@@ -178,31 +179,16 @@ fn a_write_abandoned_part_way_closes_the_connection() {
 
 #[test]
 fn destroy_does_not_hang_on_a_peer_that_never_reads() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let peer = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&VALIDATE).unwrap();
+    let (port, peer) = raw_peer(move |_socket| {
         // Never reads, and keeps the connection open until the client is gone.
         let _ = done_rx.recv_timeout(Duration::from_secs(30));
     });
     let (c, _) = Communicator::from_args(["--Ice.Override.CloseTimeout=500"]).unwrap();
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
-    let padding = vec![7u8; 4096];
-    c.block_on(async {
-        // Fill the socket buffers and the queue: the flush task is then stuck in its write.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        for k in 0..100_000i32 {
-            let call = p.invoke("put", OperationMode::Normal, None, |e| {
-                e.write_i32(k);
-                e.write_byte_seq(&padding);
-            });
-            if tokio::time::timeout_at(deadline.into(), call).await.is_err() {
-                break;
-            }
-        }
-    });
+    // Fill the socket buffers and the queue: the flush task is then stuck in its write.
+    let sent = c.block_on(flood(&p));
+    assert!(sent < 100_000, "the peer's buffers never filled ({sent} requests accepted)");
     let start = Instant::now();
     c.destroy_blocking();
     assert!(start.elapsed() < Duration::from_secs(5), "destroy took {:?}", start.elapsed());
@@ -212,13 +198,7 @@ fn destroy_does_not_hang_on_a_peer_that_never_reads() {
 
 #[test]
 fn a_lone_oneway_is_written_before_its_call_returns() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let peer = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&VALIDATE).unwrap();
-        read_requests(&mut s, 1)
-    });
+    let (port, peer) = raw_peer(move |mut s| read_requests(&mut s, 1));
     // On a current-thread runtime whose task ends right after the call, nothing else runs:
     // only a request written by the call itself reaches the peer (as with Ice, where a lone
     // oneway is written before the call returns).
