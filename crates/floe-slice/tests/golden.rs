@@ -55,9 +55,16 @@ fn golden_types_behave() {
 
 /// Class graphs keep their shape (shared instances, cycles, derived types with compact ids)
 /// through every encoding and format, and references are checked against their static type.
+/// Every way class graphs are encoded: 1.1 compact and sliced, and 1.0.
+const CLASS_ENCODINGS: [(floe::encoding::EncodingVersion, floe::encoding::FormatType); 3] = [
+    (floe::encoding::EncodingVersion::V1_1, floe::encoding::FormatType::Compact),
+    (floe::encoding::EncodingVersion::V1_1, floe::encoding::FormatType::Sliced),
+    (floe::encoding::EncodingVersion::V1_0, floe::encoding::FormatType::Compact),
+];
+
 #[test]
 fn class_graphs_round_trip() {
-    use floe::encoding::{Decoder, Encoder, EncodingVersion, FormatType};
+    use floe::encoding::{Decoder, Encoder, EncodingVersion};
     use floe::{AnyClass, Class};
     use generated::demo::*;
 
@@ -66,11 +73,7 @@ fn class_graphs_round_trip() {
     let b = Class::new(Node { value: 3, next: Some(a.clone()), label: None });
     a.write().next = Some(b.clone()); // a ↔ b
     let leaf_as_node: Class<Node> = leaf.downcast().unwrap();
-    for (encoding, format) in [
-        (EncodingVersion::V1_1, FormatType::Compact),
-        (EncodingVersion::V1_1, FormatType::Sliced),
-        (EncodingVersion::V1_0, FormatType::Compact),
-    ] {
+    for (encoding, format) in CLASS_ENCODINGS {
         let mut e = Encoder::new(encoding);
         e.set_format(format);
         e.write_class(Some(&a));
@@ -123,18 +126,14 @@ fn class_graphs_round_trip() {
 /// Truncations and byte flips of encoded class graphs give errors, never panics or hangs.
 #[test]
 fn damaged_class_graphs_are_errors() {
-    use floe::encoding::{Decoder, Encoder, EncodingVersion, FormatType};
+    use floe::encoding::{Decoder, Encoder};
     use floe::Class;
     use generated::demo::*;
 
     let a = Class::new(Node { value: 1, next: None, label: Some("a".into()) });
     let b = Class::new(Leaf { base: Node { value: 2, next: Some(a.clone()), label: None }, name: "b".into() });
     a.write().next = b.downcast();
-    for (encoding, format) in [
-        (EncodingVersion::V1_1, FormatType::Compact),
-        (EncodingVersion::V1_1, FormatType::Sliced),
-        (EncodingVersion::V1_0, FormatType::Compact),
-    ] {
+    for (encoding, format) in CLASS_ENCODINGS {
         let mut e = Encoder::new(encoding);
         e.set_format(format);
         e.write_class(Some(&a));
