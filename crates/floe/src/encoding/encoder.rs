@@ -256,6 +256,10 @@ impl Encoder {
 
     /// Closes the innermost encapsulation, counting `extra` bytes that are sent right after
     /// the encoder's bytes without being written into it (a large trailing parameter).
+    ///
+    /// # Panics
+    /// If no encapsulation is open, or the encapsulation would exceed `i32::MAX` bytes (no
+    /// Ice message can hold it).
     pub fn end_encapsulation_before(&mut self, extra: usize) {
         let open = self.encaps.pop().expect("end_encapsulation without start_encapsulation");
         let size = i32::try_from(self.buf.len() - open.start + extra).expect("encapsulations are limited to i32::MAX");
