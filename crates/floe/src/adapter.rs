@@ -504,7 +504,6 @@ impl ObjectAdapter {
                 me.wait_until_not_held().await;
                 match Connection::establish_incoming(stream, me.inner.config.clone(), me.clone()).await {
                     Ok(conn) => {
-                        me.track(conn.clone());
                         conn.wait_closed().await;
                     }
                     Err(e) => debug!(target: "floe::network", "connection from {addr} failed: {e}"),
@@ -514,16 +513,18 @@ impl ObjectAdapter {
         }
     }
 
-    fn track(&self, conn: Connection) {
-        if self.inner.stopped.load(Ordering::Acquire) {
-            // Established after the adapter stopped: it takes no request and closes.
-            conn.stop_dispatching();
-            tokio::spawn(async move { conn.close().await });
-            return;
-        }
+    /// Adds a newly accepted connection to the adapter's live connections; false (and not
+    /// added) once the adapter has stopped. Checked under the same lock that
+    /// [`stop_accepting`](Self::stop_accepting) takes, so a connection is either stopped and
+    /// closed by the deactivation or refused here, never missed.
+    pub(crate) fn track(&self, conn: &Connection) -> bool {
         let mut live = self.inner.live.lock().expect("live");
+        if self.inner.stopped.load(Ordering::Acquire) {
+            return false;
+        }
         live.retain(|c| !c.is_closed());
-        live.push(conn);
+        live.push(conn.clone());
+        true
     }
 
     /// Number of incoming connections currently open.
@@ -531,15 +532,20 @@ impl ObjectAdapter {
         self.inner.connection_count.load(Ordering::Acquire)
     }
 
-    /// Closes the listening sockets: no new connection is accepted.
+    /// Stops accepting connections (the listening sockets close as their aborted tasks are
+    /// dropped; [`deactivate`](Self::deactivate) waits for that) and stops the open connections
+    /// from taking new requests.
     pub(crate) fn stop_accepting(&self) {
-        self.inner.stopped.store(true, Ordering::Release);
-        for t in self.inner.accept_tasks.lock().expect("accept tasks").drain(..) {
-            t.abort();
+        {
+            let live = self.inner.live.lock().expect("live");
+            self.inner.stopped.store(true, Ordering::Release);
+            // Connections stop taking requests now; they close once their dispatches finish.
+            for c in live.iter() {
+                c.stop_dispatching();
+            }
         }
-        // Connections stop taking requests now; they close once their dispatches finish.
-        for c in self.inner.live.lock().expect("live").iter() {
-            c.stop_dispatching();
+        for t in self.inner.accept_tasks.lock().expect("accept tasks").iter() {
+            t.abort();
         }
     }
 
@@ -559,6 +565,12 @@ impl ObjectAdapter {
         let locators: Vec<(String, Arc<dyn ServantLocator>)> =
             self.inner.locators.write().expect("locators").drain().collect();
         self.stop_accepting();
+        // The listening sockets are closed once their (aborted) tasks are dropped: wait for
+        // that, so that a connection attempt after `deactivate` returns is refused.
+        let accept_tasks: Vec<_> = self.inner.accept_tasks.lock().expect("accept tasks").drain(..).collect();
+        for task in accept_tasks {
+            let _ = task.await;
+        }
         let live: Vec<Connection> = self.inner.live.lock().expect("live").drain(..).collect();
         debug!(target: "floe::adapter", "{}: deactivating, closing {} connections", self.inner.name, live.len());
         let closes = live.iter().map(|c| c.close());

@@ -273,9 +273,19 @@ impl Connection {
         let TransportStream { read, mut write, description, local, remote } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
         let conn = Connection::new((description, local, remote), write, true, config);
-        *conn.shared.adapter.write().expect("adapter lock") = Some(adapter);
+        *conn.shared.adapter.write().expect("adapter lock") = Some(adapter.clone());
         conn.touch_read();
         conn.touch_write();
+        // The adapter knows the connection before it reads its first request, so that a
+        // deactivation in between closes it instead of missing it. Established after the
+        // adapter stopped, it takes no request and closes.
+        if !adapter.track(&conn) {
+            conn.stop_dispatching();
+            conn.start(read);
+            let closing = conn.clone();
+            tokio::spawn(async move { closing.close().await });
+            return Ok(conn);
+        }
         conn.start(read);
         net_log(&conn.shared.config, format_args!("accepted incoming connection\n{}", conn.shared.description));
         Ok(conn)
