@@ -58,6 +58,47 @@ impl Perf for PerfI {
         self.communicator.shutdown();
         Ok(())
     }
+    counting_operations! {
+        b1(a): u8; b2(a, b): u8; b4(a, b, c, d): u8; b8(a, b, c, d, e, f, g, h): u8;
+        s1(a): i16; s2(a, b): i16; s4(a, b, c, d): i16; s8(a, b, c, d, e, f, g, h): i16;
+        i1(a): i32; i2(a, b): i32; i4(a, b, c, d): i32; i8(a, b, c, d, e, f, g, h): i32;
+        l1(a): i64; l2(a, b): i64; l4(a, b, c, d): i64; l8(a, b, c, d, e, f, g, h): i64;
+        f1(a): f32; f2(a, b): f32; f4(a, b, c, d): f32; f8(a, b, c, d, e, f, g, h): f32;
+        d1(a): f64; d2(a, b): f64; d4(a, b, c, d): f64; d8(a, b, c, d, e, f, g, h): f64;
+    }
+}
+
+/// The cxRmi payload operations of the servant: each counts its calls, as `incr` does.
+macro_rules! counting_operations {
+    ($($op:ident($($arg:ident),*): $t:ty;)*) => {
+        $(async fn $op(&self, $($arg: $t,)* _: &Current) -> floe::Result<()> {
+            $(let _ = $arg;)*
+            self.count.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })*
+    };
+}
+use counting_operations;
+
+/// Queues one request of a cxRmi payload variant (`b4`: four byte parameters, …) on a batch
+/// writer; `None` for an unknown variant.
+fn payload_call(variant: &str) -> Option<fn(&mut PerfBatch)> {
+    macro_rules! calls {
+        ($($op:ident($($x:literal),*);)*) => {
+            match variant {
+                $(stringify!($op) => Some(|b: &mut PerfBatch| b.$op($($x as _),*)),)*
+                _ => None,
+            }
+        };
+    }
+    calls! {
+        b1(1); b2(1, 2); b4(1, 2, 3, 4); b8(1, 2, 3, 4, 5, 6, 7, 8);
+        s1(1); s2(1, 2); s4(1, 2, 3, 4); s8(1, 2, 3, 4, 5, 6, 7, 8);
+        i1(1); i2(1, 2); i4(1, 2, 3, 4); i8(1, 2, 3, 4, 5, 6, 7, 8);
+        l1(1); l2(1, 2); l4(1, 2, 3, 4); l8(1, 2, 3, 4, 5, 6, 7, 8);
+        f1(1); f2(1, 2); f4(1, 2, 3, 4); f8(1, 2, 3, 4, 5, 6, 7, 8);
+        d1(1); d2(1, 2); d4(1, 2, 3, 4); d8(1, 2, 3, 4, 5, 6, 7, 8);
+    }
 }
 
 fn properties(threads: usize) -> Properties {
@@ -99,6 +140,17 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Resul
     });
     communicator.destroy_blocking();
     result
+}
+
+/// The request a batched-oneway test queues: `o()` for the sender side, `incr()` when delivery
+/// is counted, or a payload variant (which counts too).
+fn batch_call(test: &Test) -> floe::Result<fn(&mut PerfBatch)> {
+    match test.kind() {
+        "batch-send" => Ok(|b: &mut PerfBatch| b.o()),
+        "batch-delivered" => Ok(|b: &mut PerfBatch| b.incr()),
+        _ => payload_call(test.payload_variant())
+            .ok_or_else(|| floe::Error::Io(format!("unknown payload variant in {}", test.name))),
+    }
 }
 
 async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64, f64)> {
@@ -146,14 +198,15 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             }
             p.o().await?;
         }
-        "batch-send" => {
+        "batch-send" | "batch-send-payload" => {
             // Queued through the typed batch writer; flushed every 100,000 requests (and
             // whenever the queue reaches Ice.BatchAutoFlushSize), as the raw baseline does.
+            let queue = batch_call(test)?;
             let mut b = p.batch_writer();
             let mut end = start;
             while Instant::now() < deadline && ops < 50_000_000 {
                 for _ in 0..10_000 {
-                    b.o();
+                    queue(&mut b);
                     if b.needs_flush() {
                         b.flush().await?;
                     }
@@ -168,12 +221,16 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             p.o().await?;
             return Ok((ops, (end - start).as_secs_f64()));
         }
-        "batch-delivered" => {
+        "batch-delivered" | "batch-delivered-payload" => {
+            let queue = batch_call(test)?;
             p.reset().await?;
             let mut b = p.batch_writer();
             while Instant::now() < deadline {
                 for _ in 0..10_000 {
-                    b.incr();
+                    queue(&mut b);
+                    if b.needs_flush() {
+                        b.flush().await?;
+                    }
                 }
                 b.flush().await?;
                 ops += 10_000;

@@ -183,7 +183,7 @@ fn serve_connection(mut stream: TcpStream, counter: &AtomicI64) -> std::io::Resu
                 let n = c.int();
                 for _ in 0..n {
                     let (op, _) = c.request();
-                    if op == "incr" {
+                    if counted(&op) {
                         counter.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -192,6 +192,36 @@ fn serve_connection(mut stream: TcpStream, counter: &AtomicI64) -> std::io::Resu
             _ => {}
         }
     }
+}
+
+/// The request a batched-oneway test sends (as a whole message; a batch shares its first 18
+/// bytes): `o()`, `incr()`, or a cxRmi payload variant such as `d4` with parameters 1, 2, 3, 4.
+fn batched_request(test: &Test) -> Vec<u8> {
+    match test.kind() {
+        "batch-send" => message("o", |_| {}),
+        "batch-delivered" => message("incr", |_| {}),
+        _ => {
+            let variant = test.payload_variant();
+            let count: i32 = variant[1..].parse().unwrap_or(0);
+            message(variant, |e| {
+                for k in 1..=count {
+                    match &variant[..1] {
+                        "b" => e.write_u8(k as u8),
+                        "s" => e.write_i16(k as i16),
+                        "i" => e.write_i32(k),
+                        "l" => e.write_i64(k as i64),
+                        "f" => e.write_f32(k as f32),
+                        _ => e.write_f64(k as f64),
+                    }
+                }
+            })
+        }
+    }
+}
+
+/// True for the operations the server counts: `incr` and the cxRmi payload variants.
+fn counted(op: &str) -> bool {
+    op == "incr" || (op.len() == 2 && "bsilfd".contains(&op[..1]) && matches!(&op[1..], "1" | "2" | "4" | "8"))
 }
 
 fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u8> {
@@ -209,8 +239,9 @@ pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
         "twoway" | "demarey" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
         "oneway" => (message("o", |_| {}).len(), 0),
         // Per request inside a batch message (its 18-byte header and count are shared).
-        "batch-send" => (message("o", |_| {}).len() - 18, 0),
-        "batch-delivered" => (message("incr", |_| {}).len() - 18, 0),
+        "batch-send" | "batch-delivered" | "batch-send-payload" | "batch-delivered-payload" => {
+            (batched_request(test).len() - 18, 0)
+        }
         "bytes-send" => (message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])).len(), empty_reply),
         "bytes-recv" => {
             (message("recvByteSeq", |e| param.encode(e)).len(), reply_ok(1, &payload_for("recvByteSeq", param)).len())
@@ -318,14 +349,14 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             }
             c.call(&o)?;
         }
-        "batch-send" | "batch-delivered" => {
-            let op = if test.name == "batch-send" { "o" } else { "incr" };
-            let req = message(op, |_| {});
+        "batch-send" | "batch-delivered" | "batch-send-payload" | "batch-delivered-payload" => {
+            let sender_side = test.kind().starts_with("batch-send");
+            let req = batched_request(test);
             let body = &req[18..];
-            if test.name == "batch-delivered" {
+            if !sender_side {
                 c.call(&message("reset", |_| {}))?;
             }
-            let per_batch = if test.name == "batch-send" { 100_000 } else { 10_000 };
+            let per_batch = if sender_side { 100_000 } else { 10_000 };
             let mut buf: Vec<u8> = Vec::with_capacity(18 + per_batch * body.len());
             let mut end = start;
             while Instant::now() < deadline && ops < 50_000_000 {
@@ -341,7 +372,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
                 end = Instant::now();
                 c.w.write_all(&buf)?;
             }
-            if test.name == "batch-send" {
+            if sender_side {
                 c.call(&o)?;
                 return Ok((ops, (end - start).as_secs_f64()));
             }

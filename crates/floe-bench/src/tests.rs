@@ -266,10 +266,59 @@ pub(crate) const ALL: &[Test] = &[
     },
 ];
 
+/// Declares the cxRmi TEST1/TEST2 payload matrix: batched oneways carrying `n` parameters of one
+/// primitive type (`b` byte, `s` short, `i` int, `l` long, `f` float, `d` double).
+macro_rules! payload_tests {
+    ($($variant:literal: $bytes:literal),*) => {
+        /// Batched oneways by payload, sender side then delivered (after the tests in [`ALL`]).
+        pub(crate) const PAYLOAD_TESTS: &[Test] = &[
+            $(Test {
+                name: concat!("batch-send-", $variant),
+                title: concat!("batched oneway ", $variant, " (", $bytes, " B), sender side"),
+                param: $bytes,
+                payload: $bytes,
+                unit: "requests/s",
+                seed: "cxRmi TEST1",
+                ice: true,
+            },)*
+            $(Test {
+                name: concat!("batch-delivered-", $variant),
+                title: concat!("batched oneway ", $variant, " (", $bytes, " B), delivered"),
+                param: $bytes,
+                payload: $bytes,
+                unit: "requests/s",
+                seed: "cxRmi TEST2",
+                ice: true,
+            },)*
+        ];
+    };
+}
+
+payload_tests! {
+    "b1": 1, "b2": 2, "s1": 2, "b4": 4, "s2": 4, "i1": 4, "f1": 4,
+    "b8": 8, "s4": 8, "i2": 8, "l1": 8, "f2": 8, "d1": 8,
+    "s8": 16, "i4": 16, "l2": 16, "f4": 16, "d2": 16,
+    "i8": 32, "l4": 32, "f8": 32, "d4": 32, "l8": 64, "d8": 64
+}
+
+/// Every test: [`ALL`] then [`PAYLOAD_TESTS`].
+pub(crate) fn every_test() -> impl Iterator<Item = &'static Test> {
+    ALL.iter().chain(PAYLOAD_TESTS)
+}
+
 impl Test {
-    /// The name the Ice peer knows the test by.
+    /// The name the Ice peer knows the test by (payload tests keep their variant).
     pub(crate) fn ice_name(&self) -> &'static str {
-        self.kind()
+        if self.kind().ends_with("-payload") {
+            self.name
+        } else {
+            self.kind()
+        }
+    }
+
+    /// The payload variant of a `batch-send-<v>` / `batch-delivered-<v>` test (`b4`, `d8`, …).
+    pub(crate) fn payload_variant(&self) -> &'static str {
+        self.name.rsplit('-').next().unwrap_or("")
     }
 
     /// What the client does: size-sweep tests are `bytes-send`, busy servants `work`.
@@ -280,6 +329,10 @@ impl Test {
             "bytes-send"
         } else if self.name.starts_with("clients-") {
             "twoway"
+        } else if self.name.starts_with("batch-send-") {
+            "batch-send-payload"
+        } else if self.name.starts_with("batch-delivered-") {
+            "batch-delivered-payload"
         } else {
             self.name
         }

@@ -18,7 +18,7 @@ fn quick_run_produces_a_table_and_json() {
             "--peers",
             "none",
             "--tests",
-            "twoway,demarey,oneway,batch-send,batch-delivered,batch-twoway,ami,bytes-send,fixed-recv,strings-send,work-10,send-1k",
+            "twoway,demarey,oneway,batch-send,batch-delivered,batch-send-b1,batch-delivered-d8,batch-twoway,ami,bytes-send,fixed-recv,strings-send,work-10,send-1k",
         ])
         .arg("--json")
         .arg(&json)
@@ -36,6 +36,8 @@ fn quick_run_produces_a_table_and_json() {
         "oneway",
         "batch-send",
         "batch-delivered",
+        "batch-send-b1",
+        "batch-delivered-d8",
         "batch-twoway",
         "ami",
         "bytes-send",

@@ -10,9 +10,48 @@
 #include <deque>
 #include <iostream>
 #include <string>
+#include <functional>
+#include <cstdlib>
 
 using namespace std;
 using namespace Bench;
+
+using PerfHandle = shared_ptr<PerfPrx>;
+
+// The request a batched-oneway test queues: o() for the sender side, incr() when delivery is
+// counted, or a cxRmi payload variant ("batch-send-d4": four double parameters 1, 2, 3, 4).
+static function<void(const PerfHandle&)> batchCall(const string& test)
+{
+    if(test == "batch-send") return [](const PerfHandle& b) { b->o(); };
+    if(test == "batch-delivered") return [](const PerfHandle& b) { b->incr(); };
+    string variant = test.substr(test.rfind('-') + 1);
+    if(variant == "b1") return [](const PerfHandle& b) { b->b1(1); };
+    if(variant == "b2") return [](const PerfHandle& b) { b->b2(1, 2); };
+    if(variant == "b4") return [](const PerfHandle& b) { b->b4(1, 2, 3, 4); };
+    if(variant == "b8") return [](const PerfHandle& b) { b->b8(1, 2, 3, 4, 5, 6, 7, 8); };
+    if(variant == "s1") return [](const PerfHandle& b) { b->s1(1); };
+    if(variant == "s2") return [](const PerfHandle& b) { b->s2(1, 2); };
+    if(variant == "s4") return [](const PerfHandle& b) { b->s4(1, 2, 3, 4); };
+    if(variant == "s8") return [](const PerfHandle& b) { b->s8(1, 2, 3, 4, 5, 6, 7, 8); };
+    if(variant == "i1") return [](const PerfHandle& b) { b->i1(1); };
+    if(variant == "i2") return [](const PerfHandle& b) { b->i2(1, 2); };
+    if(variant == "i4") return [](const PerfHandle& b) { b->i4(1, 2, 3, 4); };
+    if(variant == "i8") return [](const PerfHandle& b) { b->i8(1, 2, 3, 4, 5, 6, 7, 8); };
+    if(variant == "l1") return [](const PerfHandle& b) { b->l1(1); };
+    if(variant == "l2") return [](const PerfHandle& b) { b->l2(1, 2); };
+    if(variant == "l4") return [](const PerfHandle& b) { b->l4(1, 2, 3, 4); };
+    if(variant == "l8") return [](const PerfHandle& b) { b->l8(1, 2, 3, 4, 5, 6, 7, 8); };
+    if(variant == "f1") return [](const PerfHandle& b) { b->f1(1); };
+    if(variant == "f2") return [](const PerfHandle& b) { b->f2(1, 2); };
+    if(variant == "f4") return [](const PerfHandle& b) { b->f4(1, 2, 3, 4); };
+    if(variant == "f8") return [](const PerfHandle& b) { b->f8(1, 2, 3, 4, 5, 6, 7, 8); };
+    if(variant == "d1") return [](const PerfHandle& b) { b->d1(1); };
+    if(variant == "d2") return [](const PerfHandle& b) { b->d2(1, 2); };
+    if(variant == "d4") return [](const PerfHandle& b) { b->d4(1, 2, 3, 4); };
+    if(variant == "d8") return [](const PerfHandle& b) { b->d8(1, 2, 3, 4, 5, 6, 7, 8); };
+    cerr << "unknown payload variant " << variant << endl;
+    exit(2);
+}
 
 int main(int argc, char* argv[])
 {
@@ -73,12 +112,13 @@ int main(int argc, char* argv[])
         while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 1000; ++i) o->o(); ops += 1000; }
         p->ice_ping();
     }
-    else if(test == "batch-send")
+    else if(test == "batch-send" || test.compare(0, 11, "batch-send-") == 0)
     {
+        auto queue = batchCall(test);
         auto b = p->ice_batchOneway();
         while(chrono::steady_clock::now() < deadline && ops < 50000000)
         {
-            for(int i = 0; i < 10000; ++i) b->o();
+            for(int i = 0; i < 10000; ++i) queue(b);
             ops += 10000;
             if(ops % 100000 == 0) b->ice_flushBatchRequests();
         }
@@ -88,11 +128,12 @@ int main(int argc, char* argv[])
         cout << ops << " " << chrono::duration<double>(end - start).count() << endl;
         return 0;
     }
-    else if(test == "batch-delivered")
+    else if(test == "batch-delivered" || test.compare(0, 16, "batch-delivered-") == 0)
     {
+        auto queue = batchCall(test);
         p->reset();
         auto b = p->ice_batchOneway();
-        while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 10000; ++i) b->incr(); b->ice_flushBatchRequests(); ops += 10000; }
+        while(chrono::steady_clock::now() < deadline) { for(int i = 0; i < 10000; ++i) queue(b); b->ice_flushBatchRequests(); ops += 10000; }
         auto giveUp = chrono::steady_clock::now() + chrono::seconds(30);
         while(p->count() < ops)
         {

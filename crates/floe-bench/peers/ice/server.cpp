@@ -35,6 +35,31 @@ public:
     int count(const Ice::Current&) override { return _count.load(); }
     void reset(const Ice::Current&) override { _count = 0; }
     void shutdown(const Ice::Current& c) override { c.adapter->getCommunicator()->shutdown(); }
+    // cxRmi TEST1/TEST2 payloads: each counts its calls as incr() does.
+    void b1(Ice::Byte, const Ice::Current&) override { ++_count; }
+    void b2(Ice::Byte, Ice::Byte, const Ice::Current&) override { ++_count; }
+    void b4(Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, const Ice::Current&) override { ++_count; }
+    void b8(Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, Ice::Byte, const Ice::Current&) override { ++_count; }
+    void s1(Ice::Short, const Ice::Current&) override { ++_count; }
+    void s2(Ice::Short, Ice::Short, const Ice::Current&) override { ++_count; }
+    void s4(Ice::Short, Ice::Short, Ice::Short, Ice::Short, const Ice::Current&) override { ++_count; }
+    void s8(Ice::Short, Ice::Short, Ice::Short, Ice::Short, Ice::Short, Ice::Short, Ice::Short, Ice::Short, const Ice::Current&) override { ++_count; }
+    void i1(Ice::Int, const Ice::Current&) override { ++_count; }
+    void i2(Ice::Int, Ice::Int, const Ice::Current&) override { ++_count; }
+    void i4(Ice::Int, Ice::Int, Ice::Int, Ice::Int, const Ice::Current&) override { ++_count; }
+    void i8(Ice::Int, Ice::Int, Ice::Int, Ice::Int, Ice::Int, Ice::Int, Ice::Int, Ice::Int, const Ice::Current&) override { ++_count; }
+    void l1(Ice::Long, const Ice::Current&) override { ++_count; }
+    void l2(Ice::Long, Ice::Long, const Ice::Current&) override { ++_count; }
+    void l4(Ice::Long, Ice::Long, Ice::Long, Ice::Long, const Ice::Current&) override { ++_count; }
+    void l8(Ice::Long, Ice::Long, Ice::Long, Ice::Long, Ice::Long, Ice::Long, Ice::Long, Ice::Long, const Ice::Current&) override { ++_count; }
+    void f1(Ice::Float, const Ice::Current&) override { ++_count; }
+    void f2(Ice::Float, Ice::Float, const Ice::Current&) override { ++_count; }
+    void f4(Ice::Float, Ice::Float, Ice::Float, Ice::Float, const Ice::Current&) override { ++_count; }
+    void f8(Ice::Float, Ice::Float, Ice::Float, Ice::Float, Ice::Float, Ice::Float, Ice::Float, Ice::Float, const Ice::Current&) override { ++_count; }
+    void d1(Ice::Double, const Ice::Current&) override { ++_count; }
+    void d2(Ice::Double, Ice::Double, const Ice::Current&) override { ++_count; }
+    void d4(Ice::Double, Ice::Double, Ice::Double, Ice::Double, const Ice::Current&) override { ++_count; }
+    void d8(Ice::Double, Ice::Double, Ice::Double, Ice::Double, Ice::Double, Ice::Double, Ice::Double, Ice::Double, const Ice::Current&) override { ++_count; }
 
 private:
     atomic<int> _count;
