@@ -77,9 +77,10 @@ impl Request {
         let facet = CompactString::new(dec.read_facet_str()?);
         let operation = CompactString::new(dec.read_str()?);
         let mode = OperationMode::from_u8(dec.read_u8()?)?;
-        let context = Context::decode(dec)?;
-        let (encoding, params) = dec.read_encapsulation()?;
-        Ok(Request { request_id, identity, facet, operation, mode, context, encoding, params })
+        // Most requests carry no context: no call to the map decoder for them.
+        let context = if dec.read_zero_size() { Context::new() } else { Context::decode(dec)? };
+        let (encoding, start, len) = dec.read_encapsulation_bounds()?;
+        Ok(Request { request_id, identity, facet, operation, mode, context, encoding, params: dec.view(start, len) })
     }
 
     /// A decoder over the parameters, set to their encapsulation's encoding.
