@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use compact_str::CompactString;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
@@ -53,7 +55,16 @@ struct AdapterInner {
     /// The deactivation finished: its connections are closed.
     deactivation_done: AtomicBool,
     deactivated_notify: Notify,
+    /// Bumped whenever a servant or default servant is added or removed, so that the servant
+    /// a batch's previous request went to (a [`ServantCache`]) is looked up again.
+    servants_version: AtomicU64,
 }
+
+/// The servant the previous request of a batch went to, with the servant-map version it was
+/// found in: the next request for the same identity and facet goes to it without a lookup while
+/// no servant was added or removed.
+#[derive(Default)]
+pub(crate) struct ServantCache(Option<(u64, Identity, CompactString, Arc<dyn Dispatcher>)>);
 
 /// An object adapter. Cheap to clone; all clones are the same adapter.
 #[derive(Clone)]
@@ -121,6 +132,7 @@ impl ObjectAdapter {
                 deactivated: AtomicBool::new(false),
                 deactivation_done: AtomicBool::new(false),
                 deactivated_notify: Notify::new(),
+                servants_version: AtomicU64::new(0),
             }),
         })
     }
@@ -149,7 +161,9 @@ impl ObjectAdapter {
 
     /// Registers a servant for an identity and facet.
     pub fn add_facet(&self, servant: Arc<dyn Dispatcher>, identity: Identity, facet: &str) {
-        self.inner.servants.write().expect("servants").entry(identity).or_default().insert(facet.to_string(), servant);
+        let mut map = self.inner.servants.write().expect("servants");
+        map.entry(identity).or_default().insert(facet.to_string(), servant);
+        self.inner.servants_version.fetch_add(1, Ordering::Release);
     }
 
     /// Removes the servant of an identity's default facet; returns it.
@@ -165,13 +179,16 @@ impl ObjectAdapter {
         if facets.is_empty() {
             map.remove(identity);
         }
+        self.inner.servants_version.fetch_add(1, Ordering::Release);
         s
     }
 
     /// Registers a default servant: it receives requests for any identity of `category`
     /// ("" for every category) that has no servant of its own.
     pub fn add_default_servant(&self, servant: Arc<dyn Dispatcher>, category: &str) {
-        self.inner.default_servants.write().expect("default servants").insert(category.to_string(), servant);
+        let mut map = self.inner.default_servants.write().expect("default servants");
+        map.insert(category.to_string(), servant);
+        self.inner.servants_version.fetch_add(1, Ordering::Release);
     }
 
     /// Registers a servant locator for `category` ("" for every category).
@@ -213,9 +230,39 @@ impl ObjectAdapter {
     /// Dispatches a request to its servant (a registered one, a default servant, or one a
     /// servant locator finds), or answers ObjectNotExist / FacetNotExist.
     pub fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
-        if let Some(servant) = self.find(&request) {
-            return servant.dispatch(request);
+        match self.find(&request) {
+            Some(servant) => servant.dispatch(request),
+            None => self.dispatch_without_servant(request),
         }
+    }
+
+    /// [`dispatch`](Self::dispatch) for the requests of a batch: a request for the same
+    /// identity and facet as the previous one goes to the same servant without a lookup, as
+    /// long as no servant was added or removed in between.
+    pub(crate) fn dispatch_cached(&self, request: IncomingRequest, cache: &mut ServantCache) -> DispatchFuture {
+        // Read before the lookup: a change after it makes the next request look up again.
+        let version = self.inner.servants_version.load(Ordering::Acquire);
+        if let Some((cached_version, id, facet, servant)) = &cache.0 {
+            if *cached_version == version && *id == request.current.id && *facet == request.current.facet {
+                return servant.dispatch(request);
+            }
+        }
+        match self.find(&request) {
+            Some(servant) => {
+                let c = &request.current;
+                cache.0 = Some((version, c.id.clone(), c.facet.clone(), servant.clone()));
+                servant.dispatch(request)
+            }
+            None => {
+                cache.0 = None;
+                self.dispatch_without_servant(request)
+            }
+        }
+    }
+
+    /// Dispatches a request that has no registered or default servant: to a servant locator,
+    /// or answers ObjectNotExist / FacetNotExist.
+    fn dispatch_without_servant(&self, request: IncomingRequest) -> DispatchFuture {
         let not_found = |c: &crate::dispatch::Current| {
             if self.has_servant(&c.id) {
                 c.facet_not_exist()

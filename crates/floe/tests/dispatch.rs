@@ -330,3 +330,86 @@ fn wait_for_shutdown_returns_once_dispatches_in_progress_are_done() {
         server.destroy().await;
     });
 }
+
+/// Logs `note` calls under its label; `swap` replaces the servant of its identity with one
+/// labelled `B`, `remove` removes it.
+struct Recording {
+    label: &'static str,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Dispatcher for Recording {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let c = &request.current;
+        let adapter = c.adapter.clone().expect("dispatched by an adapter");
+        let entry = match c.operation.as_str() {
+            "note" => self.label.to_string(),
+            "swap" => {
+                adapter.add(Arc::new(Recording { label: "B", log: self.log.clone() }), c.id.clone());
+                format!("{} swapped", self.label)
+            }
+            "remove" => {
+                adapter.remove(&c.id);
+                format!("{} removed", self.label)
+            }
+            _ => return Box::pin(std::future::ready(c.operation_not_exist())),
+        };
+        self.log.lock().unwrap().push(entry);
+        Box::pin(std::future::ready(c.ok(|_| {})))
+    }
+}
+
+#[test]
+fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
+    use floe::encoding::EncodingVersion;
+    use floe::protocol::request::encode_request;
+    use floe::protocol::{BatchBuilder, RequestPrefix};
+    use std::io::{Read, Write};
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
+        a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), Identity::new("x"), "f");
+        a.activate().await.unwrap();
+        let proxy = a.create_proxy(Identity::new("x")).to_string();
+        let port: u16 = proxy.split(" -p ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        // One batch message, alternating facets: each request must reach the servant that is
+        // registered when it is dispatched, whatever the previous request went to.
+        let mut batch = BatchBuilder::new();
+        for (facet, op) in [
+            ("", "note"),
+            ("f", "note"),
+            ("", "swap"),
+            ("", "note"),
+            ("f", "note"),
+            ("", "remove"),
+            ("", "note"),
+            ("f", "note"),
+        ] {
+            let prefix = RequestPrefix::new(&Identity::new("x"), facet, op, OperationMode::Normal);
+            batch.start_request(&prefix, &Default::default(), EncodingVersion::V1_1);
+            batch.finish_request();
+        }
+        let batch = batch.take().unwrap();
+        let prefix = RequestPrefix::new(&Identity::new("x"), "f", "note", OperationMode::Normal);
+        let twoway = encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+        tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut validate = [0u8; 14];
+            s.read_exact(&mut validate).unwrap();
+            s.write_all(&batch).unwrap();
+            // Answered after the batch: the connection dispatches in order.
+            s.write_all(&twoway).unwrap();
+            let mut reply = [0u8; 25];
+            s.read_exact(&mut reply).unwrap();
+            assert_eq!(reply[8], 2, "a reply");
+        })
+        .await
+        .unwrap();
+        assert_eq!(*log.lock().unwrap(), ["A", "F", "A swapped", "B", "F", "B removed", "F", "F"]);
+        c.destroy().await;
+    });
+}

@@ -22,7 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, Notify};
 use tracing::{debug, trace, warn};
 
-use crate::adapter::ObjectAdapter;
+use crate::adapter::{ObjectAdapter, ServantCache};
 use crate::dispatch::{Current, IncomingRequest, Response};
 use crate::error::{Error, Result};
 use crate::protocol::compress::compress_message;
@@ -938,10 +938,21 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
                 return Ok(());
             }
-            // One request at a time: a batch's requests are never all decoded at once.
+            // One request at a time: a batch's requests are never all decoded at once. The
+            // adapter is looked up once for the whole batch.
+            let adapter = conn.adapter();
+            let mut servants = ServantCache::default();
             for request in BatchRequests::new(msg.body)? {
+                let request = request?;
                 // Batched requests are oneway: a reply (there is none) would be written here.
-                if let Some(reply) = start_dispatch(conn, request?, CompressionStatus::NotCompressed) {
+                let started = start_dispatch(
+                    conn,
+                    adapter.as_ref(),
+                    Some(&mut servants),
+                    request,
+                    CompressionStatus::NotCompressed,
+                );
+                if let Some(reply) = started {
                     write_reply(conn, reply).await;
                 }
                 if conn.shared.closed.load(Ordering::Acquire) {
@@ -963,7 +974,7 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
 
 /// Dispatches a request and writes its reply, if it has one.
 async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
-    if let Some(reply) = start_dispatch(conn, request, compression) {
+    if let Some(reply) = start_dispatch(conn, conn.adapter().as_ref(), None, request, compression) {
         write_reply(conn, reply).await;
     }
 }
@@ -982,11 +993,16 @@ async fn write_reply(conn: &Connection, (reply, tail): ReplyParts) {
 /// [`finish_dispatch`]); a oneway request that completed is finished here. A dispatch that
 /// waits continues as a task of its own, which writes its reply. Synchronous, so that the
 /// per-request path moves no large future.
-fn start_dispatch(conn: &Connection, request: Request, compression: CompressionStatus) -> Option<ReplyParts> {
-    let adapter = conn.adapter();
+fn start_dispatch(
+    conn: &Connection,
+    adapter: Option<&ObjectAdapter>,
+    servants: Option<&mut ServantCache>,
+    request: Request,
+    compression: CompressionStatus,
+) -> Option<ReplyParts> {
     let request_id = request.request_id;
     let current = Current {
-        adapter: adapter.clone(),
+        adapter: adapter.cloned(),
         connection: Some(conn.clone()),
         id: request.identity,
         facet: request.facet,
@@ -1000,7 +1016,10 @@ fn start_dispatch(conn: &Connection, request: Request, compression: CompressionS
     let fut = match adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
-        Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.dispatch(incoming))) {
+        Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match servants {
+            Some(cache) => a.dispatch_cached(incoming, cache),
+            None => a.dispatch(incoming),
+        })) {
             Ok(fut) => fut,
             Err(panic) => Box::pin(async move { std::panic::resume_unwind(panic) }),
         },
@@ -1013,6 +1032,11 @@ fn start_dispatch(conn: &Connection, request: Request, compression: CompressionS
     let mut fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
     let compress = compression != CompressionStatus::NotCompressed;
     match (&mut fut).now_or_never() {
+        // A oneway request has no reply to build.
+        Some(_) if request_id == 0 => {
+            finish_dispatch(conn);
+            None
+        }
         Some(result) => {
             let reply = response_bytes(result, request_id, compress, conn.shared.config.compression_level);
             if reply.is_none() {
