@@ -51,7 +51,10 @@ impl Perf for PerfImpl {
 
 /// Whether tonic has an equivalent of the test (gRPC has no oneway or batched calls).
 pub(crate) fn supports(test: &Test) -> bool {
-    !matches!(test.kind(), "oneway" | "batch-send" | "batch-delivered" | "batch-twoway")
+    !matches!(
+        test.kind(),
+        "oneway" | "batch-send" | "batch-delivered" | "batch-twoway" | "batch-send-payload" | "batch-delivered-payload"
+    )
 }
 
 fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
