@@ -348,6 +348,32 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// True when values of the type hold neither proxies nor class instances, at any depth:
+    /// decoding them needs no communicator.
+    fn is_plain_data(&self, t: &TypeRef, seen: &mut HashSet<String>) -> bool {
+        match t {
+            TypeRef::Builtin(b, _) => {
+                !matches!(b, Builtin::Object | Builtin::ObjectProxy | Builtin::Value | Builtin::LocalObject)
+            }
+            TypeRef::Named { proxy: true, .. } => false,
+            TypeRef::Named { resolved: Some(abs), .. } => {
+                if !seen.insert(abs.clone()) {
+                    return true;
+                }
+                match self.unit.lookup(abs).map(|(_, d)| &d.kind) {
+                    Some(DefKind::Enum { .. }) => true,
+                    Some(DefKind::Struct { members }) => members.iter().all(|m| self.is_plain_data(&m.ty, seen)),
+                    Some(DefKind::Sequence { elem }) => self.is_plain_data(elem, seen),
+                    Some(DefKind::Dictionary { key, value }) => {
+                        self.is_plain_data(key, seen) && self.is_plain_data(value, seen)
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
     /// How the in-parameters use classes: `(any, required)`. Encoding 1.0 writes pending
     /// values after them only when a required one does (optionals do not exist in 1.0).
     fn op_sends_classes(&self, o: &Operation) -> (bool, bool) {
@@ -1935,8 +1961,13 @@ impl<'a> Gen<'a> {
         let tuple = format!("({}{})", names.join(", "), if names.len() == 1 { "," } else { "" });
         // The decoder is gone before the servant runs (it is not part of the future), and an
         // operation without parameters needs none when the encapsulation is empty.
+        // Parameters without proxies or classes are read by a decoder that carries nothing of
+        // the communicator (cheaper to make).
+        let mut seen = HashSet::new();
+        let plain = ins.iter().all(|p| self.is_plain_data(&p.ty, &mut seen));
+        let decoder = if plain { "request.plain_decoder()" } else { "request.decoder()" };
         let decode = format!(
-            "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut request.decoder())",
+            "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut {decoder})",
             reads.join(" ")
         );
         if ins.is_empty() {

@@ -227,6 +227,14 @@ impl IncomingRequest {
         d
     }
 
+    /// A decoder over parameters that hold no proxies and no class instances: it carries
+    /// nothing of the communicator, so it costs less to make than [`decoder`](Self::decoder).
+    /// Decoding a proxy or a class with it fails. Generated dispatchers use it where the
+    /// parameter types allow.
+    pub fn plain_decoder(&self) -> Decoder {
+        Decoder::new(self.params.clone(), self.current.encoding)
+    }
+
     /// Checks that the parameters were read completely (unknown optionals are skipped).
     pub fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
         if !dec.encoding().is_1_0() {

@@ -458,7 +458,7 @@ pub mod demo {
                             if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.plain_decoder());
                             let (w,) = match __args {
                                 Ok(v) => v,
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -473,7 +473,7 @@ pub mod demo {
                             if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.plain_decoder());
                             let (name, data) = match __args {
                                 Ok(v) => v,
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -570,7 +570,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -585,7 +585,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -884,7 +884,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -899,7 +899,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.plain_decoder());
                         let (p, dx) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -914,7 +914,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.plain_decoder());
                         let (key,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -929,7 +929,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.plain_decoder());
                         let (size,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -944,7 +944,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.plain_decoder());
                         let (input,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -959,7 +959,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.plain_decoder());
                         let (m, names, levels) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -974,7 +974,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.plain_decoder());
                         let (why,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -989,7 +989,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1019,7 +1019,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.plain_decoder());
                         let (r#match,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1034,7 +1034,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1049,7 +1049,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1252,7 +1252,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.plain_decoder());
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1267,7 +1267,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1282,7 +1282,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1297,7 +1297,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1514,7 +1514,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.plain_decoder());
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1529,7 +1529,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1544,7 +1544,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1559,7 +1559,7 @@ pub mod demo {
                         if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
