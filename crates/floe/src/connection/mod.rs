@@ -943,18 +943,15 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             let adapter = conn.adapter();
             let mut servants = ServantCache::default();
             for request in BatchRequests::new(msg.body)? {
-                let request = request?;
-                // Batched requests are oneway: a reply (there is none) would be written here.
-                let started = start_dispatch(
+                // Batched requests are oneway (request id 0): there is never a reply to write.
+                let reply = start_dispatch(
                     conn,
                     adapter.as_ref(),
                     Some(&mut servants),
-                    request,
+                    request?,
                     CompressionStatus::NotCompressed,
                 );
-                if let Some(reply) = started {
-                    write_reply(conn, reply).await;
-                }
+                debug_assert!(reply.is_none(), "a batched request got a reply");
                 if conn.shared.closed.load(Ordering::Acquire) {
                     return Ok(());
                 }
@@ -974,18 +971,18 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
 
 /// Dispatches a request and writes its reply, if it has one.
 async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
+    // A dispatch that completed at once: the reader task writes its reply itself (waiting for
+    // the write is the backpressure on a peer that does not read its replies), then ends it.
     if let Some(reply) = start_dispatch(conn, conn.adapter().as_ref(), None, request, compression) {
         write_reply(conn, reply).await;
+        finish_dispatch(conn);
     }
 }
 
-/// Writes the reply of a dispatch that completed at once, and ends that dispatch. The reader
-/// task writes it itself: waiting for the write is the backpressure on a peer that does not
-/// read its replies.
+/// Writes a reply message and what follows it, and gives the message's buffer back.
 async fn write_reply(conn: &Connection, (reply, tail): ReplyParts) {
     let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
     crate::encoding::pool::give(reply);
-    finish_dispatch(conn);
 }
 
 /// Runs a dispatch until it first waits. When it completes at once, returns the reply to
@@ -1048,7 +1045,12 @@ fn start_dispatch(
             let conn = conn.clone();
             tokio::spawn(async move {
                 let result = fut.await;
-                send_response(&conn, result, request_id, compress).await;
+                if request_id != 0 {
+                    let level = conn.shared.config.compression_level;
+                    if let Some(reply) = response_bytes(result, request_id, compress, level) {
+                        write_reply(&conn, reply).await;
+                    }
+                }
                 finish_dispatch(&conn);
             });
             None
@@ -1126,16 +1128,12 @@ fn finish_dispatch(conn: &Connection) {
     }
 }
 
-async fn send_response(conn: &Connection, result: std::thread::Result<Response>, request_id: i32, compress: bool) {
-    if let Some((reply, tail)) = response_bytes(result, request_id, compress, conn.shared.config.compression_level) {
-        let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
-        crate::encoding::pool::give(reply);
-    }
-}
-
 /// A reply message to write, and the trailing bytes written right after it.
 type ReplyParts = (BytesMut, Option<Bytes>);
 
+/// The reply to a twoway request's dispatch (oneway dispatches build none; their callers do
+/// not get here): the servant's response, or UnknownException for a panic. `None` when the
+/// servant sent no reply (it closed the connection, say).
 fn response_bytes(
     result: std::thread::Result<Response>,
     request_id: i32,
@@ -1156,9 +1154,6 @@ fn response_bytes(
             }
         }
         Err(panic) => {
-            if request_id == 0 {
-                return None;
-            }
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
