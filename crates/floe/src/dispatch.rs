@@ -13,11 +13,7 @@ use crate::connection::Connection;
 use crate::encoding::{Context, Decoder, Encoder, EncodingVersion, Identity, UserExceptionSlices};
 use crate::error::Error;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
-use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus};
-
-/// Byte sequences at least this long that end a reply's results are sent from their own
-/// buffer (see [`Current::ok_with_tail`]).
-const SEPARATE_TAIL_MIN: usize = 64 * 1024;
+use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
 
 /// Information about the request being dispatched.
 #[derive(Debug, Clone)]
@@ -229,8 +225,9 @@ impl IncomingRequest {
 
     /// A decoder over parameters that hold no proxies and no class instances: it carries
     /// nothing of the communicator, so it costs less to make than [`decoder`](Self::decoder).
-    /// Decoding a proxy or a class with it fails. Generated dispatchers use it where the
-    /// parameter types allow.
+    /// A proxy decoded with it is a typed error (a proxy needs its communicator), and classes
+    /// would miss the communicator's value factories and `Ice.AcceptClassCycles`. Generated
+    /// dispatchers use it where the parameter types allow.
     pub fn plain_decoder(&self) -> Decoder {
         Decoder::new(self.params.clone(), self.current.encoding)
     }

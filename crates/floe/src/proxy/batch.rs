@@ -153,6 +153,9 @@ impl BatchWriter {
 impl Drop for BatchWriter {
     fn drop(&mut self) {
         if !self.builder.is_empty() {
+            // A poisoned queue (a parameter writer panicked while queuing on the proxy) may
+            // hold half a request: the proxy's batch is unusable then, and these requests are
+            // dropped rather than appended after it.
             if let Ok(mut q) = self.proxy.inner.batch.lock() {
                 q.builder.append(&mut self.builder);
             }

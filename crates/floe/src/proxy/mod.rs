@@ -19,7 +19,7 @@ use crate::encoding::{
 };
 use crate::error::{CallError, Error, Result};
 use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
-use crate::protocol::{BatchBuilder, OperationMode, ReplyBody};
+use crate::protocol::{BatchBuilder, OperationMode, ReplyBody, SEPARATE_TAIL_MIN};
 use reference::Reference;
 
 struct ProxyInner {
@@ -56,10 +56,6 @@ impl BatchQueue {
         self.heads.len() - 1
     }
 }
-
-/// Byte sequences at least this long that end a request's parameters are sent from their own
-/// buffer (see [`ObjectPrx::invoke_with_tail`]).
-const SEPARATE_TAIL_MIN: usize = 64 * 1024;
 
 /// An untyped proxy to an Ice object. Cheap to clone.
 #[derive(Clone)]
