@@ -221,7 +221,7 @@ fn batched_request(test: &Test) -> Vec<u8> {
 
 /// True for the operations the server counts: `incr` and the cxRmi payload variants.
 fn counted(op: &str) -> bool {
-    op == "incr" || (op.len() == 2 && "bsilfd".contains(&op[..1]) && matches!(&op[1..], "1" | "2" | "4" | "8"))
+    matches!(op.as_bytes(), b"incr" | [b'b' | b's' | b'i' | b'l' | b'f' | b'd', b'1' | b'2' | b'4' | b'8'])
 }
 
 fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u8> {

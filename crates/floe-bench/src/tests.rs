@@ -272,25 +272,24 @@ macro_rules! payload_tests {
     ($($variant:literal: $bytes:literal),*) => {
         /// Batched oneways by payload, sender side then delivered (after the tests in [`ALL`]).
         pub(crate) const PAYLOAD_TESTS: &[Test] = &[
-            $(Test {
-                name: concat!("batch-send-", $variant),
-                title: concat!("batched oneway ", $variant, " (", $bytes, " B), sender side"),
-                param: $bytes,
-                payload: $bytes,
-                unit: "requests/s",
-                seed: "cxRmi TEST1",
-                ice: true,
-            },)*
-            $(Test {
-                name: concat!("batch-delivered-", $variant),
-                title: concat!("batched oneway ", $variant, " (", $bytes, " B), delivered"),
-                param: $bytes,
-                payload: $bytes,
-                unit: "requests/s",
-                seed: "cxRmi TEST2",
-                ice: true,
-            },)*
+            $(payload_test!("batch-send-", $variant, $bytes, "sender side", "cxRmi TEST1"),)*
+            $(payload_test!("batch-delivered-", $variant, $bytes, "delivered", "cxRmi TEST2"),)*
         ];
+    };
+}
+
+/// One test of the payload matrix.
+macro_rules! payload_test {
+    ($prefix:literal, $variant:literal, $bytes:literal, $side:literal, $seed:literal) => {
+        Test {
+            name: concat!($prefix, $variant),
+            title: concat!("batched oneway ", $variant, " (", $bytes, " B), ", $side),
+            param: $bytes,
+            payload: $bytes,
+            unit: "requests/s",
+            seed: $seed,
+            ice: true,
+        }
     };
 }
 
