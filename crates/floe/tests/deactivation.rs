@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use floe::encoding::{EncodingVersion, EndpointData};
+use floe::protocol::request::encode_request;
+use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{Communicator, DispatchFuture, Dispatcher, Identity, IncomingRequest, ObjectAdapter};
 
 /// Counts the requests it gets, and those after `deactivated` was set.
@@ -28,25 +31,14 @@ impl Dispatcher for Watcher {
 
 /// The address the adapter's (single, tcp) endpoint listens on.
 fn listening_address(adapter: &ObjectAdapter) -> SocketAddr {
-    let proxy = adapter.create_proxy(Identity::new("x")).to_string();
-    let port: u16 = proxy.split(" -p ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().parse().unwrap();
-    SocketAddr::from(([127, 0, 0, 1], port))
+    let EndpointData::Tcp(tcp) = &adapter.endpoints()[0] else { panic!("not tcp: {:?}", adapter.endpoints()) };
+    SocketAddr::from(([127, 0, 0, 1], tcp.port as u16))
 }
 
 /// A twoway request for `ping` on `x`, encoding 1.1, empty parameters.
 fn ping_request(id: i32) -> Vec<u8> {
-    let mut body = id.to_le_bytes().to_vec();
-    body.extend_from_slice(&[1, b'x', 0]); // identity: name "x", category ""
-    body.push(0); // facet: none
-    body.extend_from_slice(&[4, b'p', b'i', b'n', b'g']);
-    body.push(0); // mode: normal
-    body.push(0); // context: empty
-    body.extend_from_slice(&[6, 0, 0, 0, 1, 1]); // empty encapsulation
-    let size = (14 + body.len()) as i32;
-    let mut message = vec![b'I', b'c', b'e', b'P', 1, 0, 1, 0, 0, 0];
-    message.extend_from_slice(&size.to_le_bytes());
-    message.extend_from_slice(&body);
-    message
+    let prefix = RequestPrefix::new(&Identity::new("x"), "", "ping", OperationMode::Normal);
+    encode_request(id, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {}).to_vec()
 }
 
 /// Connects, waits for ValidateConnection, sends one request and reads until the server closes

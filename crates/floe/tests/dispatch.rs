@@ -361,7 +361,7 @@ impl Dispatcher for Recording {
 
 #[test]
 fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
-    use floe::encoding::EncodingVersion;
+    use floe::encoding::{EncodingVersion, EndpointData};
     use floe::protocol::request::encode_request;
     use floe::protocol::{BatchBuilder, RequestPrefix};
     use std::io::{Read, Write};
@@ -374,8 +374,8 @@ fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() 
         a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
         a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), Identity::new("x"), "f");
         a.activate().await.unwrap();
-        let proxy = a.create_proxy(Identity::new("x")).to_string();
-        let port: u16 = proxy.split(" -p ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        let EndpointData::Tcp(tcp) = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
+        let port = tcp.port as u16;
         // One batch message, alternating facets: each request must reach the servant that is
         // registered when it is dispatched, whatever the previous request went to.
         let mut batch = BatchBuilder::new();
