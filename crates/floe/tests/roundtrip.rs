@@ -307,6 +307,50 @@ proptest! {
         }
     }
 
+    /// Batches taken with `take_full` as requests are queued (mixing the three ways of
+    /// queuing one) stay under the limit unless a request alone reaches it, and carry every
+    /// request once, in order.
+    #[test]
+    fn full_batches_stay_under_the_limit_and_keep_every_request(
+        sizes in proptest::collection::vec(0usize..300, 1..200),
+        limit in 18usize..1500,
+    ) {
+        let mut b = BatchBuilder::new();
+        let mut messages = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let op = format!("op{i}");
+            let prefix = RequestPrefix::new(&Identity::new("t"), "", &op, OperationMode::Normal);
+            let params = vec![i as u8; n];
+            match i % 3 {
+                0 => {
+                    b.start_request(&prefix, &Context::new(), EncodingVersion::V1_1).write_raw(&params);
+                    b.finish_request();
+                }
+                1 => b.push_encoded(&prefix, &Context::new(), EncodingVersion::V1_1, &params),
+                _ => {
+                    let single = encode_request(0, &prefix, &Context::new(), EncodingVersion::V1_1, |e| e.write_raw(&params));
+                    // A request message's body after the request id is a batched request.
+                    b.push_request_bytes(&single[18..]);
+                }
+            }
+            if let Some(m) = b.take_full(limit) {
+                messages.push(m);
+            }
+        }
+        messages.extend(b.take());
+        let mut seen = Vec::new();
+        for msg in messages {
+            let mut buf = msg.clone();
+            let m = FrameReader::new(1 << 20).next_message(&mut buf).unwrap().unwrap();
+            prop_assert!(buf.is_empty(), "one message, size patched");
+            let reqs = decode_batch(m.body).unwrap();
+            prop_assert!(msg.len() < limit || reqs.len() == 1, "{} bytes, {} requests, limit {}", msg.len(), reqs.len(), limit);
+            seen.extend(reqs.into_iter().map(|r| (r.operation.to_string(), r.params.len())));
+        }
+        let expected: Vec<_> = sizes.iter().enumerate().map(|(i, &n)| (format!("op{i}"), n)).collect();
+        prop_assert_eq!(seen, expected);
+    }
+
     #[test]
     fn replies_roundtrip(id in any::<i32>(), status in 0u8..8, text in ".{0,30}", payload in proptest::collection::vec(any::<u8>(), 0..100)) {
         use floe::protocol::reply::RequestFailed;

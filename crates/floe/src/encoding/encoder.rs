@@ -233,11 +233,21 @@ impl Encoder {
     }
 
     /// Opens an encapsulation of the given version: writes a placeholder size and the version.
+    #[inline]
     pub fn start_encapsulation(&mut self, encoding: EncodingVersion) {
         self.encaps.push(OpenEncapsulation { start: self.buf.len(), outer_encoding: self.encoding });
-        self.buf.put_i32_le(0);
-        self.buf.put_u8(encoding.major);
-        self.buf.put_u8(encoding.minor);
+        self.put_array([0, 0, 0, 0, encoding.major, encoding.minor]);
+        self.encoding = encoding;
+    }
+
+    /// Opens an encapsulation whose 6-byte header (size placeholder and `encoding`) the caller
+    /// has already written at `start`, as part of a larger copy.
+    #[inline]
+    pub(crate) fn resume_encapsulation(&mut self, start: usize, encoding: EncodingVersion) {
+        debug_assert!(
+            start + 6 <= self.buf.len() && self.buf[start + 4..start + 6] == [encoding.major, encoding.minor]
+        );
+        self.encaps.push(OpenEncapsulation { start, outer_encoding: self.encoding });
         self.encoding = encoding;
     }
 
@@ -250,6 +260,7 @@ impl Encoder {
     ///
     /// # Panics
     /// If no encapsulation is open (a bug in the calling code, never caused by data).
+    #[inline]
     pub fn end_encapsulation(&mut self) {
         self.end_encapsulation_before(0);
     }
@@ -260,6 +271,7 @@ impl Encoder {
     /// # Panics
     /// If no encapsulation is open, or the encapsulation would exceed `i32::MAX` bytes (no
     /// Ice message can hold it).
+    #[inline]
     pub fn end_encapsulation_before(&mut self, extra: usize) {
         let open = self.encaps.pop().expect("end_encapsulation without start_encapsulation");
         let size = i32::try_from(self.buf.len() - open.start + extra).expect("encapsulations are limited to i32::MAX");

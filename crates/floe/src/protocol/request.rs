@@ -238,7 +238,10 @@ pub fn encode_request(
 pub struct BatchBuilder {
     enc: Encoder,
     count: i32,
+    /// Where the request being written starts, between `start_request*` and `finish_request`.
     pending: Option<usize>,
+    /// Where the last complete request starts.
+    last_start: usize,
 }
 
 /// Offset of the request count in a batch-request message.
@@ -253,7 +256,7 @@ impl Default for BatchBuilder {
 impl BatchBuilder {
     /// An empty batch.
     pub fn new() -> Self {
-        let mut b = BatchBuilder { enc: Encoder::new(EncodingVersion::V1_0), count: 0, pending: None };
+        let mut b = BatchBuilder { enc: Encoder::new(EncodingVersion::V1_0), count: 0, pending: None, last_start: 0 };
         b.reset();
         b
     }
@@ -262,6 +265,7 @@ impl BatchBuilder {
         self.enc.write_raw(&Header::bytes(MessageType::BatchRequest, CompressionStatus::NotCompressed, 0));
         self.enc.write_i32(0);
         self.count = 0;
+        self.last_start = self.enc.len();
     }
 
     /// Number of requests queued.
@@ -312,7 +316,9 @@ impl BatchBuilder {
     #[inline]
     pub fn finish_request(&mut self) {
         self.enc.end_encapsulation();
-        self.pending = None;
+        if let Some(start) = self.pending.take() {
+            self.last_start = start;
+        }
         self.count += 1;
     }
 
@@ -320,6 +326,7 @@ impl BatchBuilder {
     /// encoded.
     #[inline]
     pub fn push_request_bytes(&mut self, request: &[u8]) {
+        self.last_start = self.enc.len();
         self.enc.write_raw(request);
         self.count += 1;
     }
@@ -329,7 +336,9 @@ impl BatchBuilder {
         if other.count == 0 {
             return;
         }
+        let start = self.enc.len();
         self.enc.write_raw(&other.enc.as_slice()[BATCH_COUNT_OFFSET + 4..]);
+        self.last_start = start + (other.last_start - (BATCH_COUNT_OFFSET + 4));
         self.count += other.count;
         other.enc = Encoder::new(EncodingVersion::V1_0);
         other.pending = None;
@@ -354,6 +363,7 @@ impl BatchBuilder {
         encoding: EncodingVersion,
         params: &[u8],
     ) {
+        self.last_start = self.enc.len();
         self.enc.write_raw(prefix.as_bytes());
         context.encode(&mut self.enc);
         self.enc.write_encapsulation(encoding, params);
@@ -374,6 +384,34 @@ impl BatchBuilder {
         // Reuse the allocation when it is small; a large batch hands its buffer to the writer.
         self.enc = Encoder::with_capacity(size.min(64 * 1024), EncodingVersion::V1_0);
         self.reset();
+        Some(buf)
+    }
+
+    /// Takes a full batch: once the queued requests reach `limit` bytes (header included),
+    /// returns the message of every request but the last one, which stays queued as the first
+    /// request of the next batch. Messages taken this way therefore stay under `limit` — what
+    /// a peer's `Ice.MessageSizeMax` accepts when `limit` is `Ice.BatchAutoFlushSize` — unless
+    /// one request alone reaches it, and then that request is taken on its own. Returns `None`
+    /// while the batch is under `limit` or a request is being written.
+    pub fn take_full(&mut self, limit: usize) -> Option<BytesMut> {
+        if self.enc.len() < limit || self.pending.is_some() || self.count == 0 {
+            return None;
+        }
+        if self.count == 1 {
+            return self.take();
+        }
+        let count = self.count - 1;
+        let last = self.last_start;
+        let mut buf = std::mem::take(&mut self.enc).into_buffer();
+        // The next batch is likely to fill up as this one did: room for it at once, in a
+        // buffer a written message gave back when there is one.
+        self.enc = Encoder::with_buffer(crate::encoding::pool::take(buf.len()), EncodingVersion::V1_0);
+        self.reset();
+        self.enc.write_raw(&buf[last..]);
+        self.count = 1;
+        buf.truncate(last);
+        patch_size(&mut buf, last);
+        buf[BATCH_COUNT_OFFSET..BATCH_COUNT_OFFSET + 4].copy_from_slice(&count.to_le_bytes());
         Some(buf)
     }
 }

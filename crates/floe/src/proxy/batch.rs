@@ -3,30 +3,41 @@
 
 use crate::encoding::{Encode, Encoder, EncodingVersion};
 use crate::error::Result;
+use std::collections::VecDeque;
+
+use bytes::BytesMut;
+
 use crate::protocol::{BatchBuilder, OperationMode};
 
 use super::ObjectPrx;
 
-/// Queues batched oneway requests for one proxy's target in a buffer of its own, and sends
+/// Queues batched oneway requests for one proxy's target in buffers of its own, and sends
 /// them with [`BatchWriter::flush`].
 ///
-/// Queuing is a plain function call: the request head (identity, facet, operation, mode,
-/// context and, for operations without parameters, the whole encapsulation) is encoded once
-/// per operation and copied afterwards, so a request without parameters costs one copy of a
-/// few bytes. Generated proxies wrap it with one typed method per oneway-capable operation
-/// (`FooPrx::batch_writer()` returns a `FooBatch`).
+/// Queuing is a plain function call that does no I/O: the request head (identity, facet,
+/// operation, mode, context and, for operations without parameters, the whole encapsulation)
+/// is encoded once per operation and copied afterwards, so a request without parameters costs
+/// one copy of a few bytes. Generated proxies wrap it with one typed method per
+/// oneway-capable operation (`FooPrx::batch_writer()` returns a `FooBatch`).
 ///
-/// Unlike requests queued through a batch-oneway proxy, nothing is flushed automatically
-/// (queuing does no I/O): check [`BatchWriter::needs_flush`], which turns true once the
-/// queued bytes reach `Ice.BatchAutoFlushSize`, and call [`BatchWriter::flush`]. Requests
-/// still queued when the writer is dropped move to the proxy's own batch queue, where
-/// [`ObjectPrx::ice_flush_batch_requests`] sends them; nothing queued is lost.
+/// Requests are packed into batch messages of at most `Ice.BatchAutoFlushSize` bytes (which
+/// a peer with the same `Ice.MessageSizeMax` accepts); once a message is full the next one
+/// starts, and [`BatchWriter::needs_flush`] turns true. Unlike a batch-oneway proxy, the
+/// writer never flushes by itself: [`BatchWriter::flush`] sends every full message and the
+/// one being filled, in order, so the caller decides when to pay for the I/O — as often as
+/// `needs_flush` says to keep memory flat, or once after queuing many messages' worth.
+/// Requests still queued when the writer is dropped move to the proxy's own batch queue,
+/// where [`ObjectPrx::ice_flush_batch_requests`] sends them; nothing queued is lost.
 ///
 /// The context is taken when the writer is made (the proxy's context merged over the
 /// communicator's implicit context), as is the encoding.
 pub struct BatchWriter {
     proxy: ObjectPrx,
     builder: BatchBuilder,
+    /// Full messages waiting for `flush`, with their request counts.
+    full: VecDeque<(BytesMut, usize)>,
+    /// Number of requests in `full`.
+    full_requests: usize,
     context: Vec<u8>,
     encoding: EncodingVersion,
     heads: Vec<Head>,
@@ -42,19 +53,26 @@ struct Head {
     bytes: Vec<u8>,
 }
 
-impl Head {
-    /// The head without the empty encapsulation that ends it.
-    fn without_params(&self) -> &[u8] {
-        &self.bytes[..self.bytes.len() - 6]
+/// `a == b`, inlined for the short names operations have (a call to `memcmp` would cost more
+/// than queuing the rest of a request does).
+#[inline]
+fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
     }
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 impl std::fmt::Debug for BatchWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BatchWriter")
             .field("proxy", &self.proxy)
-            .field("queued", &self.builder.count())
-            .field("bytes", &self.builder.len())
+            .field("queued", &self.len())
+            .field("full_messages", &self.full.len())
             .finish()
     }
 }
@@ -70,6 +88,8 @@ impl BatchWriter {
         BatchWriter {
             proxy,
             builder: BatchBuilder::new(),
+            full: VecDeque::new(),
+            full_requests: 0,
             context,
             encoding,
             heads: Vec::new(),
@@ -86,7 +106,7 @@ impl BatchWriter {
     #[inline]
     fn head(&mut self, operation: &str, mode: OperationMode) -> usize {
         if let Some(h) = self.heads.get(self.last) {
-            if h.mode == mode && h.operation == operation {
+            if h.mode == mode && same_name(&h.operation, operation) {
                 return self.last;
             }
         }
@@ -112,6 +132,7 @@ impl BatchWriter {
     pub fn queue_empty(&mut self, operation: &str, mode: OperationMode) {
         let i = self.head(operation, mode);
         self.builder.push_request_bytes(&self.heads[i].bytes);
+        self.seal_if_full();
     }
 
     /// Queues a request whose parameters `write` encodes.
@@ -119,45 +140,86 @@ impl BatchWriter {
     pub fn queue(&mut self, operation: &str, mode: OperationMode, write: impl FnOnce(&mut Encoder)) {
         let i = self.head(operation, mode);
         let enc = self.builder.start_request_raw();
-        enc.write_raw(self.heads[i].without_params());
-        enc.start_encapsulation(self.encoding);
+        // One copy of the head and the empty encapsulation's header, then the parameters.
+        let head = &self.heads[i].bytes;
+        let encapsulation = enc.len() + head.len() - 6;
+        enc.write_raw(head);
+        enc.resume_encapsulation(encapsulation, self.encoding);
         write(enc);
         self.builder.finish_request();
+        self.seal_if_full();
+    }
+
+    #[inline]
+    fn seal_if_full(&mut self) {
+        if self.builder.len() >= self.auto_flush_size {
+            self.seal();
+        }
+    }
+
+    #[cold]
+    fn seal(&mut self) {
+        let before = self.builder.count();
+        if let Some(msg) = self.builder.take_full(self.auto_flush_size) {
+            let n = before - self.builder.count();
+            self.full.push_back((msg, n));
+            self.full_requests += n;
+        }
     }
 
     /// Number of requests queued.
     pub fn len(&self) -> usize {
-        self.builder.count()
+        self.builder.count() + self.full_requests
     }
 
     /// True when no request is queued.
     pub fn is_empty(&self) -> bool {
-        self.builder.is_empty()
+        self.len() == 0
     }
 
-    /// True once the queued requests reach `Ice.BatchAutoFlushSize` bytes: time to flush.
+    /// True once the queued requests fill at least one message of `Ice.BatchAutoFlushSize`
+    /// bytes: time to flush, unless the caller means to queue more first.
     #[inline]
     pub fn needs_flush(&self) -> bool {
-        self.builder.len() >= self.auto_flush_size
+        !self.full.is_empty()
     }
 
-    /// Sends the queued requests in one batch message (nothing when none is queued).
+    /// Sends the queued requests: the full messages, then the one being filled (nothing when
+    /// no request is queued). A failure drops the message that failed; the messages after it
+    /// stay queued for the next flush.
     pub async fn flush(&mut self) -> Result<()> {
-        match self.builder.take() {
-            Some(msg) => self.proxy.send_with_retry(msg, None, OperationMode::Normal, false).await.map(|_| ()),
-            None => Ok(()),
+        let before = self.builder.count();
+        if let Some(msg) = self.builder.take() {
+            self.full.push_back((msg, before));
+            self.full_requests += before;
         }
+        while let Some((msg, n)) = self.full.pop_front() {
+            self.full_requests -= n;
+            self.proxy.send_with_retry(msg, None, OperationMode::Normal, false).await?;
+        }
+        Ok(())
     }
 }
 
 impl Drop for BatchWriter {
     fn drop(&mut self) {
-        if !self.builder.is_empty() {
-            // A poisoned queue (a parameter writer panicked while queuing on the proxy) may
-            // hold half a request: the proxy's batch is unusable then, and these requests are
-            // dropped rather than appended after it.
-            if let Ok(mut q) = self.proxy.inner.batch.lock() {
-                q.builder.append(&mut self.builder);
+        if self.is_empty() {
+            return;
+        }
+        // A poisoned queue (a parameter writer panicked while queuing on the proxy) may hold
+        // half a request: the proxy's batch is unusable then, and these requests are dropped
+        // rather than queued after it.
+        if let Ok(mut q) = self.proxy.inner.batch.lock() {
+            // After the proxy's own requests, as whole messages: appended to the proxy's
+            // batch, a full message's worth would make one message too large to send.
+            let before = q.builder.count();
+            if let Some(own) = q.builder.take() {
+                q.full.push_back((own, before));
+            }
+            q.full.extend(self.full.drain(..));
+            let mine = self.builder.count();
+            if let Some(last) = self.builder.take() {
+                q.full.push_back((last, mine));
             }
         }
     }

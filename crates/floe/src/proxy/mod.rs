@@ -7,6 +7,7 @@ pub mod reference;
 
 pub use batch::BatchWriter;
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,9 +39,24 @@ struct ProxyInner {
 struct BatchQueue {
     builder: BatchBuilder,
     heads: Vec<(String, OperationMode, Vec<u8>)>,
+    /// Complete batch messages, with their request counts, queued ahead of `builder`'s
+    /// requests (left by dropped [`BatchWriter`]s).
+    full: VecDeque<(BytesMut, usize)>,
 }
 
 impl BatchQueue {
+    /// Every queued message, in queuing order, leaving the queue empty.
+    fn take_all(&mut self) -> Vec<BytesMut> {
+        let mut all: Vec<BytesMut> = self.full.drain(..).map(|(m, _)| m).collect();
+        all.extend(self.builder.take());
+        all
+    }
+
+    /// Number of queued requests.
+    fn count(&self) -> usize {
+        self.builder.count() + self.full.iter().map(|(_, n)| n).sum::<usize>()
+    }
+
     fn head(&mut self, target: &[u8], operation: &str, mode: OperationMode) -> usize {
         if let Some(i) = self.heads.iter().position(|(op, m, _)| *m == mode && op == operation) {
             return i;
@@ -486,9 +502,9 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder) + 'a,
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
         if self.inner.reference.wire.mode.is_batch() {
-            let full = self.queue_batch(operation, mode, context, write);
+            let due = self.queue_batch(operation, mode, context, write);
             // The flush future is boxed so that queuing stays a small, ready future.
-            let flush = full.map(|msg| Box::pin(self.send_with_retry(msg, None, OperationMode::Normal, false)));
+            let flush = due.map(|msgs| Box::pin(self.send_batches(msgs)));
             return futures_util::future::Either::Left(async move {
                 if let Some(f) = flush {
                     f.await?;
@@ -566,14 +582,16 @@ impl ObjectPrx {
         }
     }
 
-    /// Queues a request; returns the batch message when it reached the auto-flush size.
+    /// Queues a request; when the queue reached the auto-flush size, returns the messages to
+    /// send: the requests before this one (see [`BatchBuilder::take_full`]), after any full
+    /// messages a dropped [`BatchWriter`] left.
     fn queue_batch(
         &self,
         operation: &str,
         mode: OperationMode,
         context: Option<&Context>,
         write: impl FnOnce(&mut Encoder),
-    ) -> Option<BytesMut> {
+    ) -> Option<Vec<BytesMut>> {
         let ctx = self.context_for(context);
         let encoding = self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
         let mut q = self.inner.batch.lock().expect("batch");
@@ -589,11 +607,10 @@ impl ObjectPrx {
         enc.start_encapsulation(encoding);
         write(enc);
         q.builder.finish_request();
-        if q.builder.len() >= self.inner.communicator.batch_auto_flush_size() {
-            q.builder.take()
-        } else {
-            None
-        }
+        let full = q.builder.take_full(self.inner.communicator.batch_auto_flush_size())?;
+        let mut due: Vec<BytesMut> = q.full.drain(..).map(|(m, _)| m).collect();
+        due.push(full);
+        Some(due)
     }
 
     /// A [`BatchWriter`] for this proxy's target: queues batched oneway requests without
@@ -604,16 +621,22 @@ impl ObjectPrx {
 
     /// Number of batched requests waiting to be flushed.
     pub fn batch_request_count(&self) -> usize {
-        self.inner.batch.lock().expect("batch").builder.count()
+        self.inner.batch.lock().expect("batch").count()
     }
 
-    /// Sends the queued batch requests in one message.
+    /// Sends the queued batch requests (in one message, unless they were queued through a
+    /// [`BatchWriter`] that filled several).
     pub async fn ice_flush_batch_requests(&self) -> Result<()> {
-        let msg = self.inner.batch.lock().expect("batch").builder.take();
-        match msg {
-            Some(m) => self.send_with_retry(m, None, OperationMode::Normal, false).await.map(|_| ()),
-            None => Ok(()),
+        let msgs = self.inner.batch.lock().expect("batch").take_all();
+        self.send_batches(msgs).await
+    }
+
+    /// Sends batch messages in order; a failure drops the messages after the one that failed.
+    pub(crate) async fn send_batches(&self, msgs: Vec<BytesMut>) -> Result<()> {
+        for msg in msgs {
+            self.send_with_retry(msg, None, OperationMode::Normal, false).await?;
         }
+        Ok(())
     }
 
     /// Sends many twoway requests with one write and waits for all their replies (batched

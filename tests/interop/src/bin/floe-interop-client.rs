@@ -397,6 +397,28 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         wait_counter(t, 5100).await
     })
     .await;
+    c.run(&n("batches of several messages stay within the server's message size"), async {
+        // 3 MB of requests against a server on the default Ice.MessageSizeMax (1 MB): every
+        // message sent, whether auto-flushed by a batch-oneway proxy or filled by a batch
+        // writer, must be small enough for it.
+        t.reset_counter().await.map_err(fail)?;
+        let b = t.ice_batch_oneway();
+        for _ in 0..100_000 {
+            b.inc_counter(1).await.map_err(fail)?;
+        }
+        b.ice_flush_batch_requests().await.map_err(fail)?;
+        wait_counter(t, 100_000).await?;
+        let mut w = t.batch_writer();
+        for _ in 0..100_000 {
+            w.inc_counter(1);
+        }
+        if !w.needs_flush() {
+            return Err("a writer holding 3 MB of requests does not ask for a flush".into());
+        }
+        w.flush().await.map_err(fail)?;
+        wait_counter(t, 200_000).await
+    })
+    .await;
     c.run(&n("batched twoway"), async {
         let obj: &ObjectPrx = t;
         let outcomes = obj
