@@ -199,27 +199,24 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             p.o().await?;
         }
         "batch-send" | "batch-send-payload" => {
-            // Queued through the typed batch writer; flushed every 100,000 requests (and
-            // whenever the queue reaches Ice.BatchAutoFlushSize), as the raw baseline does.
+            // cxRmi TEST1 times only the batching: rounds of queuing through the typed batch
+            // writer (which packs requests into messages of Ice.BatchAutoFlushSize and does no
+            // I/O); each round is then flushed and confirmed by a twoway call, untimed.
             let queue = batch_call(test)?;
+            let round = crate::tests::sender_round(duration);
             let mut b = p.batch_writer();
-            let mut end = start;
-            while Instant::now() < deadline && ops < 50_000_000 {
-                for _ in 0..10_000 {
+            let mut queuing = Duration::ZERO;
+            while ops == 0 || Instant::now() < deadline {
+                let t0 = Instant::now();
+                for _ in 0..round {
                     queue(&mut b);
-                    if b.needs_flush() {
-                        b.flush().await?;
-                    }
                 }
-                ops += 10_000;
-                end = Instant::now();
-                if ops % 100_000 == 0 {
-                    b.flush().await?;
-                }
+                queuing += t0.elapsed();
+                ops += round;
+                b.flush().await?;
+                p.o().await?;
             }
-            b.flush().await?;
-            p.o().await?;
-            return Ok((ops, (end - start).as_secs_f64()));
+            return Ok((ops, queuing.as_secs_f64()));
         }
         "batch-delivered" | "batch-delivered-payload" => {
             let queue = batch_call(test)?;

@@ -219,6 +219,24 @@ fn batched_request(test: &Test) -> Vec<u8> {
     }
 }
 
+/// A batch message of `n` copies of the batched request `body`.
+fn batch_message(body: &[u8], n: usize) -> Vec<u8> {
+    batch_message_into(Vec::with_capacity(18 + n * body.len()), body, n)
+}
+
+/// Like [`batch_message`], reusing `buf`'s allocation.
+fn batch_message_into(mut buf: Vec<u8>, body: &[u8], n: usize) -> Vec<u8> {
+    buf.clear();
+    buf.extend_from_slice(b"IceP\x01\x00\x01\x00\x01\x00\0\0\0\0\0\0\0\0");
+    for _ in 0..n {
+        buf.extend_from_slice(body);
+    }
+    let size = buf.len() as i32;
+    buf[10..14].copy_from_slice(&size.to_le_bytes());
+    buf[14..18].copy_from_slice(&(n as i32).to_le_bytes());
+    buf
+}
+
 /// True for the operations the server counts: `incr` and the cxRmi payload variants.
 fn counted(op: &str) -> bool {
     matches!(op.as_bytes(), b"incr" | [b'b' | b's' | b'i' | b'l' | b'f' | b'd', b'1' | b'2' | b'4' | b'8'])
@@ -349,32 +367,42 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             }
             c.call(&o)?;
         }
-        "batch-send" | "batch-delivered" | "batch-send-payload" | "batch-delivered-payload" => {
-            let sender_side = test.kind().starts_with("batch-send");
+        "batch-send" | "batch-send-payload" => {
+            // cxRmi TEST1 times only the batching: rounds of requests copied into batch
+            // messages of at most Ice.BatchAutoFlushSize (1 MB); each round is then written and
+            // confirmed by a twoway call, untimed.
             let req = batched_request(test);
             let body = &req[18..];
-            if !sender_side {
-                c.call(&message("reset", |_| {}))?;
-            }
-            let per_batch = if sender_side { 100_000 } else { 10_000 };
-            let mut buf: Vec<u8> = Vec::with_capacity(18 + per_batch * body.len());
-            let mut end = start;
-            while Instant::now() < deadline && ops < 50_000_000 {
-                buf.clear();
-                buf.extend_from_slice(b"IceP\x01\x00\x01\x00\x01\x00\0\0\0\0\0\0\0\0");
-                for _ in 0..per_batch {
-                    buf.extend_from_slice(body);
+            let round = crate::tests::sender_round(duration) as usize;
+            let per_message = ((1 << 20) - 18) / body.len();
+            let mut queuing = Duration::ZERO;
+            while ops == 0 || Instant::now() < deadline {
+                let t0 = Instant::now();
+                let mut messages = Vec::with_capacity(round / per_message + 1);
+                let mut left = round;
+                while left > 0 {
+                    let n = left.min(per_message);
+                    messages.push(batch_message(body, n));
+                    left -= n;
                 }
-                let size = buf.len() as i32;
-                buf[10..14].copy_from_slice(&size.to_le_bytes());
-                buf[14..18].copy_from_slice(&(per_batch as i32).to_le_bytes());
-                ops += per_batch as u64;
-                end = Instant::now();
-                c.w.write_all(&buf)?;
-            }
-            if sender_side {
+                queuing += t0.elapsed();
+                ops += round as u64;
+                for m in &messages {
+                    c.w.write_all(m)?;
+                }
                 c.call(&o)?;
-                return Ok((ops, (end - start).as_secs_f64()));
+            }
+            return Ok((ops, queuing.as_secs_f64()));
+        }
+        "batch-delivered" | "batch-delivered-payload" => {
+            let req = batched_request(test);
+            let body = &req[18..];
+            c.call(&message("reset", |_| {}))?;
+            let mut buf: Vec<u8> = Vec::new();
+            while Instant::now() < deadline {
+                buf = batch_message_into(buf, body, 10_000);
+                ops += 10_000;
+                c.w.write_all(&buf)?;
             }
             let give_up = Instant::now() + Duration::from_secs(30);
             while c.count()? < ops as i64 {

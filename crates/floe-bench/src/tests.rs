@@ -266,6 +266,16 @@ pub(crate) const ALL: &[Test] = &[
     },
 ];
 
+/// Requests per round of a sender-side batched-oneway test (cxRmi TEST1 batches one million);
+/// a `--quick` run's shorter measurements batch 100,000.
+pub(crate) fn sender_round(duration: std::time::Duration) -> u64 {
+    if duration >= std::time::Duration::from_millis(250) {
+        1_000_000
+    } else {
+        100_000
+    }
+}
+
 /// Declares the cxRmi TEST1/TEST2 payload matrix: batched oneways carrying `n` parameters of one
 /// primitive type (`b` byte, `s` short, `i` int, `l` long, `f` float, `d` double).
 macro_rules! payload_tests {
