@@ -7,15 +7,26 @@ use std::sync::{Arc, Mutex};
 use floe::protocol::OperationMode;
 use floe::{Communicator, DispatchFuture, Dispatcher, Identity, IncomingRequest, ObjectPrx};
 
-/// Records the `i32` of every `add`; `count` answers how many arrived.
+/// Records the `i32` of every `add` (and -2 once a `slow` has waited 200 ms); `count` answers
+/// how many arrived.
 #[derive(Default)]
 struct Recorder {
-    seen: Mutex<Vec<i32>>,
+    seen: Arc<Mutex<Vec<i32>>>,
+    connection: Mutex<Option<floe::Connection>>,
 }
 
 impl Dispatcher for Recorder {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         let c = &request.current;
+        *self.connection.lock().unwrap() = c.connection.clone();
+        if c.operation == "slow" {
+            let seen = self.seen.clone();
+            return Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                seen.lock().unwrap().push(-2);
+                request.current.ok(|_| {})
+            });
+        }
         let response = match c.operation.as_str() {
             "add" => match request.plain_decoder().read_i32() {
                 Ok(v) => {
@@ -128,6 +139,32 @@ fn requests_a_dropped_batch_writer_held_are_flushed_by_the_proxy_after_its_own()
         assert_eq!(count(&p).await, N + 1);
         let expected: Vec<i32> = std::iter::once(-1).chain(0..N).collect();
         assert_eq!(*recorder.seen.lock().unwrap(), expected);
+        client.destroy().await;
+        server.destroy().await;
+    });
+}
+
+#[test]
+fn a_graceful_close_waits_for_a_batched_request_whose_dispatch_waits() {
+    runtime().block_on(async {
+        let (server, recorder, target) = server().await;
+        let client = Communicator::new().unwrap();
+        let p = client.string_to_proxy(&target.to_string()).unwrap();
+        let mut w = p.batch_writer();
+        w.queue("add", OperationMode::Normal, |e| add(e, 1));
+        w.queue_empty("slow", OperationMode::Normal);
+        w.queue("add", OperationMode::Normal, |e| add(e, 2));
+        w.flush().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while recorder.seen.lock().unwrap().len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the batch never arrived");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // The batch ran to its end while `slow` waits; the close must wait for `slow`.
+        assert_eq!(*recorder.seen.lock().unwrap(), [1, 2]);
+        let connection = recorder.connection.lock().unwrap().clone().expect("the server's connection");
+        connection.close().await;
+        assert_eq!(*recorder.seen.lock().unwrap(), [1, 2, -2], "closed before the dispatch finished");
         client.destroy().await;
         server.destroy().await;
     });

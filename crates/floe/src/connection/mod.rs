@@ -942,7 +942,12 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             // adapter is looked up once for the whole batch.
             let adapter = conn.adapter();
             let mut servants = ServantCache::default();
-            for request in BatchRequests::new(msg.body)? {
+            let requests = BatchRequests::new(msg.body)?;
+            // The batch counts as one dispatch in progress while its requests run here (a
+            // graceful close waits for it as a whole); a request that has to wait counts on
+            // its own.
+            let _batch = DispatchInProgress::start(conn);
+            for request in requests {
                 // Batched requests are oneway (request id 0): there is never a reply to write.
                 let reply = start_dispatch(
                     conn,
@@ -985,11 +990,32 @@ async fn write_reply(conn: &Connection, (reply, tail): ReplyParts) {
     crate::encoding::pool::give(reply);
 }
 
+/// A dispatch in progress for as long as it lives (the batch loop's: one for all the requests
+/// of a batch that complete at once).
+struct DispatchInProgress<'a>(&'a Connection);
+
+impl<'a> DispatchInProgress<'a> {
+    fn start(conn: &'a Connection) -> Self {
+        conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+        DispatchInProgress(conn)
+    }
+}
+
+impl Drop for DispatchInProgress<'_> {
+    fn drop(&mut self) {
+        finish_dispatch(self.0);
+    }
+}
+
 /// Runs a dispatch until it first waits. When it completes at once, returns the reply to
 /// write (the dispatch then counts as in progress until the caller has written it and called
 /// [`finish_dispatch`]); a oneway request that completed is finished here. A dispatch that
 /// waits continues as a task of its own, which writes its reply. Synchronous, so that the
 /// per-request path moves no large future.
+///
+/// With `servants` (the requests of a batch, all oneway), the caller holds a
+/// [`DispatchInProgress`] for the batch: a request that completes at once is not counted on
+/// its own.
 fn start_dispatch(
     conn: &Connection,
     adapter: Option<&ObjectAdapter>,
@@ -998,6 +1024,8 @@ fn start_dispatch(
     compression: CompressionStatus,
 ) -> Option<ReplyParts> {
     let request_id = request.request_id;
+    let in_batch = servants.is_some();
+    debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
     let current = Current {
         adapter: adapter.cloned(),
         connection: Some(conn.clone()),
@@ -1025,13 +1053,17 @@ fn start_dispatch(
             Box::pin(async move { r })
         }
     };
-    conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+    if !in_batch {
+        conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+    }
     let mut fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
     let compress = compression != CompressionStatus::NotCompressed;
     match (&mut fut).now_or_never() {
         // A oneway request has no reply to build.
         Some(_) if request_id == 0 => {
-            finish_dispatch(conn);
+            if !in_batch {
+                finish_dispatch(conn);
+            }
             None
         }
         Some(result) => {
@@ -1042,6 +1074,11 @@ fn start_dispatch(
             reply
         }
         None => {
+            if in_batch {
+                // Counted while the batch's count is held, so the count never drops to zero
+                // in between.
+                conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+            }
             let conn = conn.clone();
             tokio::spawn(async move {
                 let result = fut.await;
