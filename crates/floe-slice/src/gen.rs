@@ -1646,9 +1646,12 @@ impl<'a> Gen<'a> {
         self.line("}");
         self.line("");
         self.line(&format!("impl<T: {name}> {f}::Dispatcher for {name}Server<T> {{"));
-        self.line(&format!("    fn dispatch(&self, request: {f}::IncomingRequest) -> {f}::DispatchFuture {{"));
+        self.line(&format!(
+            "    fn dispatch(&self, #[allow(unused_mut)] mut request: {f}::IncomingRequest) -> {f}::DispatchFuture {{"
+        ));
         self.line("        let servant = self.0.clone();");
-        self.line("        Box::pin(async move {");
+        // The future is built in its heap slot, allocated first, instead of being moved there.
+        self.line(&format!("        {f}::dispatch::future_in(Box::new_uninit(), async move {{"));
         self.line(&format!(
             "            if let Some(r) = {f}::dispatch::dispatch_builtin(&request, Self::IDS, {abs:?}) {{"
         ));
@@ -1938,8 +1941,7 @@ impl<'a> Gen<'a> {
         let format = self.op_format(o, iface);
         self.line(&format!("{:?} => {{", o.name));
         self.depth += 1;
-        self.line("let current = &request.current;");
-        self.line(&format!("if let Err(r) = current.check_mode({f}::protocol::OperationMode::{mode}) {{"));
+        self.line(&format!("if let Err(r) = request.current.check_mode({f}::protocol::OperationMode::{mode}) {{"));
         self.line("    return r;");
         self.line("}");
         let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
@@ -1965,7 +1967,8 @@ impl<'a> Gen<'a> {
         // the communicator (cheaper to make).
         let mut seen = HashSet::new();
         let plain = ins.iter().all(|p| self.is_plain_data(&p.ty, &mut seen));
-        let decoder = if plain { "request.plain_decoder()" } else { "request.decoder()" };
+        // The decoder takes the parameters out of the request: they are read once.
+        let decoder = if plain { "request.take_plain_decoder()" } else { "request.take_decoder()" };
         let decode = format!(
             "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut {decoder})",
             reads.join(" ")
@@ -1975,6 +1978,7 @@ impl<'a> Gen<'a> {
         } else {
             self.line(&format!("let __args = {decode};"));
         }
+        self.line("let current = &request.current;");
         self.line(&format!("let {tuple} = match __args {{"));
         self.line("    Ok(v) => v,");
         self.line(&format!("    Err(e) => return current.error(&{f}::Error::Marshal(e)),"));

@@ -239,6 +239,7 @@ impl ObjectAdapter {
     /// [`dispatch`](Self::dispatch) for the requests of a batch: a request for the same
     /// identity and facet as the previous one goes to the same servant without a lookup, as
     /// long as no servant was added or removed in between.
+    #[inline]
     pub(crate) fn dispatch_cached(&self, request: IncomingRequest, cache: &mut ServantCache) -> DispatchFuture {
         // Read before the lookup: a change after it makes the next request look up again.
         let version = self.inner.servants_version.load(Ordering::Acquire);
@@ -468,6 +469,11 @@ impl ObjectAdapter {
         }
     }
 
+    /// True when `other` is this same adapter.
+    pub(crate) fn same_as(&self, other: &ObjectAdapter) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// True while the adapter is held.
     pub fn is_held(&self) -> bool {
         self.inner.held.load(Ordering::Acquire)
@@ -488,6 +494,8 @@ impl ObjectAdapter {
     async fn datagram_loop(self, socket: tokio::net::UdpSocket) {
         let frames = crate::protocol::FrameReader::new(self.inner.config.max_message_size);
         let mut buf = vec![0u8; crate::transport::udp::MAX_DATAGRAM];
+        // Dropped with the loop, which ends with the adapter's task.
+        let origin = Arc::new(crate::dispatch::Origin { adapter: Some(self.clone()), connection: None });
         loop {
             self.wait_until_not_held().await;
             let received = match crate::transport::udp::receive(&socket, &frames, &mut buf).await {
@@ -499,19 +507,11 @@ impl ObjectAdapter {
                     continue;
                 }
             };
-            for request in received.1 {
-                let current = crate::dispatch::Current {
-                    adapter: Some(self.clone()),
-                    connection: None,
-                    id: request.identity,
-                    facet: request.facet,
-                    operation: request.operation,
-                    mode: request.mode,
-                    ctx: request.context,
-                    request_id: 0,
-                    encoding: request.encoding,
-                };
-                let incoming = IncomingRequest { current, params: request.params };
+            for mut request in received.1 {
+                request.request_id = 0;
+                let params = std::mem::take(&mut request.params);
+                let current = crate::dispatch::Current::from_request(Some(origin.clone()), request);
+                let incoming = IncomingRequest { current, params };
                 // One datagram at a time, as Ice does: a flood of datagrams waits in (and
                 // overflows) the socket's buffer instead of piling up tasks here. Nothing is
                 // answered; a panicking servant only loses its own request.

@@ -15,13 +15,21 @@ use crate::error::Error;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
 
+/// The adapter and connection requests come through, shared by the requests that arrive on
+/// one connection (or adapter, for datagrams): a request counts one reference to it instead
+/// of one to each.
+#[derive(Debug)]
+pub(crate) struct Origin {
+    pub(crate) adapter: Option<ObjectAdapter>,
+    pub(crate) connection: Option<Connection>,
+}
+
 /// Information about the request being dispatched.
 #[derive(Debug, Clone)]
 pub struct Current {
-    /// The adapter that dispatches it.
-    pub adapter: Option<ObjectAdapter>,
-    /// The connection it arrived on.
-    pub connection: Option<Connection>,
+    /// The adapter and connection, see [`adapter`](Self::adapter) and
+    /// [`connection`](Self::connection).
+    origin: Option<Arc<Origin>>,
     /// Target identity.
     pub id: Identity,
     /// Target facet.
@@ -42,8 +50,7 @@ impl Current {
     /// A current for dispatching outside a connection (tests, collocated calls).
     pub fn new(id: Identity, operation: &str) -> Self {
         Current {
-            adapter: None,
-            connection: None,
+            origin: None,
             id,
             facet: CompactString::default(),
             operation: CompactString::new(operation),
@@ -52,6 +59,39 @@ impl Current {
             request_id: 1,
             encoding: EncodingVersion::V1_1,
         }
+    }
+
+    /// A current for a request that came through `origin`.
+    pub(crate) fn from_request(origin: Option<Arc<Origin>>, request: crate::protocol::Request) -> Self {
+        Current {
+            origin,
+            id: request.identity,
+            facet: request.facet,
+            operation: request.operation,
+            mode: request.mode,
+            ctx: request.context,
+            request_id: request.request_id,
+            encoding: request.encoding,
+        }
+    }
+
+    /// This current, as if dispatched by `adapter` for a request that arrived on `connection`
+    /// (for dispatching outside a connection, e.g. in tests).
+    pub fn with_origin(mut self, adapter: Option<ObjectAdapter>, connection: Option<Connection>) -> Self {
+        self.origin = Some(Arc::new(Origin { adapter, connection }));
+        self
+    }
+
+    /// The adapter that dispatches the request (none outside an adapter).
+    #[inline]
+    pub fn adapter(&self) -> Option<&ObjectAdapter> {
+        self.origin.as_ref()?.adapter.as_ref()
+    }
+
+    /// The connection the request arrived on (none for datagrams and outside a connection).
+    #[inline]
+    pub fn connection(&self) -> Option<&Connection> {
+        self.origin.as_ref()?.connection.as_ref()
     }
 
     /// True when no reply will be sent.
@@ -215,9 +255,14 @@ pub struct IncomingRequest {
 impl IncomingRequest {
     /// A decoder over the parameters (proxies in them belong to the adapter's communicator).
     pub fn decoder(&self) -> Decoder {
-        let communicator = self.current.adapter.as_ref().map(|a| a.communicator());
+        self.decoder_over(self.params.clone())
+    }
+
+    /// A decoder over `params` with this request's encoding and its communicator's settings.
+    fn decoder_over(&self, params: Bytes) -> Decoder {
+        let communicator = self.current.adapter().map(|a| a.communicator());
         let ctx = communicator.map(|c| c.decoder_context());
-        let mut d = Decoder::new(self.params.clone(), self.current.encoding).with_context(ctx);
+        let mut d = Decoder::new(params, self.current.encoding).with_context(ctx);
         d.set_accept_class_cycles(communicator.is_some_and(|c| c.accept_class_cycles()));
         d.set_value_factories(communicator.and_then(|c| c.value_factories()));
         d
@@ -230,6 +275,21 @@ impl IncomingRequest {
     /// dispatchers use it where the parameter types allow.
     pub fn plain_decoder(&self) -> Decoder {
         Decoder::new(self.params.clone(), self.current.encoding)
+    }
+
+    /// Like [`decoder`](Self::decoder), taking the parameters out of the request (they are
+    /// left empty): for a dispatcher that reads them once, this saves counting one more
+    /// reference to the message's buffer.
+    pub fn take_decoder(&mut self) -> Decoder {
+        let params = std::mem::take(&mut self.params);
+        self.decoder_over(params)
+    }
+
+    /// Like [`plain_decoder`](Self::plain_decoder), taking the parameters out of the request
+    /// (they are left empty). Generated dispatchers use it.
+    #[inline]
+    pub fn take_plain_decoder(&mut self) -> Decoder {
+        Decoder::new(std::mem::take(&mut self.params), self.current.encoding)
     }
 
     /// Checks that the parameters were read completely (unknown optionals are skipped).
@@ -277,6 +337,18 @@ impl Response {
 
 /// The future a dispatch returns.
 pub type DispatchFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+/// `future` placed in `slot`, pinned: a dispatcher that allocates the slot before making the
+/// future (`future_in(Box::new_uninit(), async move { … })`) lets the compiler build it in
+/// place instead of moving it into a new box. Generated dispatchers use it.
+#[inline(always)]
+pub fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> DispatchFuture
+where
+    F: Future<Output = Response> + Send + 'static,
+{
+    let boxed: Box<F> = Box::write(slot, future);
+    Box::into_pin(boxed)
+}
 
 /// Something that can dispatch requests: a servant wrapped by generated code, or a
 /// hand-written dynamic servant (like Ice's Blobject).

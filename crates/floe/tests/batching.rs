@@ -18,7 +18,7 @@ struct Recorder {
 impl Dispatcher for Recorder {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         let c = &request.current;
-        *self.connection.lock().unwrap() = c.connection.clone();
+        *self.connection.lock().unwrap() = c.connection().cloned();
         if c.operation == "slow" {
             let seen = self.seen.clone();
             return Box::pin(async move {

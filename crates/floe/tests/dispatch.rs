@@ -125,7 +125,7 @@ impl Dispatcher for CloseForcefully {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         Box::pin(async move {
             let c = &request.current;
-            if let Some(conn) = &c.connection {
+            if let Some(conn) = c.connection() {
                 conn.close_forcefully(Error::ConnectionLost("closed by the servant".into()));
             }
             c.ok(|e| e.write_i32(1))
@@ -341,7 +341,7 @@ struct Recording {
 impl Dispatcher for Recording {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         let c = &request.current;
-        let adapter = c.adapter.clone().expect("dispatched by an adapter");
+        let adapter = c.adapter().cloned().expect("dispatched by an adapter");
         let entry = match c.operation.as_str() {
             "note" => self.label.to_string(),
             "swap" => {
@@ -411,5 +411,81 @@ fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() 
         .unwrap();
         assert_eq!(*log.lock().unwrap(), ["A", "F", "A swapped", "B", "F", "B removed", "F", "F"]);
         c.destroy().await;
+    });
+}
+
+/// Answers `where` with the name of the adapter that dispatched it, after checking that the
+/// request knows the connection it arrived on.
+struct AdapterName;
+
+impl Dispatcher for AdapterName {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        Box::pin(async move {
+            let c = &request.current;
+            assert!(c.connection().is_some(), "a request over a connection knows it");
+            let name = c.adapter().map(|a| a.name().to_string()).unwrap_or_default();
+            c.ok(|e| e.write_str(&name))
+        })
+    }
+}
+
+/// Calls `where` back on the caller's connection, as many times as asked, and returns the
+/// answers (the adapter is changed between calls by the test).
+struct CallsBack(Communicator);
+
+impl Dispatcher for CallsBack {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let communicator = self.0.clone();
+        Box::pin(async move {
+            let c = &request.current;
+            let Some(conn) = c.connection().cloned() else { return c.object_not_exist() };
+            let reference = floe::proxy::reference::Reference::new(Identity::new("named"));
+            let back = floe::ObjectPrx::from_reference(communicator, reference).ice_fixed(conn);
+            let answer = match back.invoke("where", OperationMode::Normal, None, |_| {}).await {
+                Ok(Some(o)) => o.decode(String::decode).unwrap_or_else(|e| format!("error: {}", e.ice_type_id())),
+                Ok(None) => "no reply".to_string(),
+                Err(e) => format!("error: {}", e.ice_type_id()),
+            };
+            c.ok(|e| e.write_str(&answer))
+        })
+    }
+}
+
+#[test]
+fn requests_over_a_connection_follow_its_adapter_as_it_changes() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let server = Communicator::new().unwrap();
+        let s = server.create_object_adapter_with_endpoints("S", "tcp -h 127.0.0.1 -p 0").unwrap();
+        s.add(Arc::new(CallsBack(server.clone())), Identity::new("relay"));
+        s.activate().await.unwrap();
+        let relay = s.create_proxy(Identity::new("relay"));
+
+        let client = Communicator::new().unwrap();
+        let relay = client.string_to_proxy(&relay.to_string()).unwrap();
+        let (first, second) =
+            (client.create_object_adapter("First").unwrap(), client.create_object_adapter("Second").unwrap());
+        for a in [&first, &second] {
+            a.add(Arc::new(AdapterName), Identity::new("named"));
+            a.activate().await.unwrap();
+        }
+        let conn = relay.ice_get_connection().await.unwrap();
+        let ask = || async {
+            let o = relay.invoke("call", OperationMode::Normal, None, |_| {}).await.unwrap().unwrap();
+            o.decode(String::decode).unwrap()
+        };
+        // No adapter yet: the callback finds no object.
+        assert_eq!(ask().await, "error: ::Ice::ObjectNotExistException");
+        conn.set_adapter(Some(first.clone()));
+        assert_eq!(ask().await, "First");
+        assert_eq!(ask().await, "First");
+        conn.set_adapter(Some(second.clone()));
+        assert_eq!(ask().await, "Second");
+        conn.set_adapter(None);
+        assert_eq!(ask().await, "error: ::Ice::ObjectNotExistException");
+        conn.set_adapter(Some(first));
+        assert_eq!(ask().await, "First");
+        client.destroy().await;
+        server.destroy().await;
     });
 }

@@ -14,7 +14,7 @@ struct SenderI {
 
 impl CallbackSender for SenderI {
     async fn add_client(&self, ident: Identity, current: &Current) -> floe::Result<()> {
-        let conn = current.connection.clone().ok_or_else(|| floe::Error::Adapter("no connection".into()))?;
+        let conn = current.connection().cloned().ok_or_else(|| floe::Error::Adapter("no connection".into()))?;
         // A proxy with no endpoints, bound to the caller's connection.
         let proxy = ObjectPrx::from_reference(self.communicator.clone(), Reference::new(ident)).ice_fixed(conn);
         self.clients.lock().expect("clients").push(CallbackReceiverPrx::from_object(proxy));

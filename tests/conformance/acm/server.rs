@@ -24,7 +24,7 @@ impl TestIntf for TestIntfI {
         Ok(())
     }
     async fn sleep_and_hold(&self, seconds: i32, current: &Current) -> R<()> {
-        if let Some(adapter) = &current.adapter {
+        if let Some(adapter) = current.adapter() {
             adapter.hold();
         }
         self.sleep(seconds, current).await
@@ -34,12 +34,12 @@ impl TestIntf for TestIntfI {
         Ok(())
     }
     async fn start_heartbeat_count(&self, current: &Current) -> R<()> {
-        let seen = current.connection.as_ref().map(|c| c.heartbeats_received()).unwrap_or(0);
+        let seen = current.connection().map(|c| c.heartbeats_received()).unwrap_or(0);
         *self.heartbeats_at_start.lock().expect("count") = seen;
         Ok(())
     }
     async fn wait_for_heartbeat_count(&self, count: i32, current: &Current) -> R<()> {
-        let Some(connection) = current.connection.clone() else { return Ok(()) };
+        let Some(connection) = current.connection().cloned() else { return Ok(()) };
         let start = *self.heartbeats_at_start.lock().expect("count");
         // Bounded: the client's heartbeats come every few seconds at most.
         for _ in 0..600 {
@@ -84,7 +84,7 @@ impl RemoteCommunicator for RemoteCommunicatorI {
         heartbeat: i32,
         current: &Current,
     ) -> R<Option<RemoteObjectAdapterPrx>> {
-        let here = current.adapter.as_ref().ok_or_else(|| Error::Adapter("no adapter".into()))?;
+        let here = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
         let communicator = here.communicator();
         let props = communicator.properties();
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);

@@ -70,7 +70,7 @@ impl TestIntf for TestIntfI {
         }
     }
     async fn close(&self, mode: CloseMode, current: &Current) -> floe::Result<()> {
-        let Some(connection) = current.connection.clone() else { return Ok(()) };
+        let Some(connection) = current.connection().cloned() else { return Ok(()) };
         match mode {
             CloseMode::Forcefully => connection.close_forcefully(Error::ConnectionLost("closed forcefully".into())),
             // A graceful close waits for the dispatches in progress, this one included, so
@@ -127,7 +127,7 @@ impl TestIntf for TestIntfI {
         Ok(false)
     }
     async fn ping_bi_dir(&self, reply: Option<PingReplyPrx>, current: &Current) -> floe::Result<()> {
-        let (Some(reply), Some(connection)) = (reply, current.connection.clone()) else {
+        let (Some(reply), Some(connection)) = (reply, current.connection().cloned()) else {
             return Err(Error::Marshal(floe::encoding::DecodeError::Malformed("pingBiDir needs a proxy")));
         };
         reply.ice_fixed(connection).reply().await

@@ -13,7 +13,7 @@ struct TestI;
 
 impl TestIntf for TestI {
     async fn get_adapter_name(&self, current: &Current) -> R<String> {
-        Ok(current.adapter.as_ref().map(|a| a.name().to_string()).unwrap_or_default())
+        Ok(current.adapter().map(|a| a.name().to_string()).unwrap_or_default())
     }
 }
 
@@ -41,7 +41,7 @@ impl RemoteCommunicator for RemoteCommunicatorI {
         endpoints: String,
         current: &Current,
     ) -> R<Option<RemoteObjectAdapterPrx>> {
-        let here = current.adapter.as_ref().ok_or_else(|| Error::Adapter("no adapter".into()))?;
+        let here = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
         let communicator = here.communicator();
         let endpoints = if endpoints.contains("-p") {
             endpoints

@@ -10,7 +10,7 @@ type R<T> = floe::Result<T>;
 struct TestI;
 
 fn connection(current: &Current) -> R<&floe::Connection> {
-    current.connection.as_ref().ok_or_else(|| Error::UnknownException("no connection".into()))
+    current.connection().ok_or_else(|| Error::UnknownException("no connection".into()))
 }
 
 impl TestIntf for TestI {
@@ -40,7 +40,7 @@ impl TestIntf for TestI {
         let c = connection(current)?;
         let (local, remote) = (c.local_address(), c.remote_address());
         let mut ctx = Context::new();
-        let adapter = current.adapter.as_ref().map(|a| a.name().to_string()).unwrap_or_default();
+        let adapter = current.adapter().map(|a| a.name().to_string()).unwrap_or_default();
         ctx.insert("adapterName".into(), adapter);
         ctx.insert("incoming".into(), c.is_incoming().to_string());
         ctx.insert("localAddress".into(), local.map(|a| a.ip().to_string()).unwrap_or_default());

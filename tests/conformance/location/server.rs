@@ -172,7 +172,7 @@ impl ServerManager for ServerManagerI {
         props.set("TestAdapter.ReplicaGroupId", "ReplicatedAdapter");
         props.set("TestAdapter2.AdapterId", "TestAdapter2");
         props.set("Ice.PrintAdapterReady", "0");
-        let main = current.adapter.as_ref().ok_or_else(|| Error::Adapter("no adapter".into()))?;
+        let main = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
         let base = props.get_int("Test.BasePort", 12010)?;
         let host = props.get("Ice.Default.Host").unwrap_or_else(|| "127.0.0.1".into());
         props.set("Ice.Default.Locator", &format!("locator:tcp -h {host} -p {base}"));

@@ -76,7 +76,7 @@ impl InitialI {
 }
 
 fn f22(current: &Current) -> R<F2Prx> {
-    let adapter = current.adapter.as_ref().ok_or_else(|| Error::Adapter("no adapter".into()))?;
+    let adapter = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
     Ok(F2Prx::from_object(adapter.communicator().string_to_proxy("F22")?))
 }
 
@@ -118,7 +118,7 @@ impl Initial for InitialI {
     }
     async fn accepts_class_cycles(&self, current: &Current) -> R<bool> {
         // floe refuses cyclic graphs unless Ice.AcceptClassCycles is set, as Ice for C++ does.
-        Ok(current.adapter.as_ref().is_some_and(|a| a.communicator().accept_class_cycles()))
+        Ok(current.adapter().is_some_and(|a| a.communicator().accept_class_cycles()))
     }
     async fn get_mb(&self, _: &Current) -> R<Opt<B>> {
         Ok(Some(self.graph().b1.clone()))

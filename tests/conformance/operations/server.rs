@@ -79,7 +79,7 @@ impl MyClass for MyDerivedClassI {
         p1: Option<MyClassPrx>,
         current: &Current,
     ) -> R<(Option<MyClassPrx>, Option<MyClassPrx>, Option<MyClassPrx>)> {
-        let adapter = current.adapter.as_ref().ok_or_else(|| Error::Adapter("no adapter".into()))?;
+        let adapter = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
         let me = MyClassPrx::from_object(adapter.create_proxy(current.id.clone()));
         let nobody = MyClassPrx::from_object(adapter.create_proxy(Identity::new("noSuchIdentity")));
         Ok((Some(me), p1, Some(nobody)))

@@ -165,7 +165,7 @@ struct TestActivationI;
 
 impl TestActivation for TestActivationI {
     async fn activate_servant_locator(&self, activate: bool, current: &Current) -> R<()> {
-        let Some(adapter) = &current.adapter else { return Ok(()) };
+        let Some(adapter) = current.adapter() else { return Ok(()) };
         if activate {
             adapter.add_servant_locator(ServantLocatorI::new(""), "");
             adapter.add_servant_locator(ServantLocatorI::new("category"), "category");

@@ -35,7 +35,7 @@ fn s_preserved2() -> Error {
 
 /// The client's relay, called back over the connection the request came on.
 fn relay(r: Option<RelayPrx>, current: &Current) -> R<RelayPrx> {
-    let (Some(r), Some(connection)) = (r, current.connection.clone()) else {
+    let (Some(r), Some(connection)) = (r, current.connection().cloned()) else {
         return Err(Error::Marshal(floe::encoding::DecodeError::Malformed("a relay proxy is required")));
     };
     Ok(r.ice_fixed(connection))

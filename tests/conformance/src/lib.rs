@@ -65,7 +65,7 @@ pub mod generated {
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.
 pub fn shutdown(current: &floe::Current) {
-    if let Some(adapter) = &current.adapter {
+    if let Some(adapter) = current.adapter() {
         adapter.communicator().shutdown();
     }
 }

@@ -446,19 +446,19 @@ pub mod demo {
         }
 
         impl<T: Peer> ::floe::Dispatcher for PeerServer<T> {
-            fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+            fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
                 let servant = self.0.clone();
-                Box::pin(async move {
+                ::floe::dispatch::future_in(Box::new_uninit(), async move {
                     if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
                         return r;
                     }
                     match request.current.operation.as_str() {
                         "poke" => {
-                            let current = &request.current;
-                            if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.plain_decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.take_plain_decoder());
+                            let current = &request.current;
                             let (w,) = match __args {
                                 Ok(v) => v,
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -469,11 +469,11 @@ pub mod demo {
                             }
                         }
                         "upload" => {
-                            let current = &request.current;
-                            if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                            if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.plain_decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.take_plain_decoder());
+                            let current = &request.current;
                             let (name, data) = match __args {
                                 Ok(v) => v,
                                 Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -558,19 +558,19 @@ pub mod demo {
     }
 
     impl<T: Base> ::floe::Dispatcher for BaseServer<T> {
-        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+        fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            Box::pin(async move {
+            ::floe::dispatch::future_in(Box::new_uninit(), async move {
                 if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
                     return r;
                 }
                 match request.current.operation.as_str() {
                     "version" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -581,11 +581,11 @@ pub mod demo {
                         }
                     }
                     "name" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -872,19 +872,19 @@ pub mod demo {
     }
 
     impl<T: Service> ::floe::Dispatcher for ServiceServer<T> {
-        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+        fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            Box::pin(async move {
+            ::floe::dispatch::future_in(Box::new_uninit(), async move {
                 if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
                     return r;
                 }
                 match request.current.operation.as_str() {
                     "ping" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -895,11 +895,11 @@ pub mod demo {
                         }
                     }
                     "move" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (p, dx) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -910,11 +910,11 @@ pub mod demo {
                         }
                     }
                     "find" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (key,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -925,11 +925,11 @@ pub mod demo {
                         }
                     }
                     "fetch" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (size,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -940,11 +940,11 @@ pub mod demo {
                         }
                     }
                     "samples" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (input,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -955,11 +955,11 @@ pub mod demo {
                         }
                     }
                     "map" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (m, names, levels) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -970,11 +970,11 @@ pub mod demo {
                         }
                     }
                     "fail" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (why,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -985,11 +985,11 @@ pub mod demo {
                         }
                     }
                     "self" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1000,11 +1000,11 @@ pub mod demo {
                         }
                     }
                     "peer" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((other,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((other,)) })(&mut request.take_decoder());
+                        let current = &request.current;
                         let (other,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1015,11 +1015,11 @@ pub mod demo {
                         }
                     }
                     "type" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (r#match,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1030,11 +1030,11 @@ pub mod demo {
                         }
                     }
                     "version" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1045,11 +1045,11 @@ pub mod demo {
                         }
                     }
                     "name" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1240,19 +1240,19 @@ pub mod demo {
     }
 
     impl<T: AccountDisp> ::floe::Dispatcher for AccountDispServer<T> {
-        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+        fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            Box::pin(async move {
+            ::floe::dispatch::future_in(Box::new_uninit(), async move {
                 if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
                     return r;
                 }
                 match request.current.operation.as_str() {
                     "deposit" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1263,11 +1263,11 @@ pub mod demo {
                         }
                     }
                     "self" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1278,11 +1278,11 @@ pub mod demo {
                         }
                     }
                     "version" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1293,11 +1293,11 @@ pub mod demo {
                         }
                     }
                     "name" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1502,19 +1502,19 @@ pub mod demo {
     }
 
     impl<T: SavingsDisp> ::floe::Dispatcher for SavingsDispServer<T> {
-        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+        fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            Box::pin(async move {
+            ::floe::dispatch::future_in(Box::new_uninit(), async move {
                 if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
                     return r;
                 }
                 match request.current.operation.as_str() {
                     "deposit" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.take_plain_decoder());
+                        let current = &request.current;
                         let (amount,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1525,11 +1525,11 @@ pub mod demo {
                         }
                     }
                     "self" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1540,11 +1540,11 @@ pub mod demo {
                         }
                     }
                     "version" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Idempotent) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1555,11 +1555,11 @@ pub mod demo {
                         }
                     }
                     "name" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1771,19 +1771,19 @@ pub mod demo {
     }
 
     impl<T: Graphs> ::floe::Dispatcher for GraphsServer<T> {
-        fn dispatch(&self, request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
+        fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            Box::pin(async move {
+            ::floe::dispatch::future_in(Box::new_uninit(), async move {
                 if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
                     return r;
                 }
                 match request.current.operation.as_str() {
                     "relay" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.take_decoder());
+                        let current = &request.current;
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
@@ -1794,11 +1794,11 @@ pub mod demo {
                         }
                     }
                     "relaySliced" => {
-                        let current = &request.current;
-                        if let Err(r) = current.check_mode(::floe::protocol::OperationMode::Normal) {
+                        if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.take_decoder());
+                        let current = &request.current;
                         let (n,) = match __args {
                             Ok(v) => v,
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),

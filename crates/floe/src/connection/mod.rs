@@ -23,7 +23,7 @@ use tokio::sync::{oneshot, Notify};
 use tracing::{debug, trace, warn};
 
 use crate::adapter::{ObjectAdapter, ServantCache};
-use crate::dispatch::{Current, IncomingRequest, Response};
+use crate::dispatch::{Current, IncomingRequest, Origin, Response};
 use crate::error::{Error, Result};
 use crate::protocol::compress::compress_message;
 use crate::protocol::header::{CLOSE_CONNECTION, VALIDATE_CONNECTION};
@@ -763,6 +763,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
     let mut last_size = 0;
+    let mut origins = Origins::default();
     loop {
         // Take every complete message out of the buffer.
         loop {
@@ -772,7 +773,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
                     if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
                         wait_for_dispatch_slot(&conn).await;
                     }
-                    if let Err(e) = handle_message(&conn, msg).await {
+                    if let Err(e) = handle_message(&conn, msg, &mut origins).await {
                         warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
                         conn.close_forcefully(e);
                         return;
@@ -911,7 +912,7 @@ async fn wait_for_dispatches_below(shared: &Shared, limit: usize) {
     shared.dispatch_waiters.fetch_sub(1, Ordering::SeqCst);
 }
 
-async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
+async fn handle_message(conn: &Connection, msg: Message, origins: &mut Origins) -> Result<()> {
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
     }
@@ -932,7 +933,7 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
                 return Ok(());
             }
             let request = Request::decode(msg.body)?;
-            dispatch(conn, request, msg.header.compression).await;
+            dispatch(conn, origins.get(conn), request, msg.header.compression).await;
         }
         MessageType::BatchRequest => {
             if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
@@ -940,7 +941,7 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             }
             // One request at a time: a batch's requests are never all decoded at once. The
             // adapter is looked up once for the whole batch.
-            let adapter = conn.adapter();
+            let origin = origins.get(conn);
             let mut servants = ServantCache::default();
             let requests = BatchRequests::new(msg.body)?;
             // The batch counts as one dispatch in progress while its requests run here (a
@@ -949,13 +950,8 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
             let _batch = DispatchInProgress::start(conn);
             for request in requests {
                 // Batched requests are oneway (request id 0): there is never a reply to write.
-                let reply = start_dispatch(
-                    conn,
-                    adapter.as_ref(),
-                    Some(&mut servants),
-                    request?,
-                    CompressionStatus::NotCompressed,
-                );
+                let reply =
+                    start_dispatch(conn, origin, Some(&mut servants), request?, CompressionStatus::NotCompressed);
                 debug_assert!(reply.is_none(), "a batched request got a reply");
                 if conn.shared.closed.load(Ordering::Acquire) {
                     return Ok(());
@@ -975,12 +971,33 @@ async fn handle_message(conn: &Connection, msg: Message) -> Result<()> {
 }
 
 /// Dispatches a request and writes its reply, if it has one.
-async fn dispatch(conn: &Connection, request: Request, compression: CompressionStatus) {
+async fn dispatch(conn: &Connection, origin: &Arc<Origin>, request: Request, compression: CompressionStatus) {
     // A dispatch that completed at once: the reader task writes its reply itself (waiting for
     // the write is the backpressure on a peer that does not read its replies), then ends it.
-    if let Some(reply) = start_dispatch(conn, conn.adapter().as_ref(), None, request, compression) {
+    if let Some(reply) = start_dispatch(conn, origin, None, request, compression) {
         write_reply(conn, reply).await;
         finish_dispatch(conn);
+    }
+}
+
+/// The reader's [`Origin`] for the connection's adapter, made again when the adapter changes:
+/// the requests that arrive meanwhile share it.
+#[derive(Default)]
+struct Origins(Option<Arc<Origin>>);
+
+impl Origins {
+    fn get(&mut self, conn: &Connection) -> &Arc<Origin> {
+        let adapter = conn.shared.adapter.read().expect("adapter lock");
+        let current = match (&self.0, &*adapter) {
+            (Some(o), Some(a)) => o.adapter.as_ref().is_some_and(|mine| mine.same_as(a)),
+            (Some(o), None) => o.adapter.is_none(),
+            (None, _) => false,
+        };
+        if !current {
+            self.0 = Some(Arc::new(Origin { adapter: adapter.clone(), connection: Some(conn.clone()) }));
+        }
+        drop(adapter);
+        self.0.get_or_insert_with(|| Arc::new(Origin { adapter: None, connection: Some(conn.clone()) }))
     }
 }
 
@@ -1016,29 +1033,21 @@ impl Drop for DispatchInProgress<'_> {
 /// With `servants` (the requests of a batch, all oneway), the caller holds a
 /// [`DispatchInProgress`] for the batch: a request that completes at once is not counted on
 /// its own.
+#[inline]
 fn start_dispatch(
     conn: &Connection,
-    adapter: Option<&ObjectAdapter>,
+    origin: &Arc<Origin>,
     servants: Option<&mut ServantCache>,
-    request: Request,
+    mut request: Request,
     compression: CompressionStatus,
 ) -> Option<ReplyParts> {
     let request_id = request.request_id;
     let in_batch = servants.is_some();
     debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
-    let current = Current {
-        adapter: adapter.cloned(),
-        connection: Some(conn.clone()),
-        id: request.identity,
-        facet: request.facet,
-        operation: request.operation,
-        mode: request.mode,
-        ctx: request.context,
-        request_id,
-        encoding: request.encoding,
-    };
-    let incoming = IncomingRequest { current, params: request.params };
-    let fut = match adapter {
+    let params = std::mem::take(&mut request.params);
+    let current = Current::from_request(Some(origin.clone()), request);
+    let incoming = IncomingRequest { current, params };
+    let fut = match &origin.adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
         Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match servants {

@@ -72,6 +72,7 @@ impl Request {
         Ok(request)
     }
 
+    #[inline]
     fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
         let identity = Identity::decode(dec)?;
         let facet = CompactString::new(dec.read_facet_str()?);
@@ -118,6 +119,7 @@ impl BatchRequests {
 impl Iterator for BatchRequests {
     type Item = Result<Request, ProtocolError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             if !self.dec.is_empty() {

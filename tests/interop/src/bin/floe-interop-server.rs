@@ -204,11 +204,11 @@ impl Tester for TesterI {
         Ok(current.facet.to_string())
     }
     async fn get_echo(&self, current: &Current) -> floe::Result<Option<EchoPrx>> {
-        let adapter = current.adapter.as_ref().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
+        let adapter = current.adapter().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
         Ok(Some(EchoPrx::from_object(adapter.create_proxy(Identity::new("echo")))))
     }
     async fn get_self(&self, current: &Current) -> floe::Result<Option<TesterPrx>> {
-        let adapter = current.adapter.as_ref().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
+        let adapter = current.adapter().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
         Ok(Some(TesterPrx::from_object(adapter.create_proxy(current.id.clone()))))
     }
     async fn echo_proxy(&self, p: Option<EchoPrx>, _: &Current) -> floe::Result<Option<EchoPrx>> {
