@@ -1704,6 +1704,25 @@ impl<'a> Gen<'a> {
         (plain && self.is_byte_seq_bytes(&last.ty)).then_some(last)
     }
 
+    /// True for a sequence mapped to `Vec<T>` whose elements have the wire's memory layout
+    /// (`floe::encoding::WireLayout`): its encoded bytes are the vector's own.
+    fn is_wire_layout_seq(&self, t: &TypeRef) -> bool {
+        match self.resolved(t).map(|(d, _)| &d.kind) {
+            Some(DefKind::Sequence { elem }) => !self.is_byte_seq_bytes(t) && self.layout(elem, 0).is_some(),
+            _ => false,
+        }
+    }
+
+    /// The last in-parameter when it is a [`is_wire_layout_seq`](Self::is_wire_layout_seq)
+    /// sequence that ends the encoded parameters: no optional in-parameters and no class
+    /// instances follow it.
+    fn tail_wire_seq<'o>(&self, o: &'o Operation) -> Option<&'o Param> {
+        let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
+        let last = *ins.last()?;
+        let plain = ins.iter().all(|p| p.tag.is_none()) && !self.op_sends_classes(o).0;
+        (plain && self.is_wire_layout_seq(&last.ty)).then_some(last)
+    }
+
     /// The in-parameters of an operation as a proxy method declares them (after `&self`).
     fn proxy_params(&self, o: &Operation) -> Vec<String> {
         let mut params = Vec::new();
@@ -1810,9 +1829,15 @@ impl<'a> Gen<'a> {
             self.line(&format!("self.0.twoway_only({:?})?;", o.name));
         }
         let mode = Self::op_mode(o);
-        match self.tail_byte_seq(o) {
-            // A trailing byte sequence is sent from its own buffer when large.
-            Some(tail) => {
+        // A trailing byte sequence, or sequence of numbers or of structs of numbers, is sent
+        // from its own memory when large.
+        let tail = match (self.tail_byte_seq(o), self.tail_wire_seq(o)) {
+            (Some(tail), _) => Some((tail, "invoke_with_tail")),
+            (None, Some(tail)) => Some((tail, "invoke_with_seq_tail")),
+            (None, None) => None,
+        };
+        match tail {
+            Some((tail, invoke)) => {
                 let writes: Vec<String> = o
                     .params
                     .iter()
@@ -1820,7 +1845,7 @@ impl<'a> Gen<'a> {
                     .map(|p| format!("{};", self.encode_param(&p.ty, &ident(&snake(&p.name)))))
                     .collect();
                 self.line(&format!(
-                    "let __outcome = self.0.invoke_with_tail({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}, {}).await?;",
+                    "let __outcome = self.0.{invoke}({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}, {}).await?;",
                     o.name,
                     writes.join(" "),
                     ident(&snake(&tail.name))
@@ -2038,6 +2063,15 @@ impl<'a> Gen<'a> {
                     writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
                 self.line(&format!(
                     "    Ok({pat}) => current.ok_with_tail(|enc| {{ {} }}, &{name}),",
+                    before.join(" ")
+                ));
+            }
+            // So do results that end with a sequence of numbers or of structs of numbers.
+            Some((name, ty)) if no_optionals && !any && self.is_wire_layout_seq(ty) => {
+                let before: Vec<String> =
+                    writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
+                self.line(&format!(
+                    "    Ok({pat}) => current.ok_with_seq_tail(|enc| {{ {} }}, {name}),",
                     before.join(" ")
                 ));
             }

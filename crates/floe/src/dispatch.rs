@@ -10,7 +10,7 @@ use compact_str::CompactString;
 
 use crate::adapter::ObjectAdapter;
 use crate::connection::Connection;
-use crate::encoding::{Context, Decoder, Encoder, EncodingVersion, Identity, UserExceptionSlices};
+use crate::encoding::{Context, Decoder, Encoder, EncodingVersion, Identity, UserExceptionSlices, WireLayout};
 use crate::error::Error;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
@@ -131,6 +131,33 @@ impl Current {
         enc.write_size(tail.len());
         crate::protocol::reply::finish_reply_before(&mut enc, start, tail.len());
         Response { message: Some(enc.into_buffer()), tail: Some(tail.clone()) }
+    }
+
+    /// A successful reply whose results end with the sequence `items` of [`WireLayout`]
+    /// values (numbers, or structs of them): `write` encodes the results before it. A large
+    /// sequence (64 KB or more) is sent from the vector's own memory rather than copied into
+    /// the reply.
+    pub fn ok_with_seq_tail<T>(&self, write: impl FnOnce(&mut Encoder), items: Vec<T>) -> Response
+    where
+        T: WireLayout + crate::encoding::Encode + Send + 'static,
+    {
+        let len = std::mem::size_of_val(items.as_slice());
+        if len < SEPARATE_TAIL_MIN || crate::encoding::wire_bytes(&items).is_none() {
+            return self.ok(|e| {
+                write(e);
+                crate::encoding::encode_seq_bulk(&items, e);
+            });
+        }
+        if self.is_oneway() {
+            return Response::none();
+        }
+        let mut enc = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
+        let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
+        write(&mut enc);
+        enc.write_size(items.len());
+        crate::protocol::reply::finish_reply_before(&mut enc, start, len);
+        let tail = Bytes::from_owner(crate::encoding::WireVec(items));
+        Response { message: Some(enc.into_buffer()), tail: Some(tail) }
     }
 
     /// A successful reply with no results.

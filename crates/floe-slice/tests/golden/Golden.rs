@@ -700,7 +700,7 @@ pub mod demo {
 
         pub async fn samples(&self, input: &[Sample]) -> ::floe::Result<SampleSeq> {
             self.0.twoway_only("samples")?;
-            let __outcome = self.0.invoke("samples", ::floe::protocol::OperationMode::Normal, None, |enc| { input.encode(enc); }).await?;
+            let __outcome = self.0.invoke_with_seq_tail("samples", ::floe::protocol::OperationMode::Normal, None, |enc| {  }, input).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("samples".into()))?;
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: SampleSeq = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
@@ -950,7 +950,7 @@ pub mod demo {
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
                         };
                         match servant.samples(input, current).await {
-                            Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
+                            Ok(__ret) => current.ok_with_seq_tail(|enc| {  }, __ret),
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }

@@ -498,7 +498,7 @@ impl Connection {
         Queueing::Queued
     }
 
-    async fn write_request(&self, msg: &mut BytesMut, tail: Option<&Bytes>, compress: Compress) -> Result<()> {
+    async fn write_request(&self, msg: &mut BytesMut, tail: Option<&[u8]>, compress: Compress) -> Result<()> {
         if let Some(tail) = tail {
             if compress == Compress::No {
                 return self.write_message_parts(msg, tail).await;
@@ -546,7 +546,7 @@ impl Connection {
     pub(crate) async fn invoke_parts(
         &self,
         msg: &mut BytesMut,
-        tail: Option<&Bytes>,
+        tail: Option<&[u8]>,
         compress: Compress,
     ) -> Result<Reply> {
         let (id, rx) = self.register()?;
@@ -617,7 +617,7 @@ impl Connection {
     pub(crate) async fn send_oneway_parts(
         &self,
         msg: &mut BytesMut,
-        tail: Option<&Bytes>,
+        tail: Option<&[u8]>,
         compress: Compress,
     ) -> Result<()> {
         if self.is_closed() {

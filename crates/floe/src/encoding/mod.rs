@@ -27,7 +27,8 @@ pub use error::{DecodeError, Result};
 pub use exception::{FormatType, SliceHeader, UserExceptionSlices};
 pub use identity::{Context, Identity};
 pub use proxy_data::{endpoint_type, EndpointData, InvocationMode, IpEndpointData, ProxyData};
-pub use traits::{decode_seq_bulk, encode_seq_bulk, Decode, Encode, WireLayout};
+pub(crate) use traits::WireVec;
+pub use traits::{decode_seq_bulk, encode_seq_bulk, wire_bytes, Decode, Encode, WireLayout};
 
 /// A `major.minor` version pair as it travels on the wire (two bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

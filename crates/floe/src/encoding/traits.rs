@@ -62,6 +62,29 @@ unsafe impl WireLayout for i64 {}
 unsafe impl WireLayout for f32 {}
 unsafe impl WireLayout for f64 {}
 
+/// The encoded bytes of a sequence of [`WireLayout`] values, without its size: the values'
+/// own memory on a little-endian machine; `None` on a big-endian one (encode them instead).
+#[inline]
+pub fn wire_bytes<T: WireLayout>(items: &[T]) -> Option<&[u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: WireLayout guarantees no padding, so every byte of the slice is initialised,
+        // and the in-memory bytes are the wire bytes on a little-endian machine.
+        Some(unsafe { std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items)) })
+    } else {
+        None
+    }
+}
+
+/// A vector of [`WireLayout`] values seen as its encoded bytes (little-endian machines), so
+/// that it can be sent from its own memory as `Bytes::from_owner(WireVec(items))`.
+pub(crate) struct WireVec<T>(pub(crate) Vec<T>);
+
+impl<T: WireLayout> AsRef<[u8]> for WireVec<T> {
+    fn as_ref(&self) -> &[u8] {
+        wire_bytes(&self.0).unwrap_or_default()
+    }
+}
+
 /// Writes a sequence of [`WireLayout`] values with one copy.
 #[inline]
 pub fn encode_seq_bulk<T: WireLayout + Encode>(items: &[T], enc: &mut Encoder) {

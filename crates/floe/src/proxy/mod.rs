@@ -16,7 +16,7 @@ use bytes::{Bytes, BytesMut};
 use crate::communicator::Communicator;
 use crate::connection::{Compress, Connection};
 use crate::encoding::{
-    Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, InvocationMode, ProxyData,
+    Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, InvocationMode, ProxyData, WireLayout,
 };
 use crate::error::{CallError, Error, Result};
 use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
@@ -433,15 +433,15 @@ impl ObjectPrx {
         }
     }
 
-    /// Encodes a request message. With a `tail`, the parameters end with that byte sequence:
-    /// its size is written and counted here, its bytes are sent from `tail` itself.
+    /// Encodes a request message. With a `tail_len`, the parameters end with that many bytes
+    /// that `write` did not write (they are sent from their own buffer): the sizes count them.
     fn encode_request(
         &self,
         operation: &str,
         mode: OperationMode,
         context: &Context,
         write: impl FnOnce(&mut Encoder),
-        tail: Option<&Bytes>,
+        tail_len: usize,
     ) -> BytesMut {
         let mut e = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
         e.write_raw(&Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 0));
@@ -449,10 +449,7 @@ impl ObjectPrx {
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
         e.start_encapsulation(self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
         write(&mut e);
-        let extra = tail.map_or(0, |t| t.len());
-        if let Some(t) = tail {
-            e.write_size(t.len());
-        }
+        let extra = tail_len;
         e.end_encapsulation_before(extra);
         let mut buf = e.into_buffer();
         let size = buf.len() + extra;
@@ -472,13 +469,66 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder) + 'a,
         tail: &'a Bytes,
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        self.invoke_with_raw_tail(
+            operation,
+            mode,
+            context,
+            move |e| {
+                write(e);
+                e.write_size(tail.len());
+            },
+            tail,
+        )
+    }
+
+    /// Like [`ObjectPrx::invoke`] for parameters that end with a sequence of [`WireLayout`]
+    /// values (numbers, or structs of them): `write` encodes the parameters before it, and a
+    /// large sequence (64 KB or more) is sent from its own memory instead of being copied
+    /// into the request.
+    pub fn invoke_with_seq_tail<'a, T: WireLayout + Encode>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        write: impl FnOnce(&mut Encoder) + 'a,
+        tail: &'a [T],
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        match crate::encoding::wire_bytes(tail) {
+            Some(bytes) => futures_util::future::Either::Left(self.invoke_with_raw_tail(
+                operation,
+                mode,
+                context,
+                move |e| {
+                    write(e);
+                    e.write_size(tail.len());
+                },
+                bytes,
+            )),
+            None => futures_util::future::Either::Right(self.invoke(operation, mode, context, move |e| {
+                write(e);
+                crate::encoding::encode_seq_bulk(tail, e);
+            })),
+        }
+    }
+
+    /// The common form of [`invoke_with_tail`](Self::invoke_with_tail) and
+    /// [`invoke_with_seq_tail`](Self::invoke_with_seq_tail): `write` encodes every parameter
+    /// up to the encoded bytes `tail`, the size before them included.
+    fn invoke_with_raw_tail<'a>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        write: impl FnOnce(&mut Encoder) + 'a,
+        tail: &'a [u8],
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
         let separate = tail.len() >= SEPARATE_TAIL_MIN
             && !self.inner.reference.wire.mode.is_batch()
             && self.compress() == Compress::No;
         if !separate {
             return futures_util::future::Either::Left(self.invoke(operation, mode, context, move |e| {
                 write(e);
-                e.write_byte_seq(tail);
+                e.write_raw(tail);
             }));
         }
         futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(
@@ -523,7 +573,7 @@ impl ObjectPrx {
         mode: OperationMode,
         context: Option<&Context>,
         write: impl FnOnce(&mut Encoder),
-        tail: Option<&Bytes>,
+        tail: Option<&[u8]>,
     ) -> Result<Option<Outcome>> {
         let ctx = self.context_for(context);
         match self.inner.reference.wire.mode {
@@ -531,11 +581,11 @@ impl ObjectPrx {
                 Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
             }
             InvocationMode::Oneway | InvocationMode::BatchOneway => {
-                let msg = self.encode_request(operation, mode, &ctx, write, tail);
+                let msg = self.encode_request(operation, mode, &ctx, write, tail.map_or(0, <[u8]>::len));
                 self.send_with_retry(msg, tail, mode, false).await.map(|_| None)
             }
             InvocationMode::Twoway => {
-                let msg = self.encode_request(operation, mode, &ctx, write, tail);
+                let msg = self.encode_request(operation, mode, &ctx, write, tail.map_or(0, <[u8]>::len));
                 let fut = self.send_with_retry(msg, tail, mode, true);
                 let reply = match self.inner.reference.invocation_timeout {
                     Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::InvocationTimeout(t))??,
@@ -551,7 +601,7 @@ impl ObjectPrx {
     async fn send_with_retry(
         &self,
         mut msg: BytesMut,
-        tail: Option<&Bytes>,
+        tail: Option<&[u8]>,
         mode: OperationMode,
         twoway: bool,
     ) -> Result<Option<ReplyBody>> {
@@ -656,7 +706,7 @@ impl ObjectPrx {
         let ctx = self.context_for(None);
         let mut msgs = Vec::new();
         for write in requests {
-            msgs.push(self.encode_request(operation, mode, &ctx, write, None));
+            msgs.push(self.encode_request(operation, mode, &ctx, write, 0));
         }
         let replies = conn.invoke_many(msgs, self.compress()).await?;
         Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body, &self.inner.communicator))).collect())

@@ -164,6 +164,23 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     let fixed: Vec<Fixed> = (0..300).map(|k| Fixed { i: k, j: -k, d: k as f64 * 0.5 }).collect();
     c.run(&n("opFixedSeq"), async { eq(t.op_fixed_seq(&fixed).await.map_err(fail)?, (fixed.clone(), rev(&fixed))) })
         .await;
+    // Sequences of 64 KB or more are sent from their own memory (requests and replies): the
+    // bytes on the wire must be the same as when they are copied.
+    let many_fixed: Vec<Fixed> = (0..20_000).map(|k| Fixed { i: k, j: k ^ 0x5a5a, d: k as f64 / 3.0 }).collect();
+    c.run(&n("opFixedSeq 20,000 (320 KB)"), async {
+        eq(t.op_fixed_seq(&many_fixed).await.map_err(fail)?, (many_fixed.clone(), rev(&many_fixed)))
+    })
+    .await;
+    let many_ints: Vec<i32> = (0..50_000).map(|k| k * 7 - 100_000).collect();
+    c.run(&n("opIntSeq 50,000 (200 KB)"), async {
+        eq(t.op_int_seq(&many_ints).await.map_err(fail)?, (many_ints.clone(), rev(&many_ints)))
+    })
+    .await;
+    let many_doubles: Vec<f64> = (0..16_384).map(|k| k as f64 * -1.5).collect();
+    c.run(&n("opDoubleSeq 16,384 (128 KB)"), async {
+        eq(t.op_double_seq(&many_doubles).await.map_err(fail)?, (many_doubles.clone(), rev(&many_doubles)))
+    })
+    .await;
     let sd = vec![StringDouble { s: "x".into(), d: 1.0 }, StringDouble { s: "yz".into(), d: 2.5 }];
     c.run(&n("opStringDoubleSeq"), async {
         eq(t.op_string_double_seq(&sd).await.map_err(fail)?, (sd.clone(), rev(&sd)))
