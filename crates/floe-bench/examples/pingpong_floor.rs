@@ -3,7 +3,9 @@
 //! and with bare tokio tasks (a multi-thread runtime with one worker, as floe's single-threaded
 //! servers and clients use, and a current-thread runtime). The tokio rates are the ceiling for
 //! any tokio-based implementation of the twoway test; printed as medians of interleaved runs
-//! and as ratios to the blocking rate.
+//! and as ratios to the blocking rate. A last variant spins on non-blocking sockets instead of
+//! sleeping: the difference to blocking sockets is what waking a sleeping thread (and, on a
+//! virtual machine, its CPU) costs per round trip.
 //!
 //! ```text
 //! cargo run --release -p floe-bench --example pingpong_floor
@@ -41,6 +43,55 @@ fn blocking() -> f64 {
         for _ in 0..100 {
             c.write_all(&[0u8; 32]).unwrap();
             c.read_exact(&mut reply).unwrap();
+        }
+        calls += 100;
+    }
+    let rate = calls as f64 / start.elapsed().as_secs_f64();
+    drop(c);
+    server.join().unwrap();
+    rate
+}
+
+/// Reads exactly `buf.len()` bytes from a non-blocking socket, spinning while none are there.
+fn read_spinning(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Round trips per second with non-blocking sockets that spin instead of sleeping on both
+/// sides: what the round trip costs when no CPU has to be woken (two busy cores).
+fn spinning() -> f64 {
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let mut request = [0u8; 32];
+        while read_spinning(&mut s, &mut request).is_ok() {
+            if s.write_all(&[0u8; 25]).is_err() {
+                break;
+            }
+        }
+    });
+    let mut c = std::net::TcpStream::connect(address).unwrap();
+    c.set_nodelay(true).unwrap();
+    c.set_nonblocking(true).unwrap();
+    let mut reply = [0u8; 25];
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < MEASURE_FOR {
+        for _ in 0..100 {
+            c.write_all(&[0u8; 32]).unwrap();
+            read_spinning(&mut c, &mut reply).unwrap();
         }
         calls += 100;
     }
@@ -114,21 +165,24 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let (mut block, mut multi, mut current) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut block, mut multi, mut current, mut spin) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for run in 1..=RUNS {
         block.push(blocking());
         multi.push(tokio_tasks(true));
         current.push(tokio_tasks(false));
+        spin.push(spinning());
         eprintln!(
-            "run {run}: blocking {:.0}, tokio multi-thread {:.0}, tokio current-thread {:.0} round trips/s",
+            "run {run}: blocking {:.0}, tokio multi-thread {:.0}, tokio current-thread {:.0}, spinning {:.0} round trips/s",
             block[run - 1],
             multi[run - 1],
-            current[run - 1]
+            current[run - 1],
+            spin[run - 1]
         );
     }
-    let (b, m, c) = (median(block), median(multi), median(current));
+    let (b, m, c, s) = (median(block), median(multi), median(current), median(spin));
     println!("32 B / 25 B ping-pong over loopback, medians of {RUNS} interleaved runs:");
     println!("  blocking sockets              {b:>9.0} round trips/s");
     println!("  tokio, multi-thread (1 worker) {m:>8.0} round trips/s  ({:.2} × blocking)", m / b);
     println!("  tokio, current-thread         {c:>9.0} round trips/s  ({:.2} × blocking)", c / b);
+    println!("  spinning, no sleep            {s:>9.0} round trips/s  ({:.2} × blocking)", s / b);
 }
