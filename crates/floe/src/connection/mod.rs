@@ -763,7 +763,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
     let mut last_size = 0;
-    let mut origins = Origins::default();
+    let mut origins = Origins::new(&conn);
     loop {
         // Take every complete message out of the buffer.
         loop {
@@ -982,22 +982,24 @@ async fn dispatch(conn: &Connection, origin: &Arc<Origin>, request: Request, com
 
 /// The reader's [`Origin`] for the connection's adapter, made again when the adapter changes:
 /// the requests that arrive meanwhile share it.
-#[derive(Default)]
-struct Origins(Option<Arc<Origin>>);
+struct Origins(Arc<Origin>);
 
 impl Origins {
+    fn new(conn: &Connection) -> Self {
+        Origins(Arc::new(Origin { adapter: conn.adapter(), connection: Some(conn.clone()) }))
+    }
+
     fn get(&mut self, conn: &Connection) -> &Arc<Origin> {
         let adapter = conn.shared.adapter.read().expect("adapter lock");
-        let current = match (&self.0, &*adapter) {
-            (Some(o), Some(a)) => o.adapter.as_ref().is_some_and(|mine| mine.same_as(a)),
-            (Some(o), None) => o.adapter.is_none(),
-            (None, _) => false,
+        let unchanged = match (&self.0.adapter, &*adapter) {
+            (Some(mine), Some(now)) => mine.same_as(now),
+            (None, None) => true,
+            _ => false,
         };
-        if !current {
-            self.0 = Some(Arc::new(Origin { adapter: adapter.clone(), connection: Some(conn.clone()) }));
+        if !unchanged {
+            self.0 = Arc::new(Origin { adapter: adapter.clone(), connection: Some(conn.clone()) });
         }
-        drop(adapter);
-        self.0.get_or_insert_with(|| Arc::new(Origin { adapter: None, connection: Some(conn.clone()) }))
+        &self.0
     }
 }
 
