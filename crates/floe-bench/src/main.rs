@@ -181,24 +181,7 @@ fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option
         #[cfg(not(feature = "tonic"))]
         System::Tonic => Err("built without the tonic feature".into()),
         System::Ice => {
-            let dir = ice_dir.ok_or("no Ice peer")?;
-            let mut cmd = Command::new(dir.join("ice-client"));
-            ice_malloc_env(&mut cmd);
-            let out = cmd
-                .args([
-                    server.port.to_string(),
-                    test.ice_name().to_string(),
-                    duration.as_millis().to_string(),
-                    // The sender-side batching tests take their round size instead (the
-                    // payload comes with the test's name).
-                    if test.kind().starts_with("batch-send") {
-                        tests::sender_round(duration).to_string()
-                    } else {
-                        test.param.to_string()
-                    },
-                ])
-                .output()
-                .map_err(|e| e.to_string())?;
+            let out = ice_client(server, test, duration, ice_dir)?.output().map_err(|e| e.to_string())?;
             let text = String::from_utf8_lossy(&out.stdout);
             let mut it = text.split_whitespace();
             let ops = it.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("ice-client said {text:?}"))?;
@@ -210,6 +193,102 @@ fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option
             Ok((ops, secs))
         }
     }
+}
+
+/// The Ice C++ client's command for `test` against `server`; it prints the operations done and
+/// the seconds taken (then, for the Demarey test, its step statistics).
+fn ice_client(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<Command, String> {
+    let dir = ice_dir.ok_or("no Ice peer")?;
+    let mut cmd = Command::new(dir.join("ice-client"));
+    ice_malloc_env(&mut cmd);
+    cmd.args([
+        server.port.to_string(),
+        test.ice_name().to_string(),
+        duration.as_millis().to_string(),
+        // The sender-side batching tests take their round size instead (the payload comes
+        // with the test's name).
+        if test.kind().starts_with("batch-send") {
+            tests::sender_round(duration).to_string()
+        } else {
+            test.param.to_string()
+        },
+    ]);
+    Ok(cmd)
+}
+
+/// What a client process used: the operations it did, its CPU seconds (user + system) and
+/// its peak RSS in kB.
+#[derive(Debug, Clone, Copy)]
+struct ClientUsage {
+    ops: u64,
+    cpu: f64,
+    peak_rss_kb: u64,
+}
+
+/// Runs `cmd` (a client that prints its operation count first on stdout and
+/// `peak-rss-kb <n>` on stderr) and takes its CPU time from the kernel when it exits (`wait4`).
+fn run_client_process(mut cmd: Command) -> Result<ClientUsage, String> {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let errors = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = e.read_to_string(&mut text);
+            text
+        })
+    });
+    let mut text = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    }
+    let errors = errors.and_then(|t| t.join().ok()).unwrap_or_default();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, which `child` has not waited for; the pointers are to
+    // live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("client process failed (status {status}): {text:?}"));
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let ops =
+        text.split_whitespace().next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("client said {text:?}"))?;
+    // The client reports its own peak RSS: the kernel's figure for a child counts the pages
+    // of the process it was started from.
+    let peak_rss_kb = errors
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kb "))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| format!("client reported no peak RSS: {errors:?}"))?;
+    Ok(ClientUsage { ops, cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime), peak_rss_kb })
+}
+
+/// The resources of a twoway client run as a process of its own against `server`.
+fn client_usage(
+    server: &Server,
+    duration: Duration,
+    quick: bool,
+    ice_dir: Option<&Path>,
+) -> Result<ClientUsage, String> {
+    let twoway = every_test().find(|t| t.name == "twoway").ok_or("no twoway test")?;
+    let cmd = match server.system {
+        System::Ice => ice_client(server, twoway, duration, ice_dir)?,
+        system => {
+            let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            cmd.args(["--client", system.name(), "--port", &server.port.to_string(), "--tests", "twoway"]);
+            if quick {
+                cmd.arg("--quick");
+            }
+            cmd
+        }
+    };
+    run_client_process(cmd)
 }
 
 /// The Ice peer gets the allocator settings floe applies to itself (the tuning ZeroC recommends
@@ -274,16 +353,20 @@ fn main() -> std::process::ExitCode {
         for test in
             every_test().filter(|t| args.tests.as_deref().map(|l| l.split(',').any(|n| n == t.name)).unwrap_or(true))
         {
-            let d = Duration::from_millis(500);
+            let d = Duration::from_millis(if args.quick { 150 } else { 700 });
             let r = match system.as_str() {
                 "raw" => raw::measure(test, args.port, d).map_err(|e| e.to_string()),
+                #[cfg(feature = "tonic")]
+                "tonic" => tonic_system::measure(test, args.port, d),
                 _ => floe_system::measure(test, args.port, d).map_err(|e| e.to_string()),
             };
+            // Operations and seconds first: the resource measurement reads them.
             match r {
-                Ok((ops, secs)) => println!("{} {} {:.0}", system, test.name, ops as f64 / secs),
+                Ok((ops, secs)) => println!("{ops} {secs:.6} {} {} {:.0}", system, test.name, ops as f64 / secs),
                 Err(e) => println!("{} {} error: {e}", system, test.name),
             }
         }
+        eprintln!("peak-rss-kb {}", proc_stats(std::process::id()).1);
         return std::process::ExitCode::SUCCESS;
     }
     let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
@@ -385,8 +468,28 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
+    // Client resources: each system's twoway client once more, as a process of its own, so
+    // that its CPU time and peak RSS are its own (the floe and raw clients otherwise run in
+    // this process).
+    let mut clients: Vec<(&'static str, ClientUsage)> = Vec::new();
+    if selected.iter().any(|t| t.name == "twoway") {
+        for server in servers.iter().filter(|s| s.threads == 1) {
+            match client_usage(server, duration, args.quick, ice_dir.as_deref()) {
+                Ok(u) => clients.push((server.system.name(), u)),
+                Err(e) => notes.push(format!("{} / client resources: {e}", server.system.name())),
+            }
+        }
+    }
     drop(servers);
-    let records = report::summarize(&selected, &samples, runs);
+    let mut records = report::summarize(&selected, &samples, runs);
+    for r in records.iter_mut().filter(|r| r.test == "twoway") {
+        if let Some((_, u)) = clients.iter().find(|(sys, _)| *sys == r.system) {
+            r.client = Some(report::ClientResources {
+                cpu_per_100k: if u.ops > 0 { u.cpu * 100_000.0 / u.ops as f64 } else { 0.0 },
+                peak_rss_kb: u.peak_rss_kb,
+            });
+        }
+    }
     let machine = report::machine_description();
     println!("{}", report::table(&selected, &records, &machine, started.elapsed()));
     for n in &notes {

@@ -83,6 +83,17 @@ pub(crate) struct Record {
     pub(crate) wire: (usize, usize),
     /// Demarey statistics over all series (mean, min, max, std-dev of per-call µs).
     pub(crate) steps: Option<(f64, f64, f64, f64)>,
+    /// What the client process used (measured for the twoway test).
+    pub(crate) client: Option<ClientResources>,
+}
+
+/// A client process's resource use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientResources {
+    /// CPU seconds (user + system) per 100,000 operations.
+    pub(crate) cpu_per_100k: f64,
+    /// Peak RSS, kB.
+    pub(crate) peak_rss_kb: u64,
 }
 
 fn samples_steps(records: &[Record], system: &str) -> Vec<(f64, f64, f64, f64)> {
@@ -143,6 +154,7 @@ pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec
                         Some((mean, min, max, var.sqrt()))
                     }
                 },
+                client: None,
             });
         }
     }
@@ -236,17 +248,54 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
             let _ = writeln!(s, "  {sys:<8} mean {mean:>7.2}  min {min:>7.2}  max {max:>7.2}  std-dev {sd:>6.2}");
         }
     }
-    let _ = writeln!(s, "\nserver resources (median CPU seconds per 100k calls; peak RSS):");
+    let _ = writeln!(
+        s,
+        "\nresources (CPU seconds per 100k twoway calls; peak RSS: the server's over the run, the twoway client's):"
+    );
     for sys in ["floe", "raw", "ice-cpp", "tonic"] {
         let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
         if rs.is_empty() {
             continue;
         }
         let peak = rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0);
-        let tw = rs.iter().find(|r| r.test == "twoway").map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
-        let _ = writeln!(s, "  {sys:<8} twoway CPU/100k calls: {tw:>6} s   peak RSS: {:.1} MB", peak as f64 / 1024.0);
+        let twoway = rs.iter().find(|r| r.test == "twoway");
+        let tw = twoway.map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
+        let (client_cpu, client_rss) = match twoway.and_then(|r| r.client) {
+            Some(c) => (format!("{:.2}", c.cpu_per_100k), format!("{:.1} MB", c.peak_rss_kb as f64 / 1024.0)),
+            None => ("-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            s,
+            "  {sys:<8} server: CPU {tw:>6} s, peak RSS {:>5.1} MB   client: CPU {client_cpu:>6} s, peak RSS {client_rss:>8}",
+            peak as f64 / 1024.0
+        );
     }
     s
+}
+
+/// The HTML table of resources: server CPU per 100k twoway calls and peak RSS over the run,
+/// and the same for the twoway client when it was measured.
+fn resources_table(s: &mut String, records: &[Record]) {
+    s.push_str("<h2>Resources</h2><table><tr><th>system</th><th>server CPU s / 100k twoway calls</th><th>server peak RSS</th><th>client CPU s / 100k twoway calls</th><th>client peak RSS</th></tr>");
+    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
+        let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let peak = rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0);
+        let twoway = rs.iter().find(|r| r.test == "twoway");
+        let cpu = twoway.map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
+        let (client_cpu, client_rss) = match twoway.and_then(|r| r.client) {
+            Some(c) => (format!("{:.2}", c.cpu_per_100k), format!("{:.1} MB", c.peak_rss_kb as f64 / 1024.0)),
+            None => ("-".into(), "-".into()),
+        };
+        let _ = write!(
+            s,
+            "<tr><td style=\"text-align:left\">{sys}</td><td>{cpu}</td><td>{:.1} MB</td><td>{client_cpu}</td><td>{client_rss}</td></tr>",
+            peak as f64 / 1024.0
+        );
+    }
+    s.push_str("</table>");
 }
 
 fn esc(s: &str) -> String {
@@ -259,7 +308,7 @@ pub(crate) fn json(records: &[Record]) -> String {
     for (i, r) in records.iter().enumerate() {
         let _ = write!(
             s,
-            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"payload_bytes\": {}, \"request_bytes\": {}, \"reply_bytes\": {}}}",
+            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"client_cpu_s_per_100k\": {}, \"client_peak_rss_kb\": {}, \"payload_bytes\": {}, \"request_bytes\": {}, \"reply_bytes\": {}}}",
             esc(r.system),
             esc(r.test),
             esc(r.unit),
@@ -269,6 +318,8 @@ pub(crate) fn json(records: &[Record]) -> String {
             r.runs,
             r.cpu_per_100k,
             r.peak_rss_kb,
+            r.client.map_or("null".to_string(), |c| format!("{:.4}", c.cpu_per_100k)),
+            r.client.map_or("null".to_string(), |c| c.peak_rss_kb.to_string()),
             r.payload,
             r.wire.0,
             r.wire.1
@@ -348,6 +399,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
         s.push_str("</svg></div>");
     }
     sweep_chart(&mut s, tests, records);
+    resources_table(&mut s, records);
     if !notes.is_empty() {
         s.push_str("<h2>Notes</h2><ul>");
         for n in notes {

@@ -50,7 +50,18 @@ fn quick_run_produces_a_table_and_json() {
             assert!(text.contains(&needle), "no record for {system}/{test} in {text}");
         }
     }
-    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    // The twoway clients' own resources were measured, each in a process of its own.
+    for system in ["floe", "raw"] {
+        let needle = format!("\"system\": \"{system}\", \"test\": \"twoway\"");
+        let record = text.lines().find(|l| l.contains(&needle)).expect("twoway record");
+        assert!(
+            record.contains("\"client_peak_rss_kb\": ") && !record.contains("\"client_peak_rss_kb\": null"),
+            "no client resources for {system}: {record}"
+        );
+    }
+    assert!(stdout.contains("client: CPU"), "{stdout}");
+    let html_text = std::fs::read_to_string(&html).unwrap();
+    assert!(html_text.contains("<svg") && html_text.contains("<h2>Resources</h2>"));
     assert!(stdout.contains("Demarey method") && stdout.contains("std-dev"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

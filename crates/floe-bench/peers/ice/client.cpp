@@ -12,6 +12,8 @@
 #include <string>
 #include <functional>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 using namespace std;
 using namespace Bench;
@@ -53,8 +55,26 @@ static function<void(const PerfHandle&)> batchCall(const string& test)
     exit(2);
 }
 
+// Prints this process's peak RSS (VmHWM) on stderr at exit, for the suite's resource figures.
+static void reportPeakRss()
+{
+    ifstream status("/proc/self/status");
+    string line;
+    while(getline(status, line))
+    {
+        if(line.compare(0, 6, "VmHWM:") == 0)
+        {
+            istringstream fields(line.substr(6));
+            long kb = 0;
+            fields >> kb;
+            cerr << "peak-rss-kb " << kb << endl;
+        }
+    }
+}
+
 int main(int argc, char* argv[])
 {
+    atexit(reportPeakRss);
     if(argc < 5)
     {
         cerr << "usage: ice-client <port> <test> <duration-ms> <param>" << endl;
