@@ -764,6 +764,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
     let mut last_size = 0;
     let mut origins = Origins::new(&conn);
+    let mut replies = DeferredReplies::new(&conn);
     loop {
         // Take every complete message out of the buffer.
         loop {
@@ -771,9 +772,14 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
                 Ok(Some(msg)) => {
                     last_size = msg.header.size;
                     if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
+                        // Replies waiting for the end of the buffer go out before any wait.
+                        if !dispatch_slot_free(&conn) {
+                            replies.flush().await;
+                        }
                         wait_for_dispatch_slot(&conn).await;
                     }
-                    if let Err(e) = handle_message(&conn, msg, &mut origins).await {
+                    replies.backlog = buf.len();
+                    if let Err(e) = handle_message(&conn, msg, &mut origins, &mut replies).await {
                         warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
                         conn.close_forcefully(e);
                         return;
@@ -791,6 +797,8 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
                 }
             }
         }
+        // The replies of the requests dispatched from this buffer, in one write.
+        replies.flush().await;
         if conn.shared.closed.load(Ordering::Acquire) {
             return;
         }
@@ -895,6 +903,14 @@ async fn wait_for_dispatch_slot(conn: &Connection) {
     }
 }
 
+/// True when [`wait_for_dispatch_slot`] would not wait: the adapter is not held and fewer
+/// dispatches than the limit are in progress.
+fn dispatch_slot_free(conn: &Connection) -> bool {
+    let held = conn.shared.adapter.read().expect("adapter lock").as_ref().is_some_and(|a| a.is_held());
+    let max = conn.shared.config.max_dispatches;
+    !held && (max == 0 || conn.shared.dispatch_count.load(Ordering::SeqCst) < max)
+}
+
 /// Waits until fewer than `limit` dispatches are in progress.
 async fn wait_for_dispatches_below(shared: &Shared, limit: usize) {
     if shared.dispatch_count.load(Ordering::SeqCst) < limit {
@@ -912,7 +928,12 @@ async fn wait_for_dispatches_below(shared: &Shared, limit: usize) {
     shared.dispatch_waiters.fetch_sub(1, Ordering::SeqCst);
 }
 
-async fn handle_message(conn: &Connection, msg: Message, origins: &mut Origins) -> Result<()> {
+async fn handle_message(
+    conn: &Connection,
+    msg: Message,
+    origins: &mut Origins,
+    replies: &mut DeferredReplies,
+) -> Result<()> {
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
     }
@@ -933,7 +954,7 @@ async fn handle_message(conn: &Connection, msg: Message, origins: &mut Origins) 
                 return Ok(());
             }
             let request = Request::decode(msg.body)?;
-            dispatch(conn, origins.get(conn), request, msg.header.compression).await;
+            dispatch(conn, origins.get(conn), request, msg.header.compression, replies).await;
         }
         MessageType::BatchRequest => {
             if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
@@ -971,12 +992,91 @@ async fn handle_message(conn: &Connection, msg: Message, origins: &mut Origins) 
 }
 
 /// Dispatches a request and writes its reply, if it has one.
-async fn dispatch(conn: &Connection, origin: &Arc<Origin>, request: Request, compression: CompressionStatus) {
+async fn dispatch(
+    conn: &Connection,
+    origin: &Arc<Origin>,
+    request: Request,
+    compression: CompressionStatus,
+    replies: &mut DeferredReplies,
+) {
     // A dispatch that completed at once: the reader task writes its reply itself (waiting for
     // the write is the backpressure on a peer that does not read its replies), then ends it.
-    if let Some(reply) = start_dispatch(conn, origin, None, request, compression) {
-        write_reply(conn, reply).await;
-        finish_dispatch(conn);
+    // A small reply waits for the other requests already in the read buffer, so that their
+    // replies go out in one write.
+    if let Some((reply, tail)) = start_dispatch(conn, origin, None, request, compression) {
+        if tail.is_none()
+            && reply.len() <= DEFERRED_REPLY_MAX
+            && replies.backlog >= DEFER_WITH_BACKLOG
+            && !conn.shared.config.trace_protocol
+        {
+            replies.defer(reply);
+            if replies.bytes() >= DEFERRED_REPLIES_FLUSH_AT {
+                replies.flush().await;
+            }
+        } else {
+            replies.flush().await;
+            write_reply(conn, (reply, tail)).await;
+            finish_dispatch(conn);
+        }
+    }
+}
+
+/// Replies up to this size wait in [`DeferredReplies`]; larger ones are written at once.
+const DEFERRED_REPLY_MAX: usize = 16 * 1024;
+
+/// A reply waits only while at least this many bytes of further requests are already read.
+const DEFER_WITH_BACKLOG: usize = 512;
+
+/// [`DeferredReplies`] are written once they hold this many bytes.
+const DEFERRED_REPLIES_FLUSH_AT: usize = 64 * 1024;
+
+/// The replies of requests the reader dispatched from its current buffer, written together
+/// once the buffer holds no more complete message. Each counts as a dispatch in progress
+/// until written, so that a graceful close waits for it.
+struct DeferredReplies {
+    conn: Connection,
+    bytes: BytesMut,
+    count: usize,
+    /// Bytes read but not yet dispatched after the current request.
+    backlog: usize,
+}
+
+impl DeferredReplies {
+    fn new(conn: &Connection) -> Self {
+        DeferredReplies { conn: conn.clone(), bytes: BytesMut::new(), count: 0, backlog: 0 }
+    }
+
+    /// Takes a reply message (its buffer goes back to the pool).
+    fn defer(&mut self, reply: BytesMut) {
+        self.bytes.extend_from_slice(&reply);
+        self.count += 1;
+        crate::encoding::pool::give(reply);
+    }
+
+    fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Writes the replies waiting, if any, and ends their dispatches.
+    async fn flush(&mut self) {
+        if self.count == 0 {
+            return;
+        }
+        let _ = self.conn.write_message_parts(&self.bytes, &[]).await;
+        // A buffer that grew for a burst is not kept by an idle connection.
+        if self.bytes.capacity() > DEFERRED_REPLY_MAX {
+            self.bytes = BytesMut::new();
+        } else {
+            self.bytes.clear();
+        }
+        finish_dispatches(&self.conn, std::mem::take(&mut self.count));
+    }
+}
+
+impl Drop for DeferredReplies {
+    // Replies never written (the connection closed first) still end their dispatches.
+    fn drop(&mut self) {
+        finish_dispatches(&self.conn, self.count);
     }
 }
 
@@ -1168,7 +1268,15 @@ async fn flush_queued(conn: Connection) {
 }
 
 fn finish_dispatch(conn: &Connection) {
-    conn.shared.dispatch_count.fetch_sub(1, Ordering::SeqCst);
+    finish_dispatches(conn, 1);
+}
+
+/// Ends `n` dispatches at once.
+fn finish_dispatches(conn: &Connection, n: usize) {
+    if n == 0 {
+        return;
+    }
+    conn.shared.dispatch_count.fetch_sub(n, Ordering::SeqCst);
     // Notifying costs a lock; only a waiter (a close, or a reader at its dispatch limit)
     // needs it.
     if conn.shared.dispatch_waiters.load(Ordering::SeqCst) > 0 {
