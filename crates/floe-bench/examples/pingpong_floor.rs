@@ -20,40 +20,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const RUNS: usize = 5;
 const MEASURE_FOR: Duration = Duration::from_millis(700);
 
-/// Round trips per second with blocking sockets on both sides.
-fn blocking() -> f64 {
-    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_nodelay(true).unwrap();
-        let mut request = [0u8; 32];
-        while s.read_exact(&mut request).is_ok() {
-            if s.write_all(&[0u8; 25]).is_err() {
-                break;
-            }
-        }
-    });
-    let mut c = std::net::TcpStream::connect(address).unwrap();
-    c.set_nodelay(true).unwrap();
-    let mut reply = [0u8; 25];
-    let start = Instant::now();
-    let mut calls = 0u64;
-    while start.elapsed() < MEASURE_FOR {
-        for _ in 0..100 {
-            c.write_all(&[0u8; 32]).unwrap();
-            c.read_exact(&mut reply).unwrap();
-        }
-        calls += 100;
+/// Reads exactly `buf.len()` bytes: blocking, or from a non-blocking socket spinning while
+/// none are there.
+fn read_full(s: &mut std::net::TcpStream, buf: &mut [u8], spin: bool) -> std::io::Result<()> {
+    if !spin {
+        return s.read_exact(buf);
     }
-    let rate = calls as f64 / start.elapsed().as_secs_f64();
-    drop(c);
-    server.join().unwrap();
-    rate
-}
-
-/// Reads exactly `buf.len()` bytes from a non-blocking socket, spinning while none are there.
-fn read_spinning(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
         match s.read(&mut buf[got..]) {
@@ -66,17 +38,18 @@ fn read_spinning(s: &mut std::net::TcpStream, buf: &mut [u8]) -> std::io::Result
     Ok(())
 }
 
-/// Round trips per second with non-blocking sockets that spin instead of sleeping on both
-/// sides: what the round trip costs when no CPU has to be woken (two busy cores).
-fn spinning() -> f64 {
+/// Round trips per second with std sockets on both sides: blocking ones (the raw baseline's
+/// way), or, with `spin`, non-blocking ones that spin instead of sleeping — what the round
+/// trip costs when no CPU has to be woken (two busy cores).
+fn std_sockets(spin: bool) -> f64 {
     let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let address = listener.local_addr().unwrap();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         s.set_nodelay(true).unwrap();
-        s.set_nonblocking(true).unwrap();
+        s.set_nonblocking(spin).unwrap();
         let mut request = [0u8; 32];
-        while read_spinning(&mut s, &mut request).is_ok() {
+        while read_full(&mut s, &mut request, spin).is_ok() {
             if s.write_all(&[0u8; 25]).is_err() {
                 break;
             }
@@ -84,14 +57,14 @@ fn spinning() -> f64 {
     });
     let mut c = std::net::TcpStream::connect(address).unwrap();
     c.set_nodelay(true).unwrap();
-    c.set_nonblocking(true).unwrap();
+    c.set_nonblocking(spin).unwrap();
     let mut reply = [0u8; 25];
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed() < MEASURE_FOR {
         for _ in 0..100 {
             c.write_all(&[0u8; 32]).unwrap();
-            read_spinning(&mut c, &mut reply).unwrap();
+            read_full(&mut c, &mut reply, spin).unwrap();
         }
         calls += 100;
     }
@@ -167,10 +140,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let (mut block, mut multi, mut current, mut spin) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for run in 1..=RUNS {
-        block.push(blocking());
+        block.push(std_sockets(false));
         multi.push(tokio_tasks(true));
         current.push(tokio_tasks(false));
-        spin.push(spinning());
+        spin.push(std_sockets(true));
         eprintln!(
             "run {run}: blocking {:.0}, tokio multi-thread {:.0}, tokio current-thread {:.0}, spinning {:.0} round trips/s",
             block[run - 1],

@@ -252,47 +252,59 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
         s,
         "\nresources (CPU seconds per 100k twoway calls; peak RSS: the server's over the run, the twoway client's):"
     );
-    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
-        let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
+    for r in resources(records) {
+        let _ = writeln!(
+            s,
+            "  {:<8} server: CPU {:>6} s, peak RSS {:>5.1} MB   client: CPU {:>6} s, peak RSS {:>8}",
+            r.system, r.server_cpu, r.server_rss_mb, r.client_cpu, r.client_rss
+        );
+    }
+    s
+}
+
+/// One system's resource figures, formatted: server CPU seconds per 100k twoway calls, server
+/// peak RSS over the run (MB), and the twoway client's CPU and peak RSS ("-" when not measured).
+struct ResourceRow {
+    system: &'static str,
+    server_cpu: String,
+    server_rss_mb: f64,
+    client_cpu: String,
+    client_rss: String,
+}
+
+fn resources(records: &[Record]) -> Vec<ResourceRow> {
+    let mut rows = Vec::new();
+    for system in ["floe", "raw", "ice-cpp", "tonic"] {
+        let rs: Vec<&Record> = records.iter().filter(|r| r.system == system).collect();
         if rs.is_empty() {
             continue;
         }
         let peak = rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0);
         let twoway = rs.iter().find(|r| r.test == "twoway");
-        let tw = twoway.map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
         let (client_cpu, client_rss) = match twoway.and_then(|r| r.client) {
             Some(c) => (format!("{:.2}", c.cpu_per_100k), format!("{:.1} MB", c.peak_rss_kb as f64 / 1024.0)),
             None => ("-".into(), "-".into()),
         };
-        let _ = writeln!(
-            s,
-            "  {sys:<8} server: CPU {tw:>6} s, peak RSS {:>5.1} MB   client: CPU {client_cpu:>6} s, peak RSS {client_rss:>8}",
-            peak as f64 / 1024.0
-        );
+        rows.push(ResourceRow {
+            system,
+            server_cpu: twoway.map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into()),
+            server_rss_mb: peak as f64 / 1024.0,
+            client_cpu,
+            client_rss,
+        });
     }
-    s
+    rows
 }
 
 /// The HTML table of resources: server CPU per 100k twoway calls and peak RSS over the run,
 /// and the same for the twoway client when it was measured.
 fn resources_table(s: &mut String, records: &[Record]) {
     s.push_str("<h2>Resources</h2><table><tr><th>system</th><th>server CPU s / 100k twoway calls</th><th>server peak RSS</th><th>client CPU s / 100k twoway calls</th><th>client peak RSS</th></tr>");
-    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
-        let rs: Vec<&Record> = records.iter().filter(|r| r.system == sys).collect();
-        if rs.is_empty() {
-            continue;
-        }
-        let peak = rs.iter().map(|r| r.peak_rss_kb).max().unwrap_or(0);
-        let twoway = rs.iter().find(|r| r.test == "twoway");
-        let cpu = twoway.map(|r| format!("{:.2}", r.cpu_per_100k)).unwrap_or("-".into());
-        let (client_cpu, client_rss) = match twoway.and_then(|r| r.client) {
-            Some(c) => (format!("{:.2}", c.cpu_per_100k), format!("{:.1} MB", c.peak_rss_kb as f64 / 1024.0)),
-            None => ("-".into(), "-".into()),
-        };
+    for r in resources(records) {
         let _ = write!(
             s,
-            "<tr><td style=\"text-align:left\">{sys}</td><td>{cpu}</td><td>{:.1} MB</td><td>{client_cpu}</td><td>{client_rss}</td></tr>",
-            peak as f64 / 1024.0
+            "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1} MB</td><td>{}</td><td>{}</td></tr>",
+            r.system, r.server_cpu, r.server_rss_mb, r.client_cpu, r.client_rss
         );
     }
     s.push_str("</table>");

@@ -2057,25 +2057,23 @@ impl<'a> Gen<'a> {
             Some(r) => Some(("__ret".to_string(), r)),
             None => o.params.iter().rfind(|p| p.out).map(|p| (format!("__out_{}", snake(&p.name)), &p.ty)),
         };
-        match last {
+        // So do results that end with a sequence of numbers or of structs of numbers.
+        let tail = match last {
             Some((name, ty)) if no_optionals && !any && self.is_byte_seq_bytes(ty) => {
-                let before: Vec<String> =
-                    writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
-                self.line(&format!(
-                    "    Ok({pat}) => current.ok_with_tail(|enc| {{ {} }}, &{name}),",
-                    before.join(" ")
-                ));
+                Some(("ok_with_tail", format!("&{name}"), name))
             }
-            // So do results that end with a sequence of numbers or of structs of numbers.
             Some((name, ty)) if no_optionals && !any && self.is_wire_layout_seq(ty) => {
+                Some(("ok_with_seq_tail", name.clone(), name))
+            }
+            _ => None,
+        };
+        match tail {
+            Some((ok, arg, name)) => {
                 let before: Vec<String> =
                     writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
-                self.line(&format!(
-                    "    Ok({pat}) => current.ok_with_seq_tail(|enc| {{ {} }}, {name}),",
-                    before.join(" ")
-                ));
+                self.line(&format!("    Ok({pat}) => current.{ok}(|enc| {{ {} }}, {arg}),", before.join(" ")));
             }
-            _ => self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" "))),
+            None => self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" "))),
         }
         self.line(&format!("    Err(e) => current.servant_error(&e, {f}::encoding::FormatType::{format}),"));
         self.line("}");

@@ -122,15 +122,23 @@ impl Current {
                 e.write_byte_seq(tail);
             });
         }
+        self.ok_before_tail(write, tail.len(), || tail.clone())
+    }
+
+    /// A successful reply whose results end with a sequence of `count` elements sent from
+    /// its own buffer: `write` encodes the results before it, and `tail` gives its encoded
+    /// bytes (made only when there is a reply).
+    fn ok_before_tail(&self, write: impl FnOnce(&mut Encoder), count: usize, tail: impl FnOnce() -> Bytes) -> Response {
         if self.is_oneway() {
             return Response::none();
         }
+        let tail = tail();
         let mut enc = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
         let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
         write(&mut enc);
-        enc.write_size(tail.len());
+        enc.write_size(count);
         crate::protocol::reply::finish_reply_before(&mut enc, start, tail.len());
-        Response { message: Some(enc.into_buffer()), tail: Some(tail.clone()) }
+        Response { message: Some(enc.into_buffer()), tail: Some(tail) }
     }
 
     /// A successful reply whose results end with the sequence `items` of [`WireLayout`]
@@ -148,16 +156,8 @@ impl Current {
                 crate::encoding::encode_seq_bulk(&items, e);
             });
         }
-        if self.is_oneway() {
-            return Response::none();
-        }
-        let mut enc = Encoder::with_buffer(crate::encoding::pool::take(256), EncodingVersion::V1_0);
-        let start = start_reply(&mut enc, self.request_id, ReplyStatus::Ok, self.encoding);
-        write(&mut enc);
-        enc.write_size(items.len());
-        crate::protocol::reply::finish_reply_before(&mut enc, start, len);
-        let tail = Bytes::from_owner(crate::encoding::WireVec(items));
-        Response { message: Some(enc.into_buffer()), tail: Some(tail) }
+        let count = items.len();
+        self.ok_before_tail(write, count, || Bytes::from_owner(crate::encoding::WireVec(items)))
     }
 
     /// A successful reply with no results.
