@@ -469,16 +469,7 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder) + 'a,
         tail: &'a Bytes,
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
-        self.invoke_with_raw_tail(
-            operation,
-            mode,
-            context,
-            move |e| {
-                write(e);
-                e.write_size(tail.len());
-            },
-            tail,
-        )
+        self.invoke_with_raw_tail(operation, mode, context, write, tail.len(), tail)
     }
 
     /// Like [`ObjectPrx::invoke`] for parameters that end with a sequence of [`WireLayout`]
@@ -498,10 +489,8 @@ impl ObjectPrx {
                 operation,
                 mode,
                 context,
-                move |e| {
-                    write(e);
-                    e.write_size(tail.len());
-                },
+                write,
+                tail.len(),
                 bytes,
             )),
             None => futures_util::future::Either::Right(self.invoke(operation, mode, context, move |e| {
@@ -512,16 +501,21 @@ impl ObjectPrx {
     }
 
     /// The common form of [`invoke_with_tail`](Self::invoke_with_tail) and
-    /// [`invoke_with_seq_tail`](Self::invoke_with_seq_tail): `write` encodes every parameter
-    /// up to the encoded bytes `tail`, the size before them included.
+    /// [`invoke_with_seq_tail`](Self::invoke_with_seq_tail): `write` encodes the parameters
+    /// before a sequence of `count` elements whose encoded bytes are `tail`.
     fn invoke_with_raw_tail<'a>(
         &'a self,
         operation: &'a str,
         mode: OperationMode,
         context: Option<&'a Context>,
         write: impl FnOnce(&mut Encoder) + 'a,
+        count: usize,
         tail: &'a [u8],
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        let write = move |e: &mut Encoder| {
+            write(e);
+            e.write_size(count);
+        };
         let separate = tail.len() >= SEPARATE_TAIL_MIN
             && !self.inner.reference.wire.mode.is_batch()
             && self.compress() == Compress::No;
