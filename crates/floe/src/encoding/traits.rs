@@ -88,16 +88,13 @@ impl<T: WireLayout> AsRef<[u8]> for WireVec<T> {
 /// Writes a sequence of [`WireLayout`] values with one copy.
 #[inline]
 pub fn encode_seq_bulk<T: WireLayout + Encode>(items: &[T], enc: &mut Encoder) {
-    if cfg!(target_endian = "little") {
-        enc.write_size(items.len());
-        // SAFETY: WireLayout guarantees no padding, so every byte of the slice is initialised,
-        // and the in-memory bytes are the wire bytes on a little-endian machine.
-        let bytes = unsafe { std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), std::mem::size_of_val(items)) };
-        enc.write_raw(bytes);
-    } else {
-        enc.write_size(items.len());
-        for item in items {
-            item.encode(enc);
+    enc.write_size(items.len());
+    match wire_bytes(items) {
+        Some(bytes) => enc.write_raw(bytes),
+        None => {
+            for item in items {
+                item.encode(enc);
+            }
         }
     }
 }
