@@ -771,11 +771,11 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             match frames.next_message(&mut buf) {
                 Ok(Some(msg)) => {
                     last_size = msg.header.size;
-                    if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
+                    if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest)
+                        && !dispatch_slot_free(&conn)
+                    {
                         // Replies waiting for the end of the buffer go out before any wait.
-                        if !dispatch_slot_free(&conn) {
-                            replies.flush().await;
-                        }
+                        replies.flush().await;
                         wait_for_dispatch_slot(&conn).await;
                     }
                     replies.backlog = buf.len();
@@ -812,7 +812,9 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             buf.reserve(needed.max(8 * 1024));
         }
         // Bound the dispatches in progress: stop reading until one completes.
-        wait_for_dispatch_slot(&conn).await;
+        if !dispatch_slot_free(&conn) {
+            wait_for_dispatch_slot(&conn).await;
+        }
         // A read in progress stops when the adapter is held: nothing more is read until it is
         // activated again.
         let adapter = conn.shared.adapter.read().expect("adapter lock").clone();
@@ -887,7 +889,8 @@ async fn read_step(read: &mut ReadHalf, buf: &mut BytesMut, partial_limit: Optio
     }
 }
 
-/// Waits while the connection has as many dispatches in progress as it may have.
+/// Waits while the connection's adapter is held or it has as many dispatches in progress as
+/// it may have (callers check [`dispatch_slot_free`] first: the usual case takes no wait).
 async fn wait_for_dispatch_slot(conn: &Connection) {
     // A held adapter stops its connections from reading and dispatching.
     let held = {
@@ -904,7 +907,7 @@ async fn wait_for_dispatch_slot(conn: &Connection) {
 }
 
 /// True when [`wait_for_dispatch_slot`] would not wait: the adapter is not held and fewer
-/// dispatches than the limit are in progress.
+/// dispatches than the limit are in progress (one lock read, no handle cloned).
 fn dispatch_slot_free(conn: &Connection) -> bool {
     let held = conn.shared.adapter.read().expect("adapter lock").as_ref().is_some_and(|a| a.is_held());
     let max = conn.shared.config.max_dispatches;
