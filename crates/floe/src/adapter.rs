@@ -509,9 +509,7 @@ impl ObjectAdapter {
             };
             for mut request in received.1 {
                 request.request_id = 0;
-                let params = std::mem::take(&mut request.params);
-                let current = crate::dispatch::Current::from_request(Some(origin.clone()), request);
-                let incoming = IncomingRequest { current, params };
+                let incoming = IncomingRequest::from_request(origin.clone(), request);
                 // One datagram at a time, as Ice does: a flood of datagrams waits in (and
                 // overflows) the socket's buffer instead of piling up tasks here. Nothing is
                 // answered; a panicking servant only loses its own request.

@@ -61,27 +61,6 @@ impl Current {
         }
     }
 
-    /// A current for a request that came through `origin`.
-    pub(crate) fn from_request(origin: Option<Arc<Origin>>, request: crate::protocol::Request) -> Self {
-        Current {
-            origin,
-            id: request.identity,
-            facet: request.facet,
-            operation: request.operation,
-            mode: request.mode,
-            ctx: request.context,
-            request_id: request.request_id,
-            encoding: request.encoding,
-        }
-    }
-
-    /// This current, as if dispatched by `adapter` for a request that arrived on `connection`
-    /// (for dispatching outside a connection, e.g. in tests).
-    pub fn with_origin(mut self, adapter: Option<ObjectAdapter>, connection: Option<Connection>) -> Self {
-        self.origin = Some(Arc::new(Origin { adapter, connection }));
-        self
-    }
-
     /// The adapter that dispatches the request (none outside an adapter).
     #[inline]
     pub fn adapter(&self) -> Option<&ObjectAdapter> {
@@ -280,6 +259,16 @@ pub struct IncomingRequest {
 }
 
 impl IncomingRequest {
+    /// The request `request`, decoded from a message that came through `origin`.
+    #[inline]
+    pub(crate) fn from_request(origin: Arc<Origin>, request: crate::protocol::Request) -> Self {
+        let crate::protocol::Request { request_id, identity, facet, operation, mode, context, encoding, params } =
+            request;
+        let current =
+            Current { origin: Some(origin), id: identity, facet, operation, mode, ctx: context, request_id, encoding };
+        IncomingRequest { current, params }
+    }
+
     /// A decoder over the parameters (proxies in them belong to the adapter's communicator).
     pub fn decoder(&self) -> Decoder {
         self.decoder_over(self.params.clone())

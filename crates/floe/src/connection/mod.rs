@@ -23,7 +23,7 @@ use tokio::sync::{oneshot, Notify};
 use tracing::{debug, trace, warn};
 
 use crate::adapter::{ObjectAdapter, ServantCache};
-use crate::dispatch::{Current, IncomingRequest, Origin, Response};
+use crate::dispatch::{IncomingRequest, Origin, Response};
 use crate::error::{Error, Result};
 use crate::protocol::compress::compress_message;
 use crate::protocol::header::{CLOSE_CONNECTION, VALIDATE_CONNECTION};
@@ -1143,15 +1143,13 @@ fn start_dispatch(
     conn: &Connection,
     origin: &Arc<Origin>,
     servants: Option<&mut ServantCache>,
-    mut request: Request,
+    request: Request,
     compression: CompressionStatus,
 ) -> Option<ReplyParts> {
     let request_id = request.request_id;
     let in_batch = servants.is_some();
     debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
-    let params = std::mem::take(&mut request.params);
-    let current = Current::from_request(Some(origin.clone()), request);
-    let incoming = IncomingRequest { current, params };
+    let incoming = IncomingRequest::from_request(origin.clone(), request);
     let fut = match &origin.adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
