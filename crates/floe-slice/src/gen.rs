@@ -104,6 +104,33 @@ fn doc_lines(out: &mut String, ind: &str, doc: &Option<String>) {
     }
 }
 
+/// A trailing sequence that is sent from its own memory when large, in requests (by the
+/// proxy method `invoke`) and replies (by the `Current` method `reply`).
+#[derive(Clone, Copy)]
+enum SeparateTail {
+    /// A byte sequence mapped to `Bytes`.
+    Bytes,
+    /// A `Vec` of numbers or of structs of numbers (`floe::encoding::WireLayout`).
+    WireLayout,
+}
+
+impl SeparateTail {
+    fn invoke(self) -> &'static str {
+        match self {
+            SeparateTail::Bytes => "invoke_with_tail",
+            SeparateTail::WireLayout => "invoke_with_seq_tail",
+        }
+    }
+
+    /// The reply expression's method and argument for the results' last value `name`.
+    fn reply(self, name: &str) -> (&'static str, String) {
+        match self {
+            SeparateTail::Bytes => ("ok_with_tail", format!("&{name}")),
+            SeparateTail::WireLayout => ("ok_with_seq_tail", name.to_string()),
+        }
+    }
+}
+
 /// How an optional value is written after its tag.
 enum OptKind {
     /// The value alone (F1–F8, Size, and VSize for strings and byte/bool sequences).
@@ -1695,32 +1722,26 @@ impl<'a> Gen<'a> {
         writes
     }
 
-    /// The last in-parameter when it is a byte sequence mapped to `Bytes` that ends the
-    /// encoded parameters: no optional in-parameters and no class instances follow it.
-    fn tail_byte_seq<'o>(&self, o: &'o Operation) -> Option<&'o Param> {
-        let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
-        let last = *ins.last()?;
-        let plain = ins.iter().all(|p| p.tag.is_none()) && !self.op_sends_classes(o).0;
-        (plain && self.is_byte_seq_bytes(&last.ty)).then_some(last)
-    }
-
-    /// True for a sequence mapped to `Vec<T>` whose elements have the wire's memory layout
-    /// (`floe::encoding::WireLayout`): its encoded bytes are the vector's own.
-    fn is_wire_layout_seq(&self, t: &TypeRef) -> bool {
+    /// How a sequence of type `t` that ends the parameters or results is sent from its own
+    /// memory, if it can be.
+    fn separate_tail(&self, t: &TypeRef) -> Option<SeparateTail> {
         match self.resolved(t).map(|(d, _)| &d.kind) {
-            Some(DefKind::Sequence { elem }) => !self.is_byte_seq_bytes(t) && self.layout(elem, 0).is_some(),
-            _ => false,
+            _ if self.is_byte_seq_bytes(t) => Some(SeparateTail::Bytes),
+            Some(DefKind::Sequence { elem }) if self.layout(elem, 0).is_some() => Some(SeparateTail::WireLayout),
+            _ => None,
         }
     }
 
-    /// The last in-parameter when it is a [`is_wire_layout_seq`](Self::is_wire_layout_seq)
-    /// sequence that ends the encoded parameters: no optional in-parameters and no class
-    /// instances follow it.
-    fn tail_wire_seq<'o>(&self, o: &'o Operation) -> Option<&'o Param> {
+    /// The last in-parameter when it ends the encoded parameters (no optional in-parameters
+    /// and no class instances follow it) and can be sent from its own memory.
+    fn tail_param<'o>(&self, o: &'o Operation) -> Option<(&'o Param, SeparateTail)> {
         let ins: Vec<&Param> = o.params.iter().filter(|p| !p.out).collect();
         let last = *ins.last()?;
         let plain = ins.iter().all(|p| p.tag.is_none()) && !self.op_sends_classes(o).0;
-        (plain && self.is_wire_layout_seq(&last.ty)).then_some(last)
+        if !plain {
+            return None;
+        }
+        self.separate_tail(&last.ty).map(|kind| (last, kind))
     }
 
     /// The in-parameters of an operation as a proxy method declares them (after `&self`).
@@ -1831,13 +1852,9 @@ impl<'a> Gen<'a> {
         let mode = Self::op_mode(o);
         // A trailing byte sequence, or sequence of numbers or of structs of numbers, is sent
         // from its own memory when large.
-        let tail = match (self.tail_byte_seq(o), self.tail_wire_seq(o)) {
-            (Some(tail), _) => Some((tail, "invoke_with_tail")),
-            (None, Some(tail)) => Some((tail, "invoke_with_seq_tail")),
-            (None, None) => None,
-        };
-        match tail {
-            Some((tail, invoke)) => {
+        match self.tail_param(o) {
+            Some((tail, kind)) => {
+                let invoke = kind.invoke();
                 let writes: Vec<String> = o
                     .params
                     .iter()
@@ -2051,24 +2068,20 @@ impl<'a> Gen<'a> {
         if required {
             writes.push("enc.write_pending_values();".into());
         }
-        // Results that end with a byte sequence send it from its own buffer when large.
+        // Results that end with a sequence of bytes, numbers or structs of numbers send it from
+        // its own memory when large.
         let no_optionals = o.ret_tag.is_none() && o.params.iter().all(|p| !p.out || p.tag.is_none());
         let last = match &o.ret {
             Some(r) => Some(("__ret".to_string(), r)),
             None => o.params.iter().rfind(|p| p.out).map(|p| (format!("__out_{}", snake(&p.name)), &p.ty)),
         };
-        // So do results that end with a sequence of numbers or of structs of numbers.
         let tail = match last {
-            Some((name, ty)) if no_optionals && !any && self.is_byte_seq_bytes(ty) => {
-                Some(("ok_with_tail", format!("&{name}"), name))
-            }
-            Some((name, ty)) if no_optionals && !any && self.is_wire_layout_seq(ty) => {
-                Some(("ok_with_seq_tail", name.clone(), name))
-            }
+            Some((name, ty)) if no_optionals && !any => self.separate_tail(ty).map(|kind| (name, kind)),
             _ => None,
         };
         match tail {
-            Some((ok, arg, name)) => {
+            Some((name, kind)) => {
+                let (ok, arg) = kind.reply(&name);
                 let before: Vec<String> =
                     writes.iter().filter(|w| **w != format!("{name}.encode(enc);")).cloned().collect();
                 self.line(&format!("    Ok({pat}) => current.{ok}(|enc| {{ {} }}, {arg}),", before.join(" ")));
