@@ -227,26 +227,38 @@ struct ClientUsage {
 
 /// Runs `cmd` (a client that prints its operation count first on stdout and
 /// `peak-rss-kb <n>` on stderr) and takes its CPU time from the kernel when it exits (`wait4`).
-fn run_client_process(mut cmd: Command) -> Result<ClientUsage, String> {
+/// A client still running after `limit` is killed.
+fn run_client_process(mut cmd: Command, limit: Duration) -> Result<ClientUsage, String> {
     use std::io::Read;
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let errors = child.stderr.take().map(|mut e| {
+    let pid = child.id() as libc::pid_t;
+    // The child is reaped only below, after its output ended: until then its pid is its own,
+    // so the watchdog cannot kill another process.
+    let (output_ended, ended) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if ended.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            // SAFETY: signals our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let read_all = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = String::new();
-            let _ = e.read_to_string(&mut text);
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut text);
+            }
             text
         })
-    });
-    let mut text = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_string(&mut text).map_err(|e| e.to_string())?;
-    }
-    let errors = errors.and_then(|t| t.join().ok()).unwrap_or_default();
-    let pid = child.id() as libc::pid_t;
+    };
+    let errors = read_all(child.stderr.take().map(|e| Box::new(e) as Box<dyn Read + Send>));
+    let text = read_all(child.stdout.take().map(|o| Box::new(o) as Box<dyn Read + Send>)).join().unwrap_or_default();
+    let errors = errors.join().unwrap_or_default();
+    let _ = output_ended.send(());
+    let _ = watchdog.join();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -288,7 +300,7 @@ fn client_usage(
             cmd
         }
     };
-    run_client_process(cmd)
+    run_client_process(cmd, duration + Duration::from_secs(60))
 }
 
 /// The Ice peer gets the allocator settings floe applies to itself (the tuning ZeroC recommends
@@ -358,7 +370,8 @@ fn main() -> std::process::ExitCode {
                 "raw" => raw::measure(test, args.port, d).map_err(|e| e.to_string()),
                 #[cfg(feature = "tonic")]
                 "tonic" => tonic_system::measure(test, args.port, d),
-                _ => floe_system::measure(test, args.port, d).map_err(|e| e.to_string()),
+                "floe" => floe_system::measure(test, args.port, d).map_err(|e| e.to_string()),
+                other => Err(format!("no client for system {other}")),
             };
             // Operations and seconds first: the resource measurement reads them.
             match r {
@@ -513,4 +526,35 @@ fn main() -> std::process::ExitCode {
     }
     let _: &[Record] = &records;
     std::process::ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod client_process_tests {
+    use super::*;
+
+    #[test]
+    fn a_client_process_reports_its_operations_cpu_and_peak_rss() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo 5 1.0 floe twoway 5; echo peak-rss-kb 123 >&2"]);
+        let usage = run_client_process(cmd, Duration::from_secs(30)).expect("the client ran");
+        assert_eq!((usage.ops, usage.peak_rss_kb), (5, 123));
+        assert!(usage.cpu >= 0.0 && usage.cpu < 5.0, "{}", usage.cpu);
+    }
+
+    #[test]
+    fn a_client_process_that_hangs_is_killed_and_reported() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let start = std::time::Instant::now();
+        let r = run_client_process(cmd, Duration::from_millis(300));
+        assert!(r.is_err(), "{r:?}");
+        assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_client_process_without_its_figures_is_an_error() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo 5 1.0"]);
+        assert!(run_client_process(cmd, Duration::from_secs(30)).is_err());
+    }
 }
