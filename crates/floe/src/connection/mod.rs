@@ -1033,9 +1033,11 @@ const DEFER_WITH_BACKLOG: usize = 512;
 /// [`DeferredReplies`] are written once they hold this many bytes.
 const DEFERRED_REPLIES_FLUSH_AT: usize = 64 * 1024;
 
-/// The replies of requests the reader dispatched from its current buffer, written together
-/// once the buffer holds no more complete message. Each counts as a dispatch in progress
-/// until written, so that a graceful close waits for it.
+/// Small replies of requests the reader dispatched while more requests were waiting in its
+/// buffer (see [`DEFER_WITH_BACKLOG`]), written together once the buffer holds no complete
+/// message, before the reader waits for a dispatch slot, or at
+/// [`DEFERRED_REPLIES_FLUSH_AT`]. Each counts as a dispatch in progress until written, so
+/// that a graceful close waits for it.
 struct DeferredReplies {
     conn: Connection,
     bytes: BytesMut,
