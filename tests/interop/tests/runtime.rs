@@ -355,3 +355,40 @@ fn ice_trace_network_logs_connections_at_info_level() {
     srv.0.stderr.take().unwrap().read_to_string(&mut log).unwrap();
     assert!(log.contains("accepted incoming connection") && log.contains("INFO"), "{log}");
 }
+
+#[test]
+fn ice_trace_protocol_logs_every_reply_of_requests_read_together() {
+    let port = free_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
+    cmd.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}"), "--Ice.Trace.Protocol=1"])
+        .env("RUST_LOG", "floe::protocol=trace")
+        .stderr(std::process::Stdio::piped());
+    let mut srv = common::start(cmd);
+    // Read while the server runs: its trace would fill the pipe otherwise.
+    let mut stderr = srv.0.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut log = String::new();
+        stderr.read_to_string(&mut log).unwrap();
+        log
+    });
+    let c = Communicator::new().unwrap();
+    let t = tester(&c, port);
+    // 300 pings in one write: their replies are written together, and each is traced.
+    let outcomes = c
+        .block_on(t.as_object().invoke_batch_twoway(
+            "ice_ping",
+            floe::protocol::OperationMode::Nonmutating,
+            (0..300).map(|_| |_: &mut floe::encoding::Encoder| {}),
+        ))
+        .unwrap();
+    assert_eq!(outcomes.len(), 300);
+    for o in &outcomes {
+        assert!(o.is_ok(), "{:?}", o.as_ref().err());
+    }
+    c.block_on(t.shutdown()).unwrap();
+    assert!(srv.0.wait().unwrap().success());
+    let log = log.join().unwrap();
+    let replies = log.lines().filter(|l| l.contains("sending Reply (25 bytes)")).count();
+    // The 300 pings' replies and the shutdown's, each of 25 bytes.
+    assert_eq!(replies, 301, "{log}");
+}

@@ -386,12 +386,7 @@ impl Connection {
             return Err(self.close_error());
         }
         if self.shared.config.trace_protocol {
-            trace!(
-                target: "floe::protocol",
-                "sending {:?} ({} bytes)",
-                MessageType::from_u8(msg[8]),
-                msg.len() + tail.len()
-            );
+            trace_sent(msg, tail.len());
         }
         // Oneway requests queued before this message go first, in the same write when small.
         let queued = if self.shared.has_queued.load(Ordering::Acquire) { self.take_queued(false) } else { None };
@@ -486,7 +481,7 @@ impl Connection {
             return Queueing::Full;
         }
         if self.shared.config.trace_protocol {
-            trace!(target: "floe::protocol", "queueing {:?} ({} bytes)", MessageType::from_u8(msg[8]), msg.len());
+            trace!(target: "floe::protocol", "queueing {} ({} bytes)", type_name(msg[8]), msg.len());
         }
         q.bytes.extend_from_slice(msg);
         self.shared.has_queued.store(true, Ordering::Release);
@@ -994,6 +989,26 @@ async fn handle_message(
     Ok(())
 }
 
+/// The name of a message type byte, for traces.
+fn type_name(byte: u8) -> String {
+    match MessageType::from_u8(byte) {
+        Ok(t) => format!("{t:?}"),
+        Err(_) => format!("message of type {byte}"),
+    }
+}
+
+/// Traces each message of `msgs` (one or more complete messages, the last of which may be
+/// followed by `tail_len` bytes written from another buffer) as sent.
+fn trace_sent(msgs: &[u8], tail_len: usize) {
+    let mut rest = msgs;
+    while rest.len() >= HEADER_SIZE {
+        let size = i32::from_le_bytes([rest[10], rest[11], rest[12], rest[13]]).max(0) as usize;
+        let whole = size.min(rest.len() + tail_len).max(HEADER_SIZE);
+        trace!(target: "floe::protocol", "sending {} ({whole} bytes)", type_name(rest[8]));
+        rest = &rest[whole.min(rest.len())..];
+    }
+}
+
 /// Dispatches a request and writes its reply, if it has one.
 async fn dispatch(
     conn: &Connection,
@@ -1007,11 +1022,7 @@ async fn dispatch(
     // A small reply waits for the other requests already in the read buffer, so that their
     // replies go out in one write.
     if let Some((reply, tail)) = start_dispatch(conn, origin, None, request, compression) {
-        if tail.is_none()
-            && reply.len() <= DEFERRED_REPLY_MAX
-            && replies.backlog >= DEFER_WITH_BACKLOG
-            && !conn.shared.config.trace_protocol
-        {
+        if tail.is_none() && reply.len() <= DEFERRED_REPLY_MAX && replies.backlog >= DEFER_WITH_BACKLOG {
             replies.defer(reply);
             if replies.bytes() >= DEFERRED_REPLIES_FLUSH_AT {
                 replies.flush().await;
