@@ -41,6 +41,9 @@ struct Args {
     /// Write the HTML report here (default: target/floe-bench/report.html).
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Write the README's tables (headline tests, batched-oneway payload matrix) as Markdown here.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
     /// Peers to include, comma-separated (`ice`, `tonic`); `none` for floe and raw only.
     #[arg(long, default_value = "ice,tonic")]
     peers: String,
@@ -510,6 +513,12 @@ fn main() -> std::process::ExitCode {
     }
     if let Some(path) = &args.json {
         if let Err(e) = std::fs::write(path, report::json(&records)) {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
+    }
+    if let Some(path) = &args.markdown {
+        let md = report::markdown(&records, &machine, started.elapsed(), std::time::SystemTime::now());
+        if let Err(e) = std::fs::write(path, md) {
             eprintln!("cannot write {}: {e}", path.display());
         }
     }

@@ -477,3 +477,202 @@ fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
 fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
+
+/// The tests of the README's headline table, with the label each row has there.
+const HEADLINE: &[(&str, &str)] = &[
+    ("twoway", "twoway `o()` (32 B / 25 B), calls/s"),
+    ("demarey", "twoway, Demarey method, calls/s"),
+    ("oneway", "oneway `o()`, calls/s"),
+    ("batch-send", "batched oneway `o()`, sender side (TEST1), req/s"),
+    ("batch-delivered", "batched oneway `incr()`, delivered (TEST2), req/s"),
+    ("batch-twoway", "batched twoway (1000/batch), calls/s"),
+    ("ami", "async twoway, 100 in flight, calls/s"),
+    ("bytes-send", "send 500,000 bytes, calls/s"),
+    ("bytes-recv", "receive 500,000 bytes, calls/s"),
+    ("fixed-send", "send 50,000 `{int,int,double}`, calls/s"),
+    ("fixed-recv", "receive 50,000 `{int,int,double}`, calls/s"),
+    ("strings-send", "send 50,000 `{string,double}`, calls/s"),
+    ("strings-recv", "receive 50,000 `{string,double}`, calls/s"),
+    ("work-10", "servant busy 10 µs, calls/s"),
+    ("work-150", "servant busy 150 µs, calls/s"),
+    ("clients-5-threads-4", "5 clients, server with 4 threads, calls/s"),
+];
+
+/// A rate or ratio with three significant digits (`18.2k`, `2.96M`, `230M`, `0.85`, `139`).
+fn three_digits(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return format!("{v:.2}");
+    }
+    // Round first, so that a carry picks the unit and the decimals (999,999 is 1.00M).
+    let scale = 10f64.powi(v.log10().floor() as i32 - 2);
+    let v = (v / scale).round() * scale;
+    let (x, suffix) = if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let decimals = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.decimals$}{suffix}")
+}
+
+/// The UTC date of `time` as `YYYY-MM-DD`.
+fn utc_date(time: std::time::SystemTime) -> String {
+    let days = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() / 86_400).unwrap_or(0) as i64;
+    // Days since 1970-01-01 to a proleptic Gregorian date, counting in 400-year eras that
+    // start on 1 March (so that the leap day ends a year).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// The README's tables in Markdown: the headline tests (medians, ratios to the raw baseline,
+/// Ice C++ and tonic) and the batched-oneway payload matrix, headed by the machine, the date
+/// and the run's length. Tests that did not run are left out; systems that did not run show
+/// `–`.
+pub(crate) fn markdown(records: &[Record], machine: &str, elapsed: Duration, when: std::time::SystemTime) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "floe-bench on {machine}, {}, {:.0} s; medians over interleaved runs.\n",
+        utc_date(when),
+        elapsed.as_secs_f64()
+    );
+    let median = |test: &str, sys: &str| find(records, test, sys).map(|r| r.median);
+    let cell = |v: Option<f64>| v.map(three_digits).unwrap_or_else(|| "–".into());
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => three_digits(a / b),
+        _ => "–".into(),
+    };
+    s.push_str("| test | floe | raw socket | Ice C++ | tonic | floe/raw | floe/Ice | floe/tonic |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for (test, label) in HEADLINE {
+        let floe = median(test, "floe");
+        if floe.is_none() {
+            continue;
+        }
+        let (raw, ice, tonic) = (median(test, "raw"), median(test, "ice-cpp"), median(test, "tonic"));
+        let _ = writeln!(
+            s,
+            "| {label} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(floe),
+            cell(raw),
+            cell(ice),
+            cell(tonic),
+            ratio(floe, raw),
+            ratio(floe, ice),
+            ratio(floe, tonic)
+        );
+    }
+    let payload_rows: Vec<(&str, usize, String, String)> =
+        std::iter::once(("v", 0, "batch-send".into(), "batch-delivered".into()))
+            .chain(crate::tests::PAYLOAD_TESTS.iter().filter(|t| t.name.starts_with("batch-send-")).map(|t| {
+                let v = t.payload_variant();
+                (v, t.payload, t.name.to_string(), format!("batch-delivered-{v}"))
+            }))
+            .filter(|(_, _, send, delivered)| median(send, "floe").is_some() || median(delivered, "floe").is_some())
+            .collect();
+    if payload_rows.len() > 1 {
+        s.push_str(
+            "\n| payload | sender: floe | raw | Ice C++ | floe/Ice | delivered: floe | raw | Ice C++ | floe/Ice |\n",
+        );
+        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        for (variant, bytes, send, delivered) in payload_rows {
+            let (sf, sr, si) = (median(&send, "floe"), median(&send, "raw"), median(&send, "ice-cpp"));
+            let (df, dr, di) = (median(&delivered, "floe"), median(&delivered, "raw"), median(&delivered, "ice-cpp"));
+            let _ = writeln!(
+                s,
+                "| {variant} ({bytes} B) | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(sf),
+                cell(sr),
+                cell(si),
+                ratio(sf, si),
+                cell(df),
+                cell(dr),
+                cell(di),
+                ratio(df, di)
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod markdown_tests {
+    use super::*;
+
+    fn record(system: &'static str, test: &'static str, median: f64) -> Record {
+        Record {
+            system,
+            test,
+            unit: "calls/s",
+            median,
+            min: median,
+            max: median,
+            runs: 1,
+            cpu_per_100k: 0.0,
+            peak_rss_kb: 0,
+            payload: 0,
+            wire: (0, 0),
+            steps: None,
+            client: None,
+        }
+    }
+
+    #[test]
+    fn rates_and_ratios_keep_three_significant_digits() {
+        let cases =
+            [(18_234.0, "18.2k"), (2_960_000.0, "2.96M"), (230_400_000.0, "230M"), (0.8512, "0.85"), (139.4, "139")];
+        for (v, want) in cases {
+            assert_eq!(three_digits(v), want, "{v}");
+        }
+        assert_eq!(three_digits(99.96), "100", "a carry into the next digit drops a decimal");
+        assert_eq!(three_digits(999_999.0), "1.00M", "a carry into the next unit");
+        assert_eq!(three_digits(0.0), "0.00");
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_days() {
+        let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        assert_eq!(utc_date(at(0)), "1970-01-01");
+        assert_eq!(utc_date(at(951_782_400)), "2000-02-29");
+        assert_eq!(utc_date(at(1_795_996_800)), "2026-11-30");
+        assert_eq!(utc_date(at(1_795_996_800 - 1)), "2026-11-29");
+    }
+
+    #[test]
+    fn the_tables_hold_what_ran_and_mark_what_did_not() {
+        let records = vec![
+            record("floe", "twoway", 18_200.0),
+            record("raw", "twoway", 21_400.0),
+            record("ice-cpp", "twoway", 17_300.0),
+            record("floe", "batch-send", 230e6),
+            record("ice-cpp", "batch-send", 1.65e6),
+            record("floe", "batch-delivered-i1", 9.24e6),
+        ];
+        let md = markdown(&records, "a CPU, 2 cores", Duration::from_secs(600), std::time::UNIX_EPOCH);
+        assert!(md.starts_with("floe-bench on a CPU, 2 cores, 1970-01-01, 600 s"), "{md}");
+        assert!(
+            md.contains("| twoway `o()` (32 B / 25 B), calls/s | 18.2k | 21.4k | 17.3k | – | 0.85 | 1.05 | – |"),
+            "{md}"
+        );
+        assert!(!md.contains("Demarey"), "a test that did not run has no row:\n{md}");
+        assert!(md.contains("| v (0 B) | 230M | – | 1.65M | 139 | – | – | – | – |"), "{md}");
+        assert!(md.contains("| i1 (4 B) | – | – | – | – | 9.24M | – | – | – |"), "{md}");
+        assert!(!md.contains("| d8 (64 B)"), "{md}");
+    }
+}

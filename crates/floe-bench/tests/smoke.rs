@@ -1,6 +1,6 @@
 //! A short smoke run of floe-bench (floe and the raw baseline, one run of a few tests) that
-//! checks the suite works end to end and writes well-formed JSON. Figures are not asserted:
-//! performance is judged by full runs of the suite, never by tests.
+//! checks the suite works end to end and writes well-formed JSON, HTML and Markdown. Figures
+//! are not asserted: performance is judged by full runs of the suite, never by tests.
 
 use std::process::Command;
 
@@ -10,6 +10,7 @@ fn quick_run_produces_a_table_and_json() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let html = dir.join("report.html");
+    let markdown = dir.join("tables.md");
     let out = Command::new(env!("CARGO_BIN_EXE_floe-bench"))
         .args([
             "--quick",
@@ -24,6 +25,8 @@ fn quick_run_produces_a_table_and_json() {
         .arg(&json)
         .arg("--html")
         .arg(&html)
+        .arg("--markdown")
+        .arg(&markdown)
         .output()
         .expect("floe-bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -63,5 +66,9 @@ fn quick_run_produces_a_table_and_json() {
     let html_text = std::fs::read_to_string(&html).unwrap();
     assert!(html_text.contains("<svg") && html_text.contains("<h2>Resources</h2>"));
     assert!(stdout.contains("Demarey method") && stdout.contains("std-dev"), "{stdout}");
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    for row in ["| twoway `o()`", "| batched oneway `incr()`, delivered", "| v (0 B) |", "| d8 (64 B) |"] {
+        assert!(md.contains(row), "no row {row:?} in the Markdown tables:\n{md}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
