@@ -373,6 +373,19 @@ impl Decoder {
         Ok((EncodingVersion { major, minor }, start, len))
     }
 
+    /// The bytes not yet read in the current scope.
+    #[inline(always)]
+    pub(crate) fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Moves past `n` bytes of [`unread`](Self::unread) that the caller has decoded itself.
+    #[inline(always)]
+    pub(crate) fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.remaining(), "consumed past the end");
+        self.pos = (self.pos + n).min(self.end);
+    }
+
     /// Reads a size that is most often 0 (a request's context): true, and moved past it, when
     /// it is 0; false, and nothing read, otherwise.
     #[inline(always)]

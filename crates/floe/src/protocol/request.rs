@@ -74,6 +74,16 @@ impl Request {
 
     #[inline]
     fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
+        if let Some(request) = Self::decode_usual(dec, request_id) {
+            return Ok(request);
+        }
+        Self::decode_general(dec, request_id)
+    }
+
+    /// Decodes a request field by field (after its id), with a typed error for whatever is
+    /// malformed.
+    #[inline]
+    fn decode_general(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
         let identity = Identity::decode(dec)?;
         let facet = CompactString::new(dec.read_facet_str()?);
         let operation = CompactString::new(dec.read_str()?);
@@ -82,6 +92,50 @@ impl Request {
         let context = if dec.read_zero_size() { Context::new() } else { Context::decode(dec)? };
         let (encoding, start, len) = dec.read_encapsulation_bounds()?;
         Ok(Request { request_id, identity, facet, operation, mode, context, encoding, params: dec.view(start, len) })
+    }
+
+    /// The usual request — identity and operation ASCII strings shorter than 255 bytes, the
+    /// default facet, no context — decoded straight from the bytes, without the general
+    /// decoder's per-field checks and errors. `None`, with nothing read, for any other request
+    /// (or a malformed one): [`decode_general`](Self::decode_general) then decodes or rejects
+    /// it field by field. Both give the same request for the same bytes.
+    #[inline(always)]
+    fn decode_usual(dec: &mut Decoder, request_id: i32) -> Option<Request> {
+        let bytes = dec.unread();
+        let mut at = 0;
+        let name = short_ascii(bytes, &mut at)?;
+        let category = short_ascii(bytes, &mut at)?;
+        // The facet is a sequence of at most one string: empty for the default facet.
+        if *bytes.get(at)? != 0 {
+            return None;
+        }
+        at += 1;
+        let operation = short_ascii(bytes, &mut at)?;
+        let mode = OperationMode::from_u8(*bytes.get(at)?).ok()?;
+        // An empty context.
+        if *bytes.get(at + 1)? != 0 {
+            return None;
+        }
+        at += 2;
+        // The parameter encapsulation: size (counting these 6 bytes), then encoding.
+        let head = bytes.get(at..at + 6)?;
+        let size = i32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        if size < 6 || size as usize > bytes.len() - at {
+            return None;
+        }
+        let encoding = EncodingVersion { major: head[4], minor: head[5] };
+        let params_at = dec.position() + at + 6;
+        dec.consume(at + size as usize);
+        Some(Request {
+            request_id,
+            identity: Identity { name, category },
+            facet: CompactString::default(),
+            operation,
+            mode,
+            context: Context::new(),
+            encoding,
+            params: dec.view(params_at, size as usize - 6),
+        })
     }
 
     /// A decoder over the parameters, set to their encapsulation's encoding.
@@ -93,6 +147,23 @@ impl Request {
     pub fn is_oneway(&self) -> bool {
         self.request_id == 0
     }
+}
+
+/// An ASCII string of fewer than 255 bytes (one size byte) at `at` in `bytes`, after which
+/// `at` is moved; `None` for anything else.
+#[inline(always)]
+fn short_ascii(bytes: &[u8], at: &mut usize) -> Option<CompactString> {
+    let n = *bytes.get(*at)? as usize;
+    if n == 255 {
+        return None;
+    }
+    let text = bytes.get(*at + 1..*at + 1 + n)?;
+    if !text.is_ascii() {
+        return None;
+    }
+    *at += 1 + n;
+    // SAFETY: ASCII is valid UTF-8.
+    Some(CompactString::new(unsafe { std::str::from_utf8_unchecked(text) }))
 }
 
 /// The requests of a batch, decoded one at a time (a batch of a megabyte holds tens of
@@ -415,5 +486,114 @@ impl BatchBuilder {
         patch_size(&mut buf, last);
         buf[BATCH_COUNT_OFFSET..BATCH_COUNT_OFFSET + 4].copy_from_slice(&count.to_le_bytes());
         Some(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A string as Ice writes it, its size in one byte or, from 255 bytes on, in five.
+    fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+        if s.len() < 255 {
+            out.push(s.len() as u8);
+        } else {
+            out.push(255);
+            out.extend_from_slice(&(s.len() as i32).to_le_bytes());
+        }
+        out.extend_from_slice(s);
+    }
+
+    /// Strings of every kind the fast path must tell apart: empty, short ASCII, non-ASCII
+    /// (valid and invalid UTF-8) and 255 bytes or more.
+    fn any_text() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => proptest::collection::vec(b'a'..=b'z', 0..12),
+            1 => proptest::collection::vec(any::<u8>(), 0..6),
+            1 => Just("é".as_bytes().to_vec()),
+            1 => (255usize..300).prop_map(|n| vec![b'x'; n]),
+        ]
+    }
+
+    prop_compose! {
+        /// The body of a request after its id: mostly usual requests, with every field
+        /// sometimes unusual or wrong, and sometimes cut short or followed by more bytes.
+        fn request_body()(
+            name in any_text(),
+            category in any_text(),
+            facets in proptest::collection::vec(any_text(), 0..3),
+            operation in any_text(),
+            mode in prop_oneof![4 => 0u8..3, 1 => any::<u8>()],
+            context in proptest::collection::vec((any_text(), any_text()), 0..2),
+            size_delta in prop_oneof![6 => Just(0i32), 1 => -10i32..10, 1 => Just(i32::MIN)],
+            encoding in any::<[u8; 2]>(),
+            params in proptest::collection::vec(any::<u8>(), 0..8),
+            extra in proptest::collection::vec(any::<u8>(), 0..3),
+            cut in prop_oneof![4 => Just(None), 1 => (0usize..64).prop_map(Some)],
+        ) -> Vec<u8> {
+            let mut out = Vec::new();
+            put_str(&mut out, &name);
+            put_str(&mut out, &category);
+            out.push(facets.len() as u8);
+            for f in &facets {
+                put_str(&mut out, f);
+            }
+            put_str(&mut out, &operation);
+            out.push(mode);
+            out.push(context.len() as u8);
+            for (k, v) in &context {
+                put_str(&mut out, k);
+                put_str(&mut out, v);
+            }
+            let size = (6 + params.len() as i32).wrapping_add(size_delta);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&encoding);
+            out.extend_from_slice(&params);
+            out.extend_from_slice(&extra);
+            if let Some(cut) = cut {
+                out.truncate(cut.min(out.len()));
+            }
+            out
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// The fast path either gives exactly what the general decoder gives, having read as
+        /// much, or leaves the request to it without reading anything.
+        #[test]
+        fn the_fast_path_agrees_with_the_general_decoder(body in request_body()) {
+            let body = Bytes::from(body);
+            let mut general = Decoder::new(body.clone(), EncodingVersion::V1_0);
+            let expected = Request::decode_general(&mut general, 7);
+            let mut usual = Decoder::new(body, EncodingVersion::V1_0);
+            match Request::decode_usual(&mut usual, 7) {
+                Some(request) => {
+                    prop_assert_eq!(Ok(request), expected);
+                    prop_assert_eq!(usual.position(), general.position());
+                }
+                None => prop_assert_eq!(usual.position(), 0),
+            }
+        }
+    }
+
+    #[test]
+    fn a_usual_request_takes_the_fast_path() {
+        let mut body = Vec::new();
+        put_str(&mut body, b"a");
+        put_str(&mut body, b"");
+        body.push(0);
+        put_str(&mut body, b"incr");
+        body.extend_from_slice(&[2, 0]);
+        body.extend_from_slice(&9i32.to_le_bytes());
+        body.extend_from_slice(&[1, 1, 5, 6, 7]);
+        let mut dec = Decoder::new(Bytes::from(body), EncodingVersion::V1_0);
+        let request = Request::decode_usual(&mut dec, 0).expect("a usual request");
+        assert_eq!(request.identity, Identity::new("a"));
+        assert_eq!((request.operation.as_str(), request.mode), ("incr", OperationMode::Idempotent));
+        assert_eq!((request.encoding, &request.params[..]), (EncodingVersion::V1_1, &[5u8, 6, 7][..]));
+        assert!(dec.is_empty());
     }
 }
