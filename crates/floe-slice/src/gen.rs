@@ -1679,11 +1679,8 @@ impl<'a> Gen<'a> {
         self.line("        let servant = self.0.clone();");
         // The future is built in its heap slot, allocated first, instead of being moved there.
         self.line(&format!("        {f}::dispatch::future_in(Box::new_uninit(), async move {{"));
-        self.line(&format!(
-            "            if let Some(r) = {f}::dispatch::dispatch_builtin(&request, Self::IDS, {abs:?}) {{"
-        ));
-        self.line("                return r;");
-        self.line("            }");
+        // Slice reserves the `ice` prefix, so no operation of the interface is a built-in
+        // one: those are looked for only when no operation matches.
         self.line("            match request.current.operation.as_str() {");
         self.depth += 4;
         for (owner, o) in &ops {
@@ -1691,7 +1688,12 @@ impl<'a> Gen<'a> {
             self.gen_dispatch_arm(odef, o);
         }
         self.depth -= 4;
-        self.line("                _ => request.current.operation_not_exist(),");
+        self.line(&format!(
+            "                _ => match {f}::dispatch::dispatch_builtin(&request, Self::IDS, {abs:?}) {{"
+        ));
+        self.line("                    Some(r) => r,");
+        self.line("                    None => request.current.operation_not_exist(),");
+        self.line("                },");
         self.line("            }");
         self.line("        })");
         self.line("    }");

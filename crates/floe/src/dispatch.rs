@@ -182,6 +182,7 @@ impl Current {
     /// Checks the mode a request was sent with against the operation's declared mode, as Ice
     /// does: an ordinary operation needs mode 0, an idempotent (or nonmutating) one accepts 1
     /// or 2. A mismatch is reported as a marshal error (status 5).
+    #[inline]
     pub fn check_mode(&self, declared: OperationMode) -> Result<(), Response> {
         let ok = match declared {
             OperationMode::Normal => self.mode == OperationMode::Normal,
@@ -190,11 +191,16 @@ impl Current {
         if ok {
             Ok(())
         } else {
-            Err(self.error(&Error::UnknownLocalException(format!(
-                "::Ice::MarshalException: operation mode mismatch for {}: sent {:?}, declared {:?}",
-                self.operation, self.mode, declared
-            ))))
+            Err(self.mode_mismatch(declared))
         }
+    }
+
+    #[cold]
+    fn mode_mismatch(&self, declared: OperationMode) -> Response {
+        self.error(&Error::UnknownLocalException(format!(
+            "::Ice::MarshalException: operation mode mismatch for {}: sent {:?}, declared {:?}",
+            self.operation, self.mode, declared
+        )))
     }
 
     /// A reply reporting a local error: the request-failed errors keep their status (2–4),

@@ -449,9 +449,6 @@ pub mod demo {
             fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
                 let servant = self.0.clone();
                 ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                    if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
-                        return r;
-                    }
                     match request.current.operation.as_str() {
                         "poke" => {
                             if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -483,7 +480,10 @@ pub mod demo {
                                 Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                             }
                         }
-                        _ => request.current.operation_not_exist(),
+                        _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
+                            Some(r) => r,
+                            None => request.current.operation_not_exist(),
+                        },
                     }
                 })
             }
@@ -561,9 +561,6 @@ pub mod demo {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
             ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
-                    return r;
-                }
                 match request.current.operation.as_str() {
                     "version" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
@@ -595,7 +592,10 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => request.current.operation_not_exist(),
+                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
+                        Some(r) => r,
+                        None => request.current.operation_not_exist(),
+                    },
                 }
             })
         }
@@ -875,9 +875,6 @@ pub mod demo {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
             ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
-                    return r;
-                }
                 match request.current.operation.as_str() {
                     "ping" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1059,7 +1056,10 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => request.current.operation_not_exist(),
+                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
+                        Some(r) => r,
+                        None => request.current.operation_not_exist(),
+                    },
                 }
             })
         }
@@ -1243,9 +1243,6 @@ pub mod demo {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
             ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
-                    return r;
-                }
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1307,7 +1304,10 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => request.current.operation_not_exist(),
+                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
+                        Some(r) => r,
+                        None => request.current.operation_not_exist(),
+                    },
                 }
             })
         }
@@ -1505,9 +1505,6 @@ pub mod demo {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
             ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
-                    return r;
-                }
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1569,7 +1566,10 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => request.current.operation_not_exist(),
+                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
+                        Some(r) => r,
+                        None => request.current.operation_not_exist(),
+                    },
                 }
             })
         }
@@ -1774,9 +1774,6 @@ pub mod demo {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
             ::floe::dispatch::future_in(Box::new_uninit(), async move {
-                if let Some(r) = ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
-                    return r;
-                }
                 match request.current.operation.as_str() {
                     "relay" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1808,7 +1805,10 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Sliced),
                         }
                     }
-                    _ => request.current.operation_not_exist(),
+                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
+                        Some(r) => r,
+                        None => request.current.operation_not_exist(),
+                    },
                 }
             })
         }
