@@ -88,6 +88,45 @@ fn join(scope: &str, name: &str) -> String {
     format!("{scope}::{name}")
 }
 
+/// Checks the names definitions give as Ice's Slice compilers do: the `ice` prefix (any case)
+/// is reserved unless the file has `[["ice-prefix"]]`; an underscore never leads a name, and
+/// appears elsewhere only with the file's `[["underscore"]]`, and then neither at the end nor
+/// twice in a row. `file_metadata` is the global metadata of each file.
+pub fn check_identifiers(defined: &[(String, Span)], file_metadata: &[(u32, String)]) -> Vec<Diagnostic> {
+    let allows = |file: u32, what: &str| file_metadata.iter().any(|(f, m)| *f == file && m == what);
+    let mut diags = Vec::new();
+    for (name, span) in defined {
+        let underscore = if name.starts_with('_') {
+            Some("a leading underscore")
+        } else if !name.contains('_') {
+            None
+        } else if !allows(span.file, "underscore") {
+            Some("an underscore (allowed with [[\"underscore\"]])")
+        } else if name.ends_with('_') {
+            Some("a trailing underscore")
+        } else if name.contains("__") {
+            Some("a double underscore")
+        } else {
+            None
+        };
+        if let Some(what) = underscore {
+            diags.push(Diagnostic::error(
+                Code::IllegalUnderscore,
+                *span,
+                format!("illegal identifier `{name}`: {what}"),
+            ));
+        }
+        if name.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ice")) && !allows(span.file, "ice-prefix") {
+            diags.push(Diagnostic::error(
+                Code::ReservedPrefix,
+                *span,
+                format!("illegal identifier `{name}`: the `ice` prefix is reserved (allowed with [[\"ice-prefix\"]])"),
+            ));
+        }
+    }
+    diags
+}
+
 /// Checks `defs` and resolves every name in them.
 pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<Diagnostic>) {
     let mut c = Checker { symbols: BTreeMap::new(), diags: Vec::new(), int_consts: HashMap::new() };

@@ -57,6 +57,12 @@ pub enum Code {
     IllegalUse,
     /// E0016: a name that is ambiguous or hides a parent's member.
     Ambiguous,
+    /// E0017: a defined name that starts with `ice` (any case), which Slice reserves for
+    /// Ice's own definitions unless the file has `[["ice-prefix"]]`.
+    ReservedPrefix,
+    /// E0018: an underscore in a defined name: never leading; elsewhere only with the file's
+    /// `[["underscore"]]`, and then neither trailing nor doubled.
+    IllegalUnderscore,
 }
 
 impl Code {
@@ -79,6 +85,8 @@ impl Code {
             Code::BadOptional => "E0014",
             Code::IllegalUse => "E0015",
             Code::Ambiguous => "E0016",
+            Code::ReservedPrefix => "E0017",
+            Code::IllegalUnderscore => "E0018",
         }
     }
 }

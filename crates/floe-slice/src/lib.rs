@@ -61,6 +61,7 @@ fn finish(pp: preprocess::Preprocessor<'_>, out: preprocess::Preprocessed) -> Co
     let mut parser = parser::Parser::new(out.runs);
     let defs = parser.parse();
     diagnostics.extend(parser.diags);
+    diagnostics.extend(check::check_identifiers(&parser.defined, &parser.file_metadata));
     let (unit, check_diags) = check::check(defs, parser.global_metadata);
     diagnostics.extend(check_diags);
     let failed = diagnostics.iter().any(|d| d.severity == Severity::Error);

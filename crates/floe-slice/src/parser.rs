@@ -53,6 +53,11 @@ pub struct Parser {
     pub diags: Vec<Diagnostic>,
     /// Global metadata (`[["…"]]`).
     pub global_metadata: Vec<String>,
+    /// Global metadata with the file it appears in (`Span::file`).
+    pub file_metadata: Vec<(u32, String)>,
+    /// Every name a definition gives (of a module, type, member, parameter, enumerator or
+    /// constant), where it is given; names that refer to definitions are not in it.
+    pub defined: Vec<(String, Span)>,
     eof: Span,
 }
 
@@ -73,7 +78,15 @@ impl Parser {
                 }
             }
         }
-        Parser { toks, pos: 0, diags: Vec::new(), global_metadata: Vec::new(), eof }
+        Parser {
+            toks,
+            pos: 0,
+            diags: Vec::new(),
+            global_metadata: Vec::new(),
+            file_metadata: Vec::new(),
+            defined: Vec::new(),
+            eof,
+        }
     }
 
     fn peek(&self) -> Option<&Tok> {
@@ -155,6 +168,13 @@ impl Parser {
         }
     }
 
+    /// An identifier that names what is being defined (see [`defined`](Self::defined)).
+    fn def_ident(&mut self, what: &str) -> PResult<(String, Span)> {
+        let (name, span) = self.ident(what)?;
+        self.defined.push((name.clone(), span));
+        Ok((name, span))
+    }
+
     fn scoped_name(&mut self) -> PResult<(String, Span)> {
         let span = self.span();
         let mut s = String::new();
@@ -201,9 +221,11 @@ impl Parser {
             if matches!(self.peek(), Some(Tok::GlobalOpen)) {
                 self.pos += 1;
                 loop {
+                    let file = self.span().file;
                     match self.peek().cloned() {
                         Some(Tok::Str(s)) => {
                             self.pos += 1;
+                            self.file_metadata.push((file, s.clone()));
                             self.global_metadata.push(s);
                         }
                         _ => {
@@ -265,7 +287,7 @@ impl Parser {
         self.pos += 1;
         let (name, kind) = match kw.as_str() {
             "module" => {
-                let (name, _) = self.ident("a module name")?;
+                let (name, _) = self.def_ident("a module name")?;
                 self.expect_punct('{')?;
                 let mut defs = Vec::new();
                 while !self.is_punct('}') {
@@ -284,7 +306,7 @@ impl Parser {
                 (name, DefKind::Module(defs))
             }
             "interface" => {
-                let (name, _) = self.ident("an interface name")?;
+                let (name, _) = self.def_ident("an interface name")?;
                 if self.is_punct(';') {
                     (name, DefKind::Interface { bases: vec![], ops: vec![], forward: true })
                 } else {
@@ -321,7 +343,7 @@ impl Parser {
                 }
             }
             "class" => {
-                let (name, _) = self.ident("a class name")?;
+                let (name, _) = self.def_ident("a class name")?;
                 let mut compact_id = None;
                 let mut compact_id_name = None;
                 if self.eat_punct('(') {
@@ -385,7 +407,7 @@ impl Parser {
                 }
             }
             "exception" | "struct" => {
-                let (name, _) = self.ident(if kw == "struct" { "a struct name" } else { "an exception name" })?;
+                let (name, _) = self.def_ident(if kw == "struct" { "a struct name" } else { "an exception name" })?;
                 let mut base = None;
                 if kw == "exception" && self.eat_kw("extends") {
                     let (b, s) = self.scoped_name()?;
@@ -424,12 +446,12 @@ impl Parser {
                 }
             }
             "enum" => {
-                let (name, _) = self.ident("an enum name")?;
+                let (name, _) = self.def_ident("an enum name")?;
                 self.expect_punct('{')?;
                 let mut enumerators = Vec::new();
                 while !self.is_punct('}') {
                     let doc = self.doc();
-                    let (en, es) = self.ident("an enumerator")?;
+                    let (en, es) = self.def_ident("an enumerator")?;
                     let explicit = if self.eat_punct('=') { Some(self.const_value()?) } else { None };
                     enumerators.push(Enumerator { name: en, explicit, value: 0, doc, span: es });
                     if !self.eat_punct(',') {
@@ -447,7 +469,7 @@ impl Parser {
                 let _ = self.metadata()?;
                 let elem = self.type_ref()?;
                 self.expect_punct('>')?;
-                let (name, _) = self.ident("a sequence name")?;
+                let (name, _) = self.def_ident("a sequence name")?;
                 (name, DefKind::Sequence { elem })
             }
             "dictionary" => {
@@ -458,13 +480,13 @@ impl Parser {
                 let _ = self.metadata()?;
                 let value = self.type_ref()?;
                 self.expect_punct('>')?;
-                let (name, _) = self.ident("a dictionary name")?;
+                let (name, _) = self.def_ident("a dictionary name")?;
                 (name, DefKind::Dictionary { key, value })
             }
             "const" => {
                 let _ = self.metadata()?;
                 let ty = self.type_ref()?;
-                let (name, _) = self.ident("a constant name")?;
+                let (name, _) = self.def_ident("a constant name")?;
                 self.expect_punct('=')?;
                 let value = self.const_value()?;
                 (name, DefKind::Const { ty, value })
@@ -544,7 +566,7 @@ impl Parser {
         } else {
             Some(self.type_ref()?)
         };
-        let (name, nspan) = self.ident("a name")?;
+        let (name, nspan) = self.def_ident("a name")?;
         if self.eat_punct('(') {
             let mut params = Vec::new();
             if !self.is_punct(')') {
@@ -554,7 +576,7 @@ impl Parser {
                     let out = self.eat_kw("out");
                     let ptag = self.optional_tag()?;
                     let ty = self.type_ref()?;
-                    let (pname, _) = self.ident("a parameter name")?;
+                    let (pname, _) = self.def_ident("a parameter name")?;
                     params.push(Param { name: pname, ty, out, tag: ptag, metadata: pmd, span: pspan });
                     if !self.eat_punct(',') {
                         break;

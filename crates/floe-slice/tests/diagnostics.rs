@@ -45,6 +45,45 @@ fn every_code_is_reported_where_it_belongs() {
     expect("module M {\n  const string S = \"unterminated;\n};", Code::Lexical, 2);
     expect("module M {\n  struct S { int x; };\n  interface I { S op() throws S; };\n};", Code::WrongKind, 3);
     expect("module M {\n  interface I { void op(out int a, int b); };\n};", Code::Syntax, 2);
+    expect("module M {\n  interface I { void ice_ping(); };\n};", Code::ReservedPrefix, 2);
+    expect("module IceX {\n  struct S { int x; };\n};", Code::ReservedPrefix, 1);
+    expect("module M {\n  interface I { void op(int \\iceberg); };\n};", Code::ReservedPrefix, 2);
+    expect("module M {\n  struct S { int a_b; };\n};", Code::IllegalUnderscore, 2);
+    expect("[[\"underscore\"]]\nmodule M {\n  enum E { _A };\n};", Code::IllegalUnderscore, 3);
+    expect("[[\"underscore\"]]\nmodule M {\n  struct S { int a_; };\n};", Code::IllegalUnderscore, 3);
+    expect("[[\"underscore\"]]\nmodule M {\n  struct S { int a__b; };\n};", Code::IllegalUnderscore, 3);
+}
+
+/// The rules for names are Ice's: what a file's global metadata allows, and names that only
+/// refer to definitions (like `Ice::Identity`) are never checked.
+#[test]
+fn names_follow_ices_rules_for_prefixes_and_underscores() {
+    let valid = [
+        "[[\"ice-prefix\"]]\nmodule IceX {\n  interface I { void iceOp(); };\n};",
+        "[[\"underscore\"]]\nmodule M {\n  struct S { int a_b; };\n};",
+        "module M {\n  struct Icy { int price; };\n  struct Ice2 { Icy icy; };\n};",
+    ];
+    for src in valid {
+        let got = codes(src);
+        let names: Vec<&(Code, u32)> =
+            got.iter().filter(|(c, _)| matches!(c, Code::ReservedPrefix | Code::IllegalUnderscore)).collect();
+        if src.contains("Ice2") {
+            assert_eq!(names, vec![&(Code::ReservedPrefix, 3)], "Ice2 starts with ice:\n{src}");
+        } else {
+            assert!(got.is_empty(), "{src}\ngot {got:?}");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("floe-slice-names-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("Ice")).unwrap();
+    std::fs::write(
+        dir.join("Ice/Ids.ice"),
+        "#pragma once\n[[\"ice-prefix\"]]\nmodule Ice { struct Id { string name; }; };\n",
+    )
+    .unwrap();
+    let user = "#include <Ice/Ids.ice>\nmodule M {\n  interface I { void op(Ice::Id id); };\n};";
+    let c = compile_str("user.ice", user, std::slice::from_ref(&dir));
+    assert!(c.diagnostics.is_empty(), "{}", c.render_diagnostics());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
