@@ -414,6 +414,65 @@ fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() 
     });
 }
 
+#[test]
+fn batched_requests_for_names_of_equal_length_reach_their_own_servants() {
+    use floe::encoding::{EncodingVersion, EndpointData};
+    use floe::protocol::request::encode_request;
+    use floe::protocol::{BatchBuilder, RequestPrefix};
+    use std::io::{Read, Write};
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        // Pairs that differ in one byte only, for every way the servant cache compares:
+        // one-byte names, categories, 8-byte names and longer names.
+        let targets = [
+            ("X", Identity::new("x")),
+            ("Y", Identity::new("y")),
+            ("C1", Identity::with_category("c1", "n")),
+            ("C2", Identity::with_category("c2", "n")),
+            ("H", Identity::new("abcdefgh")),
+            ("I", Identity::new("abcdefgi")),
+            ("J", Identity::new("abcdefghij")),
+            ("K", Identity::new("abcdefghik")),
+        ];
+        for (label, id) in &targets {
+            a.add(Arc::new(Recording { label, log: log.clone() }), id.clone());
+        }
+        a.activate().await.unwrap();
+        let EndpointData::Tcp(tcp) = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
+        let port = tcp.port as u16;
+        let order = [0, 1, 0, 2, 3, 2, 4, 5, 4, 6, 7, 6, 1];
+        let mut batch = BatchBuilder::new();
+        for &i in &order {
+            let prefix = RequestPrefix::new(&targets[i].1, "", "note", OperationMode::Normal);
+            batch.start_request(&prefix, &Default::default(), EncodingVersion::V1_1);
+            batch.finish_request();
+        }
+        let batch = batch.take().unwrap();
+        let prefix = RequestPrefix::new(&targets[0].1, "", "note", OperationMode::Normal);
+        let twoway = encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+        tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut validate = [0u8; 14];
+            s.read_exact(&mut validate).unwrap();
+            s.write_all(&batch).unwrap();
+            s.write_all(&twoway).unwrap();
+            let mut reply = [0u8; 25];
+            s.read_exact(&mut reply).unwrap();
+            assert_eq!(reply[8], 2, "a reply");
+        })
+        .await
+        .unwrap();
+        let mut expected: Vec<&str> = order.iter().map(|&i| targets[i].0).collect();
+        expected.push("X");
+        assert_eq!(*log.lock().unwrap(), expected);
+        c.destroy().await;
+    });
+}
+
 /// Answers `where` with the name of the adapter that dispatched it, after checking that the
 /// request knows the connection it arrived on.
 struct AdapterName;
