@@ -359,13 +359,43 @@ impl Dispatcher for Recording {
     }
 }
 
-#[test]
-fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
+/// Sends `requests` (identity, facet, operation) to `adapter` as one batch message over a
+/// plain socket, then a twoway request for the last of them, and waits for its reply: the
+/// connection dispatches in order, so every batched request has run by then.
+async fn send_batch_then_twoway(adapter: &floe::ObjectAdapter, requests: &[(Identity, &str, &str)]) {
     use floe::encoding::{EncodingVersion, EndpointData};
     use floe::protocol::request::encode_request;
     use floe::protocol::{BatchBuilder, RequestPrefix};
     use std::io::{Read, Write};
 
+    let EndpointData::Tcp(tcp) = adapter.endpoints()[0].clone() else { panic!("{:?}", adapter.endpoints()) };
+    let port = tcp.port as u16;
+    let mut batch = BatchBuilder::new();
+    for (id, facet, op) in requests {
+        let prefix = RequestPrefix::new(id, facet, op, OperationMode::Normal);
+        batch.start_request(&prefix, &Default::default(), EncodingVersion::V1_1);
+        batch.finish_request();
+    }
+    let batch = batch.take().unwrap();
+    let (id, facet, op) = requests.last().expect("a request");
+    let prefix = RequestPrefix::new(id, facet, op, OperationMode::Normal);
+    let twoway = encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut validate = [0u8; 14];
+        s.read_exact(&mut validate).unwrap();
+        s.write_all(&batch).unwrap();
+        s.write_all(&twoway).unwrap();
+        let mut reply = [0u8; 25];
+        s.read_exact(&mut reply).unwrap();
+        assert_eq!(reply[8], 2, "a reply");
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let c = Communicator::new().unwrap();
@@ -374,41 +404,21 @@ fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() 
         a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
         a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), Identity::new("x"), "f");
         a.activate().await.unwrap();
-        let EndpointData::Tcp(tcp) = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
-        let port = tcp.port as u16;
         // One batch message, alternating facets: each request must reach the servant that is
         // registered when it is dispatched, whatever the previous request went to.
-        let mut batch = BatchBuilder::new();
-        for (facet, op) in [
-            ("", "note"),
-            ("f", "note"),
-            ("", "swap"),
-            ("", "note"),
-            ("f", "note"),
-            ("", "remove"),
-            ("", "note"),
-            ("f", "note"),
-        ] {
-            let prefix = RequestPrefix::new(&Identity::new("x"), facet, op, OperationMode::Normal);
-            batch.start_request(&prefix, &Default::default(), EncodingVersion::V1_1);
-            batch.finish_request();
-        }
-        let batch = batch.take().unwrap();
-        let prefix = RequestPrefix::new(&Identity::new("x"), "f", "note", OperationMode::Normal);
-        let twoway = encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
-        tokio::task::spawn_blocking(move || {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-            let mut validate = [0u8; 14];
-            s.read_exact(&mut validate).unwrap();
-            s.write_all(&batch).unwrap();
-            // Answered after the batch: the connection dispatches in order.
-            s.write_all(&twoway).unwrap();
-            let mut reply = [0u8; 25];
-            s.read_exact(&mut reply).unwrap();
-            assert_eq!(reply[8], 2, "a reply");
-        })
-        .await
-        .unwrap();
+        let x = Identity::new("x");
+        let requests = [
+            (x.clone(), "", "note"),
+            (x.clone(), "f", "note"),
+            (x.clone(), "", "swap"),
+            (x.clone(), "", "note"),
+            (x.clone(), "f", "note"),
+            (x.clone(), "", "remove"),
+            (x.clone(), "", "note"),
+            (x.clone(), "f", "note"),
+        ];
+        send_batch_then_twoway(&a, &requests).await;
+        // The note after the removal finds no servant; the last entry is the twoway request's.
         assert_eq!(*log.lock().unwrap(), ["A", "F", "A swapped", "B", "F", "B removed", "F", "F"]);
         c.destroy().await;
     });
@@ -416,11 +426,6 @@ fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() 
 
 #[test]
 fn batched_requests_for_names_of_equal_length_reach_their_own_servants() {
-    use floe::encoding::{EncodingVersion, EndpointData};
-    use floe::protocol::request::encode_request;
-    use floe::protocol::{BatchBuilder, RequestPrefix};
-    use std::io::{Read, Write};
-
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let c = Communicator::new().unwrap();
@@ -442,32 +447,11 @@ fn batched_requests_for_names_of_equal_length_reach_their_own_servants() {
             a.add(Arc::new(Recording { label, log: log.clone() }), id.clone());
         }
         a.activate().await.unwrap();
-        let EndpointData::Tcp(tcp) = a.endpoints()[0].clone() else { panic!("{:?}", a.endpoints()) };
-        let port = tcp.port as u16;
         let order = [0, 1, 0, 2, 3, 2, 4, 5, 4, 6, 7, 6, 1];
-        let mut batch = BatchBuilder::new();
-        for &i in &order {
-            let prefix = RequestPrefix::new(&targets[i].1, "", "note", OperationMode::Normal);
-            batch.start_request(&prefix, &Default::default(), EncodingVersion::V1_1);
-            batch.finish_request();
-        }
-        let batch = batch.take().unwrap();
-        let prefix = RequestPrefix::new(&targets[0].1, "", "note", OperationMode::Normal);
-        let twoway = encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |_| {});
-        tokio::task::spawn_blocking(move || {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-            let mut validate = [0u8; 14];
-            s.read_exact(&mut validate).unwrap();
-            s.write_all(&batch).unwrap();
-            s.write_all(&twoway).unwrap();
-            let mut reply = [0u8; 25];
-            s.read_exact(&mut reply).unwrap();
-            assert_eq!(reply[8], 2, "a reply");
-        })
-        .await
-        .unwrap();
-        let mut expected: Vec<&str> = order.iter().map(|&i| targets[i].0).collect();
-        expected.push("X");
+        let requests: Vec<(Identity, &str, &str)> = order.iter().map(|&i| (targets[i].1.clone(), "", "note")).collect();
+        send_batch_then_twoway(&a, &requests).await;
+        // The batch, then the twoway request for the last target.
+        let expected: Vec<&str> = order.iter().chain([&1]).map(|&i| targets[i].0).collect();
         assert_eq!(*log.lock().unwrap(), expected);
         c.destroy().await;
     });
