@@ -449,10 +449,9 @@ impl ObjectPrx {
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
         e.start_encapsulation(self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
         write(&mut e);
-        let extra = tail_len;
-        e.end_encapsulation_before(extra);
+        e.end_encapsulation_before(tail_len);
         let mut buf = e.into_buffer();
-        let size = buf.len() + extra;
+        let size = buf.len() + tail_len;
         patch_size(&mut buf, size);
         buf
     }
