@@ -766,15 +766,19 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             match frames.next_message(&mut buf) {
                 Ok(Some(msg)) => {
                     last_size = msg.header.size;
+                    // A request reads the adapter once: for the origin it is dispatched with,
+                    // which also says whether the adapter is held.
                     if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest)
-                        && !dispatch_slot_free(&conn)
+                        && !dispatch_slot_free(&conn, origins.refresh(&conn))
                     {
                         // Replies waiting for the end of the buffer go out before any wait.
                         replies.flush().await;
                         wait_for_dispatch_slot(&conn).await;
+                        // The adapter may have changed meanwhile.
+                        origins.refresh(&conn);
                     }
                     replies.backlog = buf.len();
-                    if let Err(e) = handle_message(&conn, msg, &mut origins, &mut replies).await {
+                    if let Err(e) = handle_message(&conn, msg, &origins, &mut replies).await {
                         warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
                         conn.close_forcefully(e);
                         return;
@@ -807,7 +811,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
             buf.reserve(needed.max(8 * 1024));
         }
         // Bound the dispatches in progress: stop reading until one completes.
-        if !dispatch_slot_free(&conn) {
+        if !dispatch_slot_free(&conn, origins.refresh(&conn)) {
             wait_for_dispatch_slot(&conn).await;
         }
         // A read in progress stops when the adapter is held: nothing more is read until it is
@@ -901,10 +905,11 @@ async fn wait_for_dispatch_slot(conn: &Connection) {
     }
 }
 
-/// True when [`wait_for_dispatch_slot`] would not wait: the adapter is not held and fewer
-/// dispatches than the limit are in progress (one lock read, no handle cloned).
-fn dispatch_slot_free(conn: &Connection) -> bool {
-    let held = conn.shared.adapter.read().expect("adapter lock").as_ref().is_some_and(|a| a.is_held());
+/// True when [`wait_for_dispatch_slot`] would not wait: the connection's adapter (as
+/// `origin` has it, just refreshed) is not held and fewer dispatches than the limit are in
+/// progress.
+fn dispatch_slot_free(conn: &Connection, origin: &Origin) -> bool {
+    let held = origin.adapter.as_ref().is_some_and(|a| a.is_held());
     let max = conn.shared.config.max_dispatches;
     !held && (max == 0 || conn.shared.dispatch_count.load(Ordering::SeqCst) < max)
 }
@@ -929,7 +934,7 @@ async fn wait_for_dispatches_below(shared: &Shared, limit: usize) {
 async fn handle_message(
     conn: &Connection,
     msg: Message,
-    origins: &mut Origins,
+    origins: &Origins,
     replies: &mut DeferredReplies,
 ) -> Result<()> {
     if conn.shared.config.trace_protocol {
@@ -952,7 +957,7 @@ async fn handle_message(
                 return Ok(());
             }
             let request = Request::decode(msg.body)?;
-            dispatch(conn, origins.get(conn), request, msg.header.compression, replies).await;
+            dispatch(conn, origins.current(), request, msg.header.compression, replies).await;
         }
         MessageType::BatchRequest => {
             if conn.shared.closing.load(Ordering::Acquire) || conn.shared.draining.load(Ordering::Acquire) {
@@ -960,7 +965,7 @@ async fn handle_message(
             }
             // One request at a time: a batch's requests are never all decoded at once. The
             // adapter is looked up once for the whole batch.
-            let origin = origins.get(conn);
+            let origin = origins.current();
             let mut servants = ServantCache::default();
             let requests = BatchRequests::new(msg.body)?;
             // The batch counts as one dispatch in progress while its requests run here (a
@@ -1097,7 +1102,8 @@ impl Drop for DeferredReplies {
 }
 
 /// The reader's [`Origin`] for the connection's adapter, made again when the adapter changes:
-/// the requests that arrive meanwhile share it.
+/// the requests that arrive meanwhile share it. The reader refreshes it once per request,
+/// before dispatching (see `run_reader`).
 struct Origins(Arc<Origin>);
 
 impl Origins {
@@ -1105,7 +1111,13 @@ impl Origins {
         Origins(Arc::new(Origin { adapter: conn.adapter(), connection: Some(conn.clone()) }))
     }
 
-    fn get(&mut self, conn: &Connection) -> &Arc<Origin> {
+    /// The origin as last refreshed.
+    fn current(&self) -> &Arc<Origin> {
+        &self.0
+    }
+
+    /// The origin for the connection's adapter now.
+    fn refresh(&mut self, conn: &Connection) -> &Arc<Origin> {
         let adapter = conn.shared.adapter.read().expect("adapter lock");
         let unchanged = match (&self.0.adapter, &*adapter) {
             (Some(mine), Some(now)) => mine.same_as(now),
