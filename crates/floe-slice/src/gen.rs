@@ -105,7 +105,8 @@ fn doc_lines(out: &mut String, ind: &str, doc: &Option<String>) {
 }
 
 /// A trailing sequence that is sent from its own memory when large, in requests (by the
-/// proxy method `invoke`) and replies (by the `Current` method `reply`).
+/// `ObjectPrx` method that [`invoke`](Self::invoke) names) and replies (by the `Current`
+/// method that [`reply`](Self::reply) names).
 #[derive(Clone, Copy)]
 enum SeparateTail {
     /// A byte sequence mapped to `Bytes`.
