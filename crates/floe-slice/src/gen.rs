@@ -1679,7 +1679,7 @@ impl<'a> Gen<'a> {
         ));
         self.line("        let servant = self.0.clone();");
         // The future is built in its heap slot, allocated first, instead of being moved there.
-        self.line(&format!("        {f}::dispatch::future_in(Box::new_uninit(), async move {{"));
+        self.line(&format!("        {f}::dispatch::future_in({f}::dispatch::future_slot(), async move {{"));
         // Slice reserves the `ice` prefix, so no operation of the interface is a built-in
         // one: those are looked for only when no operation matches.
         self.line("            match request.current.operation.as_str() {");

@@ -360,9 +360,9 @@ impl Response {
 /// The future a dispatch returns.
 pub type DispatchFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 
-/// `future` placed in `slot`, pinned: a dispatcher that allocates the slot before making the
-/// future (`future_in(Box::new_uninit(), async move { … })`) lets the compiler build it in
-/// place instead of moving it into a new box. Generated dispatchers use it.
+/// `future` placed in `slot`, pinned: a dispatcher that gets the slot before making the
+/// future (`future_in(future_slot(), async move { … })`) lets the compiler build it in place
+/// instead of moving it into a new box. Generated dispatchers use it.
 #[inline(always)]
 pub fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> DispatchFuture
 where
@@ -370,6 +370,89 @@ where
 {
     let boxed: Box<F> = Box::write(slot, future);
     Box::into_pin(boxed)
+}
+
+/// Memory for a dispatch future of type `F`: the block of a dispatch that completed at once
+/// on this thread when it has `F`'s size and alignment, or a new allocation. A connection
+/// that dispatches a burst of requests to one kind of servant thus allocates one block for
+/// the burst instead of one per request (see [`future_in`]).
+#[inline]
+pub fn future_slot<F>() -> Box<std::mem::MaybeUninit<F>> {
+    match spare_block::take(std::alloc::Layout::new::<F>()) {
+        // SAFETY: the block was allocated by the global allocator with exactly the layout of
+        // `F` (and so of `MaybeUninit<F>`), and nothing else refers to it.
+        Some(block) => unsafe { Box::from_raw(block.as_ptr().cast::<std::mem::MaybeUninit<F>>()) },
+        None => Box::new_uninit(),
+    }
+}
+
+/// Drops a dispatch future that has completed and keeps its memory for the next
+/// [`future_slot`] on this thread.
+pub(crate) fn recycle(future: DispatchFuture) {
+    // SAFETY: the future is dropped in place below before its memory is used again, as
+    // pinning requires; it is not moved.
+    let boxed = unsafe { Pin::into_inner_unchecked(future) };
+    let layout = std::alloc::Layout::for_value(&*boxed);
+    if layout.size() == 0 {
+        return;
+    }
+    let raw = Box::into_raw(boxed);
+    // The block is kept only once the future's drop has returned: if it panics, the block is
+    // lost, never reused.
+    // SAFETY: `raw` came from a live box and is dropped exactly once.
+    unsafe { std::ptr::drop_in_place(raw) };
+    // SAFETY: a box of a non-zero-sized value points to a block of the global allocator.
+    spare_block::keep(unsafe { std::ptr::NonNull::new_unchecked(raw.cast::<u8>()) }, layout);
+}
+
+/// The one spare dispatch-future block a thread keeps (see [`future_slot`], [`recycle`]).
+mod spare_block {
+    use std::alloc::Layout;
+    use std::cell::Cell;
+    use std::ptr::NonNull;
+
+    /// A block of the global allocator, owned, with the layout it was allocated with.
+    struct Spare(Cell<Option<(NonNull<u8>, Layout)>>);
+
+    impl Drop for Spare {
+        fn drop(&mut self) {
+            if let Some((block, layout)) = self.0.take() {
+                // SAFETY: the block was allocated with `layout` and is owned by this spare.
+                unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
+            }
+        }
+    }
+
+    thread_local! {
+        static SPARE: Spare = const { Spare(Cell::new(None)) };
+    }
+
+    /// The spare block if it has `layout`.
+    #[inline]
+    pub(super) fn take(layout: Layout) -> Option<NonNull<u8>> {
+        SPARE
+            .try_with(|spare| match spare.0.get() {
+                Some((block, kept)) if kept == layout => {
+                    spare.0.set(None);
+                    Some(block)
+                }
+                _ => None,
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Keeps `block` (allocated with `layout`, non-zero size) as the spare, freeing the one
+    /// it replaces; frees it at once when the thread is ending.
+    #[inline]
+    pub(super) fn keep(block: NonNull<u8>, layout: Layout) {
+        let old = SPARE.try_with(|spare| spare.0.replace(Some((block, layout)))).unwrap_or(Some((block, layout)));
+        if let Some((old, old_layout)) = old {
+            // SAFETY: the replaced block (or `block` itself, when the thread-local is gone)
+            // was allocated with its layout and is owned here.
+            unsafe { std::alloc::dealloc(old.as_ptr(), old_layout) };
+        }
+    }
 }
 
 /// Something that can dispatch requests: a servant wrapped by generated code, or a
@@ -449,5 +532,103 @@ pub fn dispatch_builtin(request: &IncomingRequest, ids: &[&str], most_derived: &
             }
         })),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::{Context as TaskContext, Poll, Waker};
+
+    /// A dispatch future of a fixed, non-trivial size that holds `token` until dropped.
+    fn holding(token: Arc<()>, padding: [u8; 96]) -> DispatchFuture {
+        future_in(future_slot(), async move {
+            let _keep = (&token, padding);
+            Response::none()
+        })
+    }
+
+    fn complete(fut: &mut DispatchFuture) {
+        let mut cx = TaskContext::from_waker(Waker::noop());
+        assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(_)));
+    }
+
+    fn address(fut: &DispatchFuture) -> usize {
+        (&**fut as *const (dyn Future<Output = Response> + Send)).cast::<u8>() as usize
+    }
+
+    #[test]
+    fn a_recycled_future_is_dropped_and_its_block_serves_the_next_of_its_layout() {
+        let token = Arc::new(());
+        let mut first = holding(token.clone(), [1; 96]);
+        complete(&mut first);
+        let block = address(&first);
+        recycle(first);
+        assert_eq!(Arc::strong_count(&token), 1, "the recycled future was dropped");
+
+        let mut second = holding(token.clone(), [2; 96]);
+        assert_eq!(address(&second), block, "the spare block is reused");
+        complete(&mut second);
+        recycle(second);
+        assert_eq!(Arc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn a_future_of_another_layout_gets_its_own_block_and_replaces_the_spare() {
+        let mut small = holding(Arc::new(()), [0; 96]);
+        complete(&mut small);
+        let small_block = address(&small);
+        recycle(small);
+
+        let mut large = future_in(future_slot(), async move {
+            let _keep = [7u8; 400];
+            Response::none()
+        });
+        assert_ne!(address(&large), small_block, "a block of another size is not reused");
+        complete(&mut large);
+        let large_block = address(&large);
+        recycle(large);
+
+        let next_small = holding(Arc::new(()), [0; 96]);
+        let next_large: Box<std::mem::MaybeUninit<[u8; 512]>> = future_slot();
+        drop(next_small);
+        assert_ne!(next_large.as_ptr().cast::<u8>() as usize, large_block, "the layout must match exactly");
+    }
+
+    #[test]
+    fn a_zero_sized_future_is_recycled_without_a_block() {
+        struct Nothing;
+        impl Future for Nothing {
+            type Output = Response;
+            fn poll(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<Response> {
+                Poll::Ready(Response::none())
+            }
+        }
+        assert_eq!(std::mem::size_of::<Nothing>(), 0);
+        let mut empty: DispatchFuture = future_in(future_slot(), Nothing);
+        complete(&mut empty);
+        recycle(empty);
+        let mut after = holding(Arc::new(()), [3; 96]);
+        complete(&mut after);
+        recycle(after);
+    }
+
+    #[test]
+    fn spare_blocks_of_other_threads_are_their_own() {
+        let mut here = holding(Arc::new(()), [4; 96]);
+        complete(&mut here);
+        let block = address(&here);
+        recycle(here);
+        let elsewhere = std::thread::spawn(move || {
+            let there = holding(Arc::new(()), [5; 96]);
+            let reused = address(&there) == block;
+            drop(there);
+            reused
+        })
+        .join()
+        .expect("thread");
+        assert!(!elsewhere, "another thread does not take this thread's spare block");
+        let again = holding(Arc::new(()), [6; 96]);
+        assert_eq!(address(&again), block);
     }
 }

@@ -448,7 +448,7 @@ pub mod demo {
         impl<T: Peer> ::floe::Dispatcher for PeerServer<T> {
             fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
                 let servant = self.0.clone();
-                ::floe::dispatch::future_in(Box::new_uninit(), async move {
+                ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                     match request.current.operation.as_str() {
                         "poke" => {
                             if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -560,7 +560,7 @@ pub mod demo {
     impl<T: Base> ::floe::Dispatcher for BaseServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(Box::new_uninit(), async move {
+            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "version" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
@@ -874,7 +874,7 @@ pub mod demo {
     impl<T: Service> ::floe::Dispatcher for ServiceServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(Box::new_uninit(), async move {
+            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "ping" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1242,7 +1242,7 @@ pub mod demo {
     impl<T: AccountDisp> ::floe::Dispatcher for AccountDispServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(Box::new_uninit(), async move {
+            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1504,7 +1504,7 @@ pub mod demo {
     impl<T: SavingsDisp> ::floe::Dispatcher for SavingsDispServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(Box::new_uninit(), async move {
+            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
@@ -1773,7 +1773,7 @@ pub mod demo {
     impl<T: Graphs> ::floe::Dispatcher for GraphsServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(Box::new_uninit(), async move {
+            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "relay" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {

@@ -1193,22 +1193,18 @@ fn start_dispatch(
     if !in_batch {
         conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
     }
-    let mut fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
+    let mut fut = fut;
     let compress = compression != CompressionStatus::NotCompressed;
-    match (&mut fut).now_or_never() {
-        // A oneway request has no reply to build.
-        Some(_) if request_id == 0 => {
-            if !in_batch {
-                finish_dispatch(conn);
-            }
-            None
-        }
+    let result = match poll_once(&mut fut) {
         Some(result) => {
-            let reply = response_bytes(result, request_id, compress, conn.shared.config.compression_level);
-            if reply.is_none() {
-                finish_dispatch(conn);
+            // A completed future's memory serves the next dispatch; one that panicked is
+            // dropped.
+            if result.is_ok() {
+                crate::dispatch::recycle(fut);
+            } else {
+                drop(fut);
             }
-            reply
+            result
         }
         None => {
             if in_batch {
@@ -1217,6 +1213,7 @@ fn start_dispatch(
                 conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
             }
             let conn = conn.clone();
+            let fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
             tokio::spawn(async move {
                 let result = fut.await;
                 if request_id != 0 {
@@ -1227,8 +1224,32 @@ fn start_dispatch(
                 }
                 finish_dispatch(&conn);
             });
-            None
+            return None;
         }
+    };
+    // A oneway request has no reply to build.
+    if request_id == 0 {
+        if !in_batch {
+            finish_dispatch(conn);
+        }
+        return None;
+    }
+    let reply = response_bytes(result, request_id, compress, conn.shared.config.compression_level);
+    if reply.is_none() {
+        finish_dispatch(conn);
+    }
+    reply
+}
+
+/// Polls a dispatch future once, with a waker that does nothing: its result, or the panic
+/// it raised, when it completed; `None` when it waits (it is then polled again as a task).
+#[inline]
+fn poll_once(fut: &mut crate::dispatch::DispatchFuture) -> Option<std::thread::Result<Response>> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(&mut cx))) {
+        Ok(std::task::Poll::Ready(response)) => Some(Ok(response)),
+        Ok(std::task::Poll::Pending) => None,
+        Err(panic) => Some(Err(panic)),
     }
 }
 
