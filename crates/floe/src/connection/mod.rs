@@ -12,8 +12,11 @@ mod acm;
 pub use acm::{AcmClose, AcmConfig, AcmHeartbeat};
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -760,6 +763,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
     let mut last_size = 0;
     let mut origins = Origins::new(&conn);
     let mut replies = DeferredReplies::new(&conn);
+    let mut timers = ReadTimers::default();
     loop {
         // Take every complete message out of the buffer.
         loop {
@@ -817,7 +821,7 @@ async fn run_reader(conn: Connection, mut read: ReadHalf) {
         // A read in progress stops when the adapter is held: nothing more is read until it is
         // activated again.
         let adapter = conn.shared.adapter.read().expect("adapter lock").clone();
-        let step = read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout);
+        let step = read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers);
         let step = match adapter {
             Some(adapter) => tokio::select! {
                 biased;
@@ -869,22 +873,81 @@ enum ReadStep {
 /// `partial_limit`; while the connection is idle with a buffer grown above `SHRINK_ABOVE`, the
 /// buffer is given back after `SHRINK_WHEN_IDLE_FOR`. Reading into an empty buffer is
 /// cancel-safe, so giving up on such a read loses no byte.
-async fn read_step(read: &mut ReadHalf, buf: &mut BytesMut, partial_limit: Option<Duration>) -> ReadStep {
+async fn read_step(
+    read: &mut ReadHalf,
+    buf: &mut BytesMut,
+    partial_limit: Option<Duration>,
+    timers: &mut ReadTimers,
+) -> ReadStep {
     match (buf.is_empty(), partial_limit) {
-        (false, Some(limit)) => match tokio::time::timeout(limit, read.read_buf(buf)).await {
-            Ok(r) => ReadStep::Read(r),
-            Err(_) => ReadStep::PartialTimeout(limit),
+        (false, Some(limit)) => match timers.partial.within(limit, read.read_buf(buf)).await {
+            Some(r) => ReadStep::Read(r),
+            None => ReadStep::PartialTimeout(limit),
         },
         (true, _) if buf.capacity() > SHRINK_ABOVE => {
-            match tokio::time::timeout(SHRINK_WHEN_IDLE_FOR, read.read_buf(buf)).await {
-                Ok(r) => ReadStep::Read(r),
-                Err(_) => {
+            match timers.idle.within(SHRINK_WHEN_IDLE_FOR, read.read_buf(buf)).await {
+                Some(r) => ReadStep::Read(r),
+                None => {
                     *buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
                     ReadStep::IdleShrunk
                 }
             }
         }
         _ => ReadStep::Read(read.read_buf(buf).await),
+    }
+}
+
+/// The reader's timers: one for the rest of an incomplete message, one for an idle
+/// connection's large buffer (see [`read_step`]).
+#[derive(Default)]
+struct ReadTimers {
+    partial: Deadline,
+    idle: Deadline,
+}
+
+/// A timer kept across waits. Registering a timer with tokio's runtime costs a wake-up of its
+/// driver (a system call) when the timer is due before the others; `tokio::time::timeout`
+/// registers one for every read that waits, which is every read of a large message. A
+/// `Deadline` instead keeps its timer registered: a wait whose deadline is later than the one
+/// armed leaves the timer as it is, and when it fires before the wait's own deadline it is
+/// pushed back to that deadline (a later time, which the runtime takes without a wake-up).
+/// Deadlines only move forward from one read to the next, so a steady stream of reads
+/// re-registers the timer about once per limit.
+#[derive(Default)]
+struct Deadline {
+    /// The timer, made on first use, and the time it is set to fire.
+    timer: Option<(Pin<Box<tokio::time::Sleep>>, tokio::time::Instant)>,
+}
+
+impl Deadline {
+    /// Runs `fut` to completion (`Some`), or gives up (`None`) once it has waited for `limit`
+    /// since it first waited. `fut` is polled before the timer, so a completed read is never
+    /// lost to the timer.
+    async fn within<F: Future>(&mut self, limit: Duration, fut: F) -> Option<F::Output> {
+        let mut fut = std::pin::pin!(fut);
+        let mut deadline = None;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
+            let (timer, at) =
+                self.timer.get_or_insert_with(|| (Box::pin(tokio::time::sleep_until(deadline)), deadline));
+            if *at > deadline {
+                timer.as_mut().reset(deadline);
+                *at = deadline;
+            }
+            while timer.as_mut().poll(cx).is_ready() {
+                if tokio::time::Instant::now() >= deadline {
+                    return Poll::Ready(None);
+                }
+                // Fired for an earlier wait: on to this one's deadline.
+                timer.as_mut().reset(deadline);
+                *at = deadline;
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 
@@ -1385,11 +1448,14 @@ mod tests {
         let (mut peer, ours) = tokio::io::duplex(64 * 1024);
         let mut read: ReadHalf = Box::new(ours);
         let mut buf = BytesMut::with_capacity(4 * SHRINK_ABOVE);
-        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::IdleShrunk));
+        assert!(matches!(read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await, ReadStep::IdleShrunk));
         assert!(buf.capacity() < SHRINK_ABOVE, "capacity {}", buf.capacity());
         // Bytes sent afterwards are read as usual.
         peer.write_all(b"abc").await.unwrap();
-        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::Read(Ok(3))));
+        assert!(matches!(
+            read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await,
+            ReadStep::Read(Ok(3))
+        ));
         assert_eq!(&buf[..], b"abc");
     }
 
@@ -1403,13 +1469,19 @@ mod tests {
             peer.write_all(&[7; 100]).await.unwrap();
             peer
         });
-        assert!(matches!(read_step(&mut read, &mut buf, None).await, ReadStep::Read(Ok(100))));
+        assert!(matches!(
+            read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await,
+            ReadStep::Read(Ok(100))
+        ));
         assert!(buf.capacity() >= 4 * SHRINK_ABOVE - 100);
         drop(writer.await.unwrap());
         buf.clear();
         // A small buffer is never timed out while idle; end of stream is reported.
         let mut small = BytesMut::with_capacity(INITIAL_READ_BUFFER);
-        assert!(matches!(read_step(&mut read, &mut small, None).await, ReadStep::Read(Ok(0))));
+        assert!(matches!(
+            read_step(&mut read, &mut small, None, &mut ReadTimers::default()).await,
+            ReadStep::Read(Ok(0))
+        ));
     }
 
     #[tokio::test]
@@ -1418,7 +1490,75 @@ mod tests {
         let mut read: ReadHalf = Box::new(ours);
         let mut buf = BytesMut::from(&b"IceP"[..]);
         let limit = Duration::from_millis(50);
-        assert!(matches!(read_step(&mut read, &mut buf, Some(limit)).await, ReadStep::PartialTimeout(l) if l == limit));
+        assert!(
+            matches!(read_step(&mut read, &mut buf, Some(limit), &mut ReadTimers::default()).await, ReadStep::PartialTimeout(l) if l == limit)
+        );
         assert_eq!(&buf[..], b"IceP");
+    }
+
+    /// A read that completes `after` from now.
+    async fn ready_after(after: Duration) -> u8 {
+        tokio::time::sleep(after).await;
+        7
+    }
+
+    #[tokio::test]
+    async fn a_deadline_measures_each_wait_from_its_own_start() {
+        // Three waits of 120 ms under a 200 ms limit: the timer armed for the first fires
+        // during the second and is pushed back instead of ending it.
+        let mut deadline = Deadline::default();
+        let limit = Duration::from_millis(200);
+        for _ in 0..3 {
+            assert_eq!(deadline.within(limit, ready_after(Duration::from_millis(120))).await, Some(7));
+        }
+        // A wait that outlasts the limit still ends at it.
+        let started = Instant::now();
+        assert_eq!(deadline.within(limit, std::future::pending::<u8>()).await, None);
+        let waited = started.elapsed();
+        assert!(waited >= limit && waited < Duration::from_secs(2), "waited {waited:?}");
+        // The deadline serves again after a timeout.
+        assert_eq!(deadline.within(limit, ready_after(Duration::from_millis(10))).await, Some(7));
+    }
+
+    #[tokio::test]
+    async fn a_shorter_limit_moves_the_armed_timer_earlier() {
+        let mut deadline = Deadline::default();
+        // Armed for an hour by a wait that ended at once.
+        assert_eq!(deadline.within(Duration::from_secs(3600), ready_after(Duration::from_millis(5))).await, Some(7));
+        let short = deadline.within(Duration::from_millis(50), std::future::pending::<u8>());
+        let outcome = tokio::time::timeout(Duration::from_secs(2), short).await;
+        assert_eq!(outcome, Ok(None), "the 50 ms limit ends the wait");
+    }
+
+    #[tokio::test]
+    async fn a_ready_future_wins_over_an_elapsed_timer() {
+        let mut deadline = Deadline::default();
+        assert_eq!(deadline.within(Duration::from_millis(20), ready_after(Duration::from_millis(5))).await, Some(7));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The timer fired meanwhile; a future that is ready is still taken.
+        assert_eq!(deadline.within(Duration::from_millis(20), std::future::ready(9u8)).await, Some(9));
+    }
+
+    #[tokio::test]
+    async fn a_message_that_keeps_arriving_slowly_is_read_to_the_end() {
+        // Each part comes within the limit while the whole takes several limits.
+        let (mut peer, ours) = tokio::io::duplex(1024);
+        let mut read: ReadHalf = Box::new(ours);
+        let mut buf = BytesMut::from(&b"IceP"[..]);
+        let limit = Duration::from_millis(150);
+        let writer = tokio::spawn(async move {
+            for _ in 0..4 {
+                tokio::time::sleep(Duration::from_millis(90)).await;
+                peer.write_all(&[1; 10]).await.unwrap();
+            }
+            peer
+        });
+        let mut timers = ReadTimers::default();
+        for _ in 0..4 {
+            assert!(matches!(read_step(&mut read, &mut buf, Some(limit), &mut timers).await, ReadStep::Read(Ok(10))));
+        }
+        assert_eq!(buf.len(), 44);
+        let _peer = writer.await.unwrap();
+        assert!(matches!(read_step(&mut read, &mut buf, Some(limit), &mut timers).await, ReadStep::PartialTimeout(_)));
     }
 }
