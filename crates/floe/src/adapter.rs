@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 
 use crate::communicator::Communicator;
 use crate::connection::{Connection, ConnectionConfig};
-use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, ServantLocator};
+use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
 use crate::protocol::OperationMode;
@@ -261,19 +261,26 @@ impl ObjectAdapter {
     /// identity and facet as the previous one goes to the same servant without a lookup, as
     /// long as no servant was added or removed in between.
     #[inline]
-    pub(crate) fn dispatch_cached(&self, request: IncomingRequest, cache: &mut ServantCache) -> DispatchFuture {
+    pub(crate) fn dispatch_cached(
+        &self,
+        origin: &Arc<Origin>,
+        request: crate::protocol::Request,
+        cache: &mut ServantCache,
+    ) -> DispatchFuture {
         // Read before the lookup: a change after it makes the next request look up again.
         let version = self.inner.servants_version.load(Ordering::Acquire);
         if let Some((cached_version, id, facet, servant)) = &cache.0 {
-            let c = &request.current;
             if *cached_version == version
-                && same_str(&id.name, &c.id.name)
-                && same_str(&id.category, &c.id.category)
-                && same_str(facet, &c.facet)
+                && same_str(&id.name, &request.identity.name)
+                && same_str(&id.category, &request.identity.category)
+                && same_str(facet, &request.facet)
             {
-                return servant.dispatch(request);
+                // Made as the call's argument, the request is built where the servant's
+                // dispatcher takes it from.
+                return servant.dispatch(IncomingRequest::from_request(origin.clone(), request));
             }
         }
+        let request = IncomingRequest::from_request(origin.clone(), request);
         match self.find(&request) {
             Some(servant) => {
                 let c = &request.current;

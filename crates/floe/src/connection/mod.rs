@@ -1237,19 +1237,18 @@ fn start_dispatch(
     let request_id = request.request_id;
     let in_batch = servants.is_some();
     debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
-    let incoming = IncomingRequest::from_request(origin.clone(), request);
     let fut = match &origin.adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
         Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match servants {
-            Some(cache) => a.dispatch_cached(incoming, cache),
-            None => a.dispatch(incoming),
+            Some(cache) => a.dispatch_cached(origin, request, cache),
+            None => a.dispatch(IncomingRequest::from_request(origin.clone(), request)),
         })) {
             Ok(fut) => fut,
             Err(panic) => Box::pin(async move { std::panic::resume_unwind(panic) }),
         },
         None => {
-            let r = incoming.current.object_not_exist();
+            let r = IncomingRequest::from_request(origin.clone(), request).current.object_not_exist();
             Box::pin(async move { r })
         }
     };
