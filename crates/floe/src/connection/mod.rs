@@ -908,11 +908,10 @@ struct ReadTimers {
 /// A timer kept across waits. Registering a timer with tokio's runtime costs a wake-up of its
 /// driver (a system call) when the timer is due before the others; `tokio::time::timeout`
 /// registers one for every read that waits, which is every read of a large message. A
-/// `Deadline` instead keeps its timer registered: a wait whose deadline is later than the one
-/// armed leaves the timer as it is, and when it fires before the wait's own deadline it is
-/// pushed back to that deadline (a later time, which the runtime takes without a wake-up).
-/// Deadlines only move forward from one read to the next, so a steady stream of reads
-/// re-registers the timer about once per limit.
+/// `Deadline` instead keeps its timer: a wait whose deadline is later than the one armed
+/// leaves the timer as it is, and only when the timer fires before the wait's own deadline is
+/// it registered again, for that deadline. Deadlines only move forward from one read to the
+/// next, so a steady stream of reads registers the timer about once per limit.
 #[derive(Default)]
 struct Deadline {
     /// The timer, made on first use, and the time it is set to fire.
@@ -1501,7 +1500,10 @@ mod tests {
         7
     }
 
-    #[tokio::test]
+    // The deadline tests run on tokio's paused clock, which jumps to the next timer when
+    // every task waits: the times they assert are exact and no load can stretch them.
+
+    #[tokio::test(start_paused = true)]
     async fn a_deadline_measures_each_wait_from_its_own_start() {
         // Three waits of 120 ms under a 200 ms limit: the timer armed for the first fires
         // during the second and is pushed back instead of ending it.
@@ -1510,26 +1512,28 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(deadline.within(limit, ready_after(Duration::from_millis(120))).await, Some(7));
         }
-        // A wait that outlasts the limit still ends at it.
-        let started = Instant::now();
+        // A wait that outlasts the limit ends at it (the timer has millisecond resolution).
+        let started = tokio::time::Instant::now();
         assert_eq!(deadline.within(limit, std::future::pending::<u8>()).await, None);
         let waited = started.elapsed();
-        assert!(waited >= limit && waited < Duration::from_secs(2), "waited {waited:?}");
+        assert!(waited >= limit && waited <= limit + Duration::from_millis(2), "waited {waited:?}");
         // The deadline serves again after a timeout.
         assert_eq!(deadline.within(limit, ready_after(Duration::from_millis(10))).await, Some(7));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_shorter_limit_moves_the_armed_timer_earlier() {
         let mut deadline = Deadline::default();
         // Armed for an hour by a wait that ended at once.
         assert_eq!(deadline.within(Duration::from_secs(3600), ready_after(Duration::from_millis(5))).await, Some(7));
+        let started = tokio::time::Instant::now();
         let short = deadline.within(Duration::from_millis(50), std::future::pending::<u8>());
         let outcome = tokio::time::timeout(Duration::from_secs(2), short).await;
         assert_eq!(outcome, Ok(None), "the 50 ms limit ends the wait");
+        assert!(started.elapsed() <= Duration::from_millis(52), "waited {:?}", started.elapsed());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_ready_future_wins_over_an_elapsed_timer() {
         let mut deadline = Deadline::default();
         assert_eq!(deadline.within(Duration::from_millis(20), ready_after(Duration::from_millis(5))).await, Some(7));
@@ -1538,7 +1542,7 @@ mod tests {
         assert_eq!(deadline.within(Duration::from_millis(20), std::future::ready(9u8)).await, Some(9));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_message_that_keeps_arriving_slowly_is_read_to_the_end() {
         // Each part comes within the limit while the whole takes several limits.
         let (mut peer, ours) = tokio::io::duplex(1024);
