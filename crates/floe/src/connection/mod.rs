@@ -1236,7 +1236,7 @@ fn start_dispatch(
     let request_id = request.request_id;
     let in_batch = servants.is_some();
     debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
-    let fut = match &origin.adapter {
+    let mut fut = match &origin.adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
         Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match servants {
@@ -1254,7 +1254,6 @@ fn start_dispatch(
     if !in_batch {
         conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
     }
-    let mut fut = fut;
     let compress = compression != CompressionStatus::NotCompressed;
     let result = match poll_once(&mut fut) {
         Some(result) => {
