@@ -918,6 +918,9 @@ struct Deadline {
     timer: Option<(Pin<Box<tokio::time::Sleep>>, tokio::time::Instant)>,
 }
 
+/// What a [`Deadline`] waits for a limit that cannot be added to the current time.
+const FOREVER: Duration = Duration::from_secs(86_400 * 365 * 30);
+
 impl Deadline {
     /// Runs `fut` to completion (`Some`), or gives up (`None`) once it has waited for `limit`
     /// since it first waited. `fut` is polled before the timer, so a completed read is never
@@ -929,7 +932,11 @@ impl Deadline {
             if let Poll::Ready(out) = fut.as_mut().poll(cx) {
                 return Poll::Ready(Some(out));
             }
-            let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + limit);
+            // A limit too large to add (a huge `PartialMessageTimeout`) waits as good as forever.
+            let deadline = *deadline.get_or_insert_with(|| {
+                let now = tokio::time::Instant::now();
+                now.checked_add(limit).unwrap_or_else(|| now + FOREVER)
+            });
             let (timer, at) =
                 self.timer.get_or_insert_with(|| (Box::pin(tokio::time::sleep_until(deadline)), deadline));
             if *at > deadline {
@@ -1530,6 +1537,14 @@ mod tests {
         let outcome = tokio::time::timeout(Duration::from_secs(2), short).await;
         assert_eq!(outcome, Ok(None), "the 50 ms limit ends the wait");
         assert!(started.elapsed() <= Duration::from_millis(52), "waited {:?}", started.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_too_large_to_add_waits_without_panicking() {
+        let mut deadline = Deadline::default();
+        assert_eq!(deadline.within(Duration::MAX, ready_after(Duration::from_millis(5))).await, Some(7));
+        let pending = deadline.within(Duration::MAX, std::future::pending::<u8>());
+        assert!(tokio::time::timeout(Duration::from_secs(3600), pending).await.is_err(), "still waiting after an hour");
     }
 
     #[tokio::test(start_paused = true)]
