@@ -1,7 +1,7 @@
 //! What an async runtime costs a ping-pong on this machine, without any middleware: 32-byte
 //! requests and 25-byte replies over loopback TCP, with blocking sockets (the raw baseline's way)
-//! and with bare tokio tasks (a multi-thread runtime with one worker, as floe's single-threaded
-//! servers and clients use, and a current-thread runtime). The tokio rates are the ceiling for
+//! and with bare tokio tasks (a multi-thread runtime with one worker, and a current-thread
+//! runtime, as floe's single-threaded servers and clients use). The tokio rates are the ceiling for
 //! any tokio-based implementation of the twoway test; printed as medians of interleaved runs
 //! and as ratios to the blocking rate. A last variant spins on non-blocking sockets instead of
 //! sleeping: the difference to blocking sockets is what waking a sleeping thread (and, on a

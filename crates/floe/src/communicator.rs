@@ -20,7 +20,7 @@ use crate::transport::tcp;
 
 struct Inner {
     properties: Properties,
-    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    runtime: Mutex<Option<OwnedRuntime>>,
     handle: tokio::runtime::Handle,
     defaults: ParseDefaults,
     client_config: ConnectionConfig,
@@ -44,9 +44,55 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(rt) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
-            rt.shutdown_background();
+        match self.runtime.get_mut().ok().and_then(|r| r.take()) {
+            Some(OwnedRuntime::Workers(rt)) => rt.shutdown_background(),
+            // The driving thread leaves `block_on` and drops the runtime itself; this may run on
+            // that very thread, so it is not joined.
+            Some(OwnedRuntime::Single { stop }) => drop(stop.send(())),
+            None => {}
         }
+    }
+}
+
+/// A runtime the communicator started itself (none when it was made inside a runtime).
+enum OwnedRuntime {
+    /// tokio's multi-thread scheduler, for two worker threads or more.
+    Workers(tokio::runtime::Runtime),
+    /// tokio's current-thread scheduler driven by a thread of its own, for
+    /// `Floe.Runtime.Threads=1`: the same work as a one-worker multi-thread runtime with less
+    /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). `stop` ends the thread's
+    /// `block_on`, after which the thread drops the runtime.
+    Single { stop: tokio::sync::oneshot::Sender<()> },
+}
+
+impl OwnedRuntime {
+    /// Starts a runtime with `threads` worker threads, and returns it with its handle.
+    fn start(threads: usize) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
+        let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
+        if threads > 1 {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("floe")
+                .enable_all()
+                .build()
+                .map_err(cannot)?;
+            let handle = rt.handle().clone();
+            return Ok((OwnedRuntime::Workers(rt), handle));
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(cannot)?;
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("floe".into())
+            .spawn(move || {
+                // A stop message and a dropped sender both end the thread.
+                rt.block_on(async move {
+                    let _ = stopped.await;
+                });
+                rt.shutdown_background();
+            })
+            .map_err(cannot)?;
+        Ok((OwnedRuntime::Single { stop }, handle))
     }
 }
 
@@ -203,7 +249,7 @@ impl Communicator {
 
     /// A communicator with the given properties. Inside a tokio runtime it uses that runtime;
     /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
-    /// CPUs).
+    /// CPUs; for one worker, a current-thread runtime on a thread of its own).
     pub fn with_properties(properties: Properties) -> Result<Communicator> {
         let (runtime, handle) = match tokio::runtime::Handle::try_current() {
             Ok(h) => (None, h),
@@ -216,13 +262,7 @@ impl Communicator {
                 let from_ice = server.max(client);
                 let default = if from_ice > 0 { from_ice } else { cpus };
                 let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(threads)
-                    .thread_name("floe")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| Error::Io(format!("cannot start runtime: {e}")))?;
-                let h = rt.handle().clone();
+                let (rt, h) = OwnedRuntime::start(threads)?;
                 (Some(rt), h)
             }
         };

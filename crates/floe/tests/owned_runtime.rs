@@ -1,0 +1,106 @@
+//! The runtime a communicator starts when it is made outside one: a current-thread runtime on
+//! a thread of its own for `Floe.Runtime.Threads=1`, a multi-thread runtime for more; both
+//! serve and call, and dropping the last handle on the communicator stops them.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use floe::protocol::OperationMode;
+use floe::{Communicator, DispatchFuture, Dispatcher, Identity, IncomingRequest, Properties};
+use tokio::runtime::RuntimeFlavor;
+
+/// Answers every request with the name of the thread that dispatched it.
+struct ThreadName;
+
+impl Dispatcher for ThreadName {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        Box::pin(async move { request.current.ok(|e| e.write_str(&name)) })
+    }
+}
+
+fn communicator(threads: usize) -> Communicator {
+    let props = Properties::new();
+    props.set("Floe.Runtime.Threads", &threads.to_string());
+    Communicator::with_properties(props).unwrap()
+}
+
+/// Sends on `0` when dropped: a task holding one tells when its runtime dropped it.
+struct SignalOnDrop(mpsc::Sender<()>);
+
+impl Drop for SignalOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// A server and a client communicator with `threads` each: the flavor of their runtimes, and
+/// the thread name a call is dispatched on, after ten calls over one connection.
+fn serve_and_call(threads: usize) -> (RuntimeFlavor, RuntimeFlavor, String) {
+    let server = communicator(threads);
+    let client = communicator(threads);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("t")).to_string()).unwrap();
+    let mut name = String::new();
+    for _ in 0..10 {
+        let reply = client.block_on(proxy.invoke("name", OperationMode::Normal, None, |_| {})).unwrap();
+        name = reply.expect("a twoway reply").decode(|d| d.read_string()).unwrap();
+    }
+    let flavors = (server.runtime_handle().runtime_flavor(), client.runtime_handle().runtime_flavor());
+    client.destroy_blocking();
+    server.destroy_blocking();
+    (flavors.0, flavors.1, name)
+}
+
+#[test]
+fn one_thread_is_a_current_thread_runtime_on_a_floe_thread() {
+    let (server, client, dispatched_on) = serve_and_call(1);
+    assert_eq!(server, RuntimeFlavor::CurrentThread);
+    assert_eq!(client, RuntimeFlavor::CurrentThread);
+    // Dispatch runs on the runtime's own thread, not on the test thread that called block_on.
+    assert_eq!(dispatched_on, "floe");
+}
+
+#[test]
+fn two_threads_are_a_multi_thread_runtime() {
+    let (server, client, dispatched_on) = serve_and_call(2);
+    assert_eq!(server, RuntimeFlavor::MultiThread);
+    assert_eq!(client, RuntimeFlavor::MultiThread);
+    assert_eq!(dispatched_on, "floe");
+}
+
+#[test]
+fn dropping_the_communicator_stops_its_runtime() {
+    for threads in [1, 2] {
+        let c = communicator(threads);
+        let (tx, rx) = mpsc::channel();
+        let (started_tx, started_rx) = mpsc::channel();
+        c.runtime_handle().spawn(async move {
+            let _signal = SignalOnDrop(tx);
+            let _ = started_tx.send(());
+            std::future::pending::<()>().await;
+        });
+        started_rx.recv_timeout(Duration::from_secs(5)).expect("the task runs");
+        assert!(rx.try_recv().is_err(), "{threads} threads: the task is still pending");
+        drop(c);
+        rx.recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("{threads} threads: the runtime did not drop its tasks"));
+    }
+}
+
+#[test]
+fn a_communicator_dropped_on_its_own_runtime_thread_stops_it() {
+    let c = communicator(1);
+    let (tx, rx) = mpsc::channel();
+    let handle = c.runtime_handle().clone();
+    handle.spawn(async move {
+        let _signal = SignalOnDrop(tx);
+        // The last handle on the communicator goes away on the runtime's thread.
+        drop(c);
+        std::future::pending::<()>().await;
+    });
+    rx.recv_timeout(Duration::from_secs(5)).expect("the runtime stops although dropped from its own thread");
+}
