@@ -1,24 +1,69 @@
 //! What an async runtime costs a ping-pong on this machine, without any middleware: 32-byte
-//! requests and 25-byte replies over loopback TCP, with blocking sockets (the raw baseline's way)
-//! and with bare tokio tasks (a multi-thread runtime with one worker, and a current-thread
-//! runtime, as floe's single-threaded servers and clients use). The tokio rates are the ceiling for
-//! any tokio-based implementation of the twoway test; printed as medians of interleaved runs
-//! and as ratios to the blocking rate. A last variant spins on non-blocking sockets instead of
-//! sleeping: the difference to blocking sockets is what waking a sleeping thread (and, on a
-//! virtual machine, its CPU) costs per round trip.
+//! requests and 25-byte replies over loopback TCP, with blocking sockets (the raw baseline's
+//! way) and with bare tokio tasks (a multi-thread runtime with one worker, and a current-thread
+//! runtime, as floe's single-threaded servers and clients use). The tokio rates are the ceiling
+//! for any tokio-based implementation of the twoway test. A last variant spins on non-blocking
+//! sockets instead of sleeping: the difference to blocking sockets is what waking a sleeping
+//! thread (and, on a virtual machine, its CPU) costs per round trip.
+//!
+//! Each variant runs twice: with the server in a process of its own, as `floe-bench` runs
+//! every system, and as a thread of this process. Printed as medians of interleaved runs and as
+//! ratios to the blocking rate of the same arrangement.
 //!
 //! ```text
 //! cargo run --release -p floe-bench --example pingpong_floor
 //! ```
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const RUNS: usize = 5;
 const MEASURE_FOR: Duration = Duration::from_millis(700);
+const REQUEST: [u8; 32] = [0u8; 32];
+const REPLY: [u8; 25] = [0u8; 25];
+
+/// How each side waits for the other's message.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kind {
+    /// Blocking std sockets: the raw baseline's way.
+    Blocking,
+    /// A tokio task on a multi-thread runtime with one worker.
+    MultiThread,
+    /// A tokio task on a current-thread runtime.
+    CurrentThread,
+    /// Non-blocking std sockets, spinning while nothing is there.
+    Spinning,
+}
+
+impl Kind {
+    const ALL: [Kind; 4] = [Kind::Blocking, Kind::MultiThread, Kind::CurrentThread, Kind::Spinning];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Blocking => "blocking",
+            Kind::MultiThread => "multi-thread",
+            Kind::CurrentThread => "current-thread",
+            Kind::Spinning => "spinning",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Blocking => "blocking sockets",
+            Kind::MultiThread => "tokio, multi-thread (1 worker)",
+            Kind::CurrentThread => "tokio, current-thread",
+            Kind::Spinning => "spinning, no sleep",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
 
 /// Reads exactly `buf.len()` bytes: blocking, or from a non-blocking socket spinning while
 /// none are there.
@@ -38,44 +83,8 @@ fn read_full(s: &mut std::net::TcpStream, buf: &mut [u8], spin: bool) -> std::io
     Ok(())
 }
 
-/// Round trips per second with std sockets on both sides: blocking ones (the raw baseline's
-/// way), or, with `spin`, non-blocking ones that spin instead of sleeping — what the round
-/// trip costs when no CPU has to be woken (two busy cores).
-fn std_sockets(spin: bool) -> f64 {
-    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_nodelay(true).unwrap();
-        s.set_nonblocking(spin).unwrap();
-        let mut request = [0u8; 32];
-        while read_full(&mut s, &mut request, spin).is_ok() {
-            if s.write_all(&[0u8; 25]).is_err() {
-                break;
-            }
-        }
-    });
-    let mut c = std::net::TcpStream::connect(address).unwrap();
-    c.set_nodelay(true).unwrap();
-    c.set_nonblocking(spin).unwrap();
-    let mut reply = [0u8; 25];
-    let start = Instant::now();
-    let mut calls = 0u64;
-    while start.elapsed() < MEASURE_FOR {
-        for _ in 0..100 {
-            c.write_all(&[0u8; 32]).unwrap();
-            read_full(&mut c, &mut reply, spin).unwrap();
-        }
-        calls += 100;
-    }
-    let rate = calls as f64 / start.elapsed().as_secs_f64();
-    drop(c);
-    server.join().unwrap();
-    rate
-}
-
-fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
-    let mut builder = if multi_thread {
+fn runtime(kind: Kind) -> tokio::runtime::Runtime {
+    let mut builder = if kind == Kind::MultiThread {
         let mut b = tokio::runtime::Builder::new_multi_thread();
         b.worker_threads(1);
         b
@@ -85,13 +94,24 @@ fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
     builder.enable_all().build().unwrap()
 }
 
-/// Round trips per second with a tokio task on each side (each side its own runtime and thread).
-fn tokio_tasks(multi_thread: bool) -> f64 {
-    let (address_tx, address_rx) = std::sync::mpsc::channel::<SocketAddr>();
-    let server = std::thread::spawn(move || {
-        runtime(multi_thread).block_on(async move {
-            let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-            address_tx.send(listener.local_addr().unwrap()).unwrap();
+/// Accepts one connection on `listener` and answers each request until the client closes it.
+fn serve(kind: Kind, listener: std::net::TcpListener) {
+    match kind {
+        Kind::Blocking | Kind::Spinning => {
+            let spin = kind == Kind::Spinning;
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            s.set_nonblocking(spin).unwrap();
+            let mut request = [0u8; 32];
+            while read_full(&mut s, &mut request, spin).is_ok() {
+                if s.write_all(&REPLY).is_err() {
+                    break;
+                }
+            }
+        }
+        Kind::MultiThread | Kind::CurrentThread => runtime(kind).block_on(async move {
+            listener.set_nonblocking(true).unwrap();
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let (mut s, _) = listener.accept().await.unwrap();
             // Spawned, as a server's connection tasks are (a multi-thread runtime's block_on
             // runs on the calling thread, not on its worker).
@@ -99,36 +119,80 @@ fn tokio_tasks(multi_thread: bool) -> f64 {
                 s.set_nodelay(true).unwrap();
                 let mut request = [0u8; 32];
                 while s.read_exact(&mut request).await.is_ok() {
-                    if s.write_all(&[0u8; 25]).await.is_err() {
+                    if s.write_all(&REPLY).await.is_err() {
                         break;
                     }
                 }
             })
             .await
             .unwrap();
-        })
-    });
-    let address = address_rx.recv().unwrap();
-    let rate = runtime(multi_thread).block_on(async move {
-        tokio::spawn(async move {
-            let mut c = tokio::net::TcpStream::connect(address).await.unwrap();
+        }),
+    }
+}
+
+/// Round trips per second against the server at `address` for `MEASURE_FOR`.
+fn client(kind: Kind, address: SocketAddr) -> f64 {
+    match kind {
+        Kind::Blocking | Kind::Spinning => {
+            let spin = kind == Kind::Spinning;
+            let mut c = std::net::TcpStream::connect(address).unwrap();
             c.set_nodelay(true).unwrap();
+            c.set_nonblocking(spin).unwrap();
             let mut reply = [0u8; 25];
             let start = Instant::now();
             let mut calls = 0u64;
             while start.elapsed() < MEASURE_FOR {
                 for _ in 0..100 {
-                    c.write_all(&[0u8; 32]).await.unwrap();
-                    c.read_exact(&mut reply).await.unwrap();
+                    c.write_all(&REQUEST).unwrap();
+                    read_full(&mut c, &mut reply, spin).unwrap();
                 }
                 calls += 100;
             }
             calls as f64 / start.elapsed().as_secs_f64()
-        })
-        .await
-        .unwrap()
-    });
-    server.join().unwrap();
+        }
+        Kind::MultiThread | Kind::CurrentThread => runtime(kind).block_on(async move {
+            tokio::spawn(async move {
+                let mut c = tokio::net::TcpStream::connect(address).await.unwrap();
+                c.set_nodelay(true).unwrap();
+                let mut reply = [0u8; 25];
+                let start = Instant::now();
+                let mut calls = 0u64;
+                while start.elapsed() < MEASURE_FOR {
+                    for _ in 0..100 {
+                        c.write_all(&REQUEST).await.unwrap();
+                        c.read_exact(&mut reply).await.unwrap();
+                    }
+                    calls += 100;
+                }
+                calls as f64 / start.elapsed().as_secs_f64()
+            })
+            .await
+            .unwrap()
+        }),
+    }
+}
+
+/// One measurement: the server as a thread of this process, or as a process of its own (this
+/// program again, told `--serve KIND`; it prints its port, then serves one connection).
+fn measure(kind: Kind, separate_process: bool) -> f64 {
+    if !separate_process {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || serve(kind, listener));
+        let rate = client(kind, address);
+        server.join().unwrap();
+        return rate;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--serve", kind.name()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.trim().parse().unwrap();
+    let rate = client(kind, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    child.wait().unwrap();
     rate
 }
 
@@ -138,24 +202,30 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let (mut block, mut multi, mut current, mut spin) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for run in 1..=RUNS {
-        block.push(std_sockets(false));
-        multi.push(tokio_tasks(true));
-        current.push(tokio_tasks(false));
-        spin.push(std_sockets(true));
-        eprintln!(
-            "run {run}: blocking {:.0}, tokio multi-thread {:.0}, tokio current-thread {:.0}, spinning {:.0} round trips/s",
-            block[run - 1],
-            multi[run - 1],
-            current[run - 1],
-            spin[run - 1]
-        );
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "--serve" {
+        let kind = Kind::from_name(&args[2]).expect("a kind of server");
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        println!("{}", listener.local_addr().unwrap().port());
+        std::io::stdout().flush().unwrap();
+        serve(kind, listener);
+        return;
     }
-    let (b, m, c, s) = (median(block), median(multi), median(current), median(spin));
-    println!("32 B / 25 B ping-pong over loopback, medians of {RUNS} interleaved runs:");
-    println!("  blocking sockets              {b:>9.0} round trips/s");
-    println!("  tokio, multi-thread (1 worker) {m:>8.0} round trips/s  ({:.2} × blocking)", m / b);
-    println!("  tokio, current-thread         {c:>9.0} round trips/s  ({:.2} × blocking)", c / b);
-    println!("  spinning, no sleep            {s:>9.0} round trips/s  ({:.2} × blocking)", s / b);
+    for (separate_process, arrangement) in [(true, "server in a process of its own"), (false, "server as a thread")] {
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); Kind::ALL.len()];
+        for run in 1..=RUNS {
+            let mut line = format!("run {run} ({arrangement}):");
+            for (i, kind) in Kind::ALL.into_iter().enumerate() {
+                let r = measure(kind, separate_process);
+                rates[i].push(r);
+                line.push_str(&format!(" {} {r:.0}", kind.name()));
+            }
+            eprintln!("{line} round trips/s");
+        }
+        let medians: Vec<f64> = rates.into_iter().map(median).collect();
+        println!("32 B / 25 B ping-pong over loopback, {arrangement}, medians of {RUNS} interleaved runs:");
+        for (kind, m) in Kind::ALL.into_iter().zip(&medians) {
+            println!("  {:<32}{m:>9.0} round trips/s  ({:.2} × blocking)", kind.describe(), m / medians[0]);
+        }
+    }
 }
