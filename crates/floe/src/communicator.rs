@@ -249,7 +249,8 @@ impl Communicator {
 
     /// A communicator with the given properties. Inside a tokio runtime it uses that runtime;
     /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
-    /// CPUs; for one worker, a current-thread runtime on a thread of its own).
+    /// CPUs; for one worker, a current-thread runtime on a thread of its own, on which
+    /// servants cannot use `tokio::task::block_in_place`).
     pub fn with_properties(properties: Properties) -> Result<Communicator> {
         let (runtime, handle) = match tokio::runtime::Handle::try_current() {
             Ok(h) => (None, h),
