@@ -44,12 +44,11 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        match self.runtime.get_mut().ok().and_then(|r| r.take()) {
-            Some(OwnedRuntime::Workers(rt)) => rt.shutdown_background(),
-            // The driving thread leaves `block_on` and drops the runtime itself; this may run on
-            // that very thread, so it is not joined.
-            Some(OwnedRuntime::Single { stop }) => drop(stop.send(())),
-            None => {}
+        // A single-thread runtime stops when its `stop` sender is dropped with the rest: its
+        // thread leaves `block_on` and drops the runtime itself (this may run on that very
+        // thread, so it is not joined).
+        if let Some(OwnedRuntime::Workers(rt)) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
+            rt.shutdown_background();
         }
     }
 }
@@ -60,9 +59,9 @@ enum OwnedRuntime {
     Workers(tokio::runtime::Runtime),
     /// tokio's current-thread scheduler driven by a thread of its own, for
     /// `Floe.Runtime.Threads=1`: the same work as a one-worker multi-thread runtime with less
-    /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). `stop` ends the thread's
-    /// `block_on`, after which the thread drops the runtime.
-    Single { stop: tokio::sync::oneshot::Sender<()> },
+    /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). Dropping `_stop` ends the
+    /// thread's `block_on`, after which the thread drops the runtime.
+    Single { _stop: tokio::sync::oneshot::Sender<()> },
 }
 
 impl OwnedRuntime {
@@ -85,14 +84,14 @@ impl OwnedRuntime {
         std::thread::Builder::new()
             .name("floe".into())
             .spawn(move || {
-                // A stop message and a dropped sender both end the thread.
+                // Nothing is ever sent: the sender's drop ends the wait.
                 rt.block_on(async move {
                     let _ = stopped.await;
                 });
                 rt.shutdown_background();
             })
             .map_err(cannot)?;
-        Ok((OwnedRuntime::Single { stop }, handle))
+        Ok((OwnedRuntime::Single { _stop: stop }, handle))
     }
 }
 

@@ -26,7 +26,7 @@ fn communicator(threads: usize) -> Communicator {
     Communicator::with_properties(props).unwrap()
 }
 
-/// Sends on `0` when dropped: a task holding one tells when its runtime dropped it.
+/// Sends on its channel when dropped: a task holding one tells when its runtime dropped it.
 struct SignalOnDrop(mpsc::Sender<()>);
 
 impl Drop for SignalOnDrop {
@@ -35,41 +35,35 @@ impl Drop for SignalOnDrop {
     }
 }
 
-/// A server and a client communicator with `threads` each: the flavor of their runtimes, and
-/// the thread name a call is dispatched on, after ten calls over one connection.
-fn serve_and_call(threads: usize) -> (RuntimeFlavor, RuntimeFlavor, String) {
+/// A server and a client communicator with `threads` each, ten calls over one connection:
+/// both runtimes must be of `flavor`, and calls must be dispatched on a `floe` thread — the
+/// runtime's own, not the test thread that called `block_on`.
+fn serve_and_call(threads: usize, flavor: RuntimeFlavor) {
     let server = communicator(threads);
     let client = communicator(threads);
+    assert_eq!(server.runtime_handle().runtime_flavor(), flavor, "{threads} threads: server");
+    assert_eq!(client.runtime_handle().runtime_flavor(), flavor, "{threads} threads: client");
     let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
     adapter.add(Arc::new(ThreadName), Identity::new("t"));
     server.block_on(adapter.activate()).unwrap();
     let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("t")).to_string()).unwrap();
-    let mut name = String::new();
     for _ in 0..10 {
         let reply = client.block_on(proxy.invoke("name", OperationMode::Normal, None, |_| {})).unwrap();
-        name = reply.expect("a twoway reply").decode(|d| d.read_string()).unwrap();
+        let name = reply.expect("a twoway reply").decode(|d| d.read_string()).unwrap();
+        assert_eq!(name, "floe", "{threads} threads: dispatched on");
     }
-    let flavors = (server.runtime_handle().runtime_flavor(), client.runtime_handle().runtime_flavor());
     client.destroy_blocking();
     server.destroy_blocking();
-    (flavors.0, flavors.1, name)
 }
 
 #[test]
 fn one_thread_is_a_current_thread_runtime_on_a_floe_thread() {
-    let (server, client, dispatched_on) = serve_and_call(1);
-    assert_eq!(server, RuntimeFlavor::CurrentThread);
-    assert_eq!(client, RuntimeFlavor::CurrentThread);
-    // Dispatch runs on the runtime's own thread, not on the test thread that called block_on.
-    assert_eq!(dispatched_on, "floe");
+    serve_and_call(1, RuntimeFlavor::CurrentThread);
 }
 
 #[test]
 fn two_threads_are_a_multi_thread_runtime() {
-    let (server, client, dispatched_on) = serve_and_call(2);
-    assert_eq!(server, RuntimeFlavor::MultiThread);
-    assert_eq!(client, RuntimeFlavor::MultiThread);
-    assert_eq!(dispatched_on, "floe");
+    serve_and_call(2, RuntimeFlavor::MultiThread);
 }
 
 #[test]
