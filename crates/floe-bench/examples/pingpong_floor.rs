@@ -8,7 +8,8 @@
 //!
 //! Each variant runs twice: with the server in a process of its own, as `floe-bench` runs
 //! every system, and as a thread of this process. Printed as medians of interleaved runs and as
-//! ratios to the blocking rate of the same arrangement.
+//! ratios to the blocking rate of the same arrangement; with separate processes also the CPU
+//! time (user and system) that each side spends per round trip.
 //!
 //! ```text
 //! cargo run --release -p floe-bench --example pingpong_floor
@@ -130,8 +131,29 @@ fn serve(kind: Kind, listener: std::net::TcpListener) {
     }
 }
 
-/// Round trips per second against the server at `address` for `MEASURE_FOR`.
-fn client(kind: Kind, address: SocketAddr) -> f64 {
+/// Round trips counted over `MEASURE_FOR`.
+struct Tally {
+    start: Instant,
+    calls: u64,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally { start: Instant::now(), calls: 0 }
+    }
+
+    fn running(&self) -> bool {
+        self.start.elapsed() < MEASURE_FOR
+    }
+
+    /// Round trips made, and per second.
+    fn done(self) -> (u64, f64) {
+        (self.calls, self.calls as f64 / self.start.elapsed().as_secs_f64())
+    }
+}
+
+/// Round trips against the server at `address` for `MEASURE_FOR`: how many, and per second.
+fn client(kind: Kind, address: SocketAddr) -> (u64, f64) {
     match kind {
         Kind::Blocking | Kind::Spinning => {
             let spin = kind == Kind::Spinning;
@@ -139,32 +161,30 @@ fn client(kind: Kind, address: SocketAddr) -> f64 {
             c.set_nodelay(true).unwrap();
             c.set_nonblocking(spin).unwrap();
             let mut reply = [0u8; 25];
-            let start = Instant::now();
-            let mut calls = 0u64;
-            while start.elapsed() < MEASURE_FOR {
+            let mut tally = Tally::new();
+            while tally.running() {
                 for _ in 0..100 {
                     c.write_all(&REQUEST).unwrap();
                     read_full(&mut c, &mut reply, spin).unwrap();
                 }
-                calls += 100;
+                tally.calls += 100;
             }
-            calls as f64 / start.elapsed().as_secs_f64()
+            tally.done()
         }
         Kind::MultiThread | Kind::CurrentThread => runtime(kind).block_on(async move {
             tokio::spawn(async move {
                 let mut c = tokio::net::TcpStream::connect(address).await.unwrap();
                 c.set_nodelay(true).unwrap();
                 let mut reply = [0u8; 25];
-                let start = Instant::now();
-                let mut calls = 0u64;
-                while start.elapsed() < MEASURE_FOR {
+                let mut tally = Tally::new();
+                while tally.running() {
                     for _ in 0..100 {
                         c.write_all(&REQUEST).await.unwrap();
                         c.read_exact(&mut reply).await.unwrap();
                     }
-                    calls += 100;
+                    tally.calls += 100;
                 }
-                calls as f64 / start.elapsed().as_secs_f64()
+                tally.done()
             })
             .await
             .unwrap()
@@ -172,16 +192,40 @@ fn client(kind: Kind, address: SocketAddr) -> f64 {
     }
 }
 
+/// CPU seconds (user and system) in `usage`.
+fn cpu_seconds(usage: &libc::rusage) -> f64 {
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(usage.ru_utime) + s(usage.ru_stime)
+}
+
+/// CPU seconds this process (every thread) has used so far.
+fn own_cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes a whole rusage into memory we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0, "getrusage");
+    cpu_seconds(&usage)
+}
+
+/// One measurement: round trips per second, and with the server in a process of its own the
+/// CPU time per round trip of the client and of the server, in µs (each process's start-up
+/// and connection included, a few hundred µs over some thousand round trips).
+struct Sample {
+    rate: f64,
+    cpu_us: Option<(f64, f64)>,
+}
+
 /// One measurement: the server as a thread of this process, or as a process of its own (this
 /// program again, told `--serve KIND`; it prints its port, then serves one connection).
-fn measure(kind: Kind, separate_process: bool) -> f64 {
+// The server process is reaped by `wait4`, which clippy does not know of.
+#[allow(clippy::zombie_processes)]
+fn measure(kind: Kind, separate_process: bool) -> Sample {
     if !separate_process {
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let address = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || serve(kind, listener));
-        let rate = client(kind, address);
+        let (_, rate) = client(kind, address);
         server.join().unwrap();
-        return rate;
+        return Sample { rate, cpu_us: None };
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--serve", kind.name()])
@@ -191,9 +235,18 @@ fn measure(kind: Kind, separate_process: bool) -> f64 {
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let port: u16 = line.trim().parse().unwrap();
-    let rate = client(kind, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
-    child.wait().unwrap();
-    rate
+    let before = own_cpu_seconds();
+    let (calls, rate) = client(kind, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    let client_cpu = own_cpu_seconds() - before;
+    // Reaped with wait4 for the server's resource usage.
+    let mut status = 0;
+    // SAFETY: wait4 writes a whole rusage into memory we own; the child is ours and not yet
+    // waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
+    let per_trip = |seconds: f64| seconds * 1e6 / calls.max(1) as f64;
+    Sample { rate, cpu_us: Some((per_trip(client_cpu), per_trip(cpu_seconds(&usage)))) }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -212,20 +265,28 @@ fn main() {
         return;
     }
     for (separate_process, arrangement) in [(true, "server in a process of its own"), (false, "server as a thread")] {
-        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); Kind::ALL.len()];
+        let mut samples: Vec<Vec<Sample>> = Kind::ALL.iter().map(|_| Vec::new()).collect();
         for run in 1..=RUNS {
             let mut line = format!("run {run} ({arrangement}):");
             for (i, kind) in Kind::ALL.into_iter().enumerate() {
-                let r = measure(kind, separate_process);
-                rates[i].push(r);
-                line.push_str(&format!(" {} {r:.0}", kind.name()));
+                let sample = measure(kind, separate_process);
+                line.push_str(&format!(" {} {:.0}", kind.name(), sample.rate));
+                samples[i].push(sample);
             }
             eprintln!("{line} round trips/s");
         }
-        let medians: Vec<f64> = rates.into_iter().map(median).collect();
+        let rates: Vec<f64> = samples.iter().map(|s| median(s.iter().map(|s| s.rate).collect())).collect();
         println!("32 B / 25 B ping-pong over loopback, {arrangement}, medians of {RUNS} interleaved runs:");
-        for (kind, m) in Kind::ALL.into_iter().zip(&medians) {
-            println!("  {:<32}{m:>9.0} round trips/s  ({:.2} × blocking)", kind.describe(), m / medians[0]);
+        for ((kind, rate), samples) in Kind::ALL.into_iter().zip(&rates).zip(&samples) {
+            let cpu: Vec<(f64, f64)> = samples.iter().filter_map(|s| s.cpu_us).collect();
+            let cpu = if cpu.is_empty() {
+                String::new()
+            } else {
+                let client = median(cpu.iter().map(|c| c.0).collect());
+                let server = median(cpu.iter().map(|c| c.1).collect());
+                format!("; CPU per round trip: client {client:.1} µs, server {server:.1} µs")
+            };
+            println!("  {:<32}{rate:>9.0} round trips/s  ({:.2} × blocking){cpu}", kind.describe(), rate / rates[0]);
         }
     }
 }
