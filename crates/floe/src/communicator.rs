@@ -65,8 +65,10 @@ enum OwnedRuntime {
 }
 
 impl OwnedRuntime {
-    /// Starts a runtime with `threads` worker threads, and returns it with its handle.
-    fn start(threads: usize) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
+    /// Starts a runtime with `threads` worker threads, and returns it with its handle. A
+    /// single-thread runtime busy-polls for up to `busy_poll` before it sleeps
+    /// ([`crate::transport::busy_poll`]; zero: never).
+    fn start(threads: usize, busy_poll: Duration) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
         let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
         if threads > 1 {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -78,7 +80,11 @@ impl OwnedRuntime {
             let handle = rt.handle().clone();
             return Ok((OwnedRuntime::Workers(rt), handle));
         }
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(cannot)?;
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        if !busy_poll.is_zero() {
+            crate::transport::busy_poll::install(&mut builder, busy_poll);
+        }
+        let rt = builder.enable_all().build().map_err(cannot)?;
         let handle = rt.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
@@ -262,7 +268,9 @@ impl Communicator {
                 let from_ice = server.max(client);
                 let default = if from_ice > 0 { from_ice } else { cpus };
                 let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
-                let (rt, h) = OwnedRuntime::start(threads)?;
+                let default_spin = crate::transport::busy_poll::DEFAULT_BUDGET.as_micros() as i64;
+                let spin = properties.get_int("Floe.Runtime.BusyPoll", default_spin)?.clamp(0, 1_000_000) as u64;
+                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin))?;
                 (Some(rt), h)
             }
         };

@@ -3,6 +3,7 @@
 //! [`tokio::io`] traits); TCP is the first, and ssl and ws plug in the same way. UDP carries
 //! whole messages in datagrams instead (object adapters receive oneway requests on it).
 
+pub mod busy_poll;
 pub mod tcp;
 pub mod udp;
 

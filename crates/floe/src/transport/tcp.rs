@@ -4,7 +4,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, Interest, ReadBuf};
@@ -22,7 +22,13 @@ fn wrap(stream: TcpStream) -> TransportStream {
         _ => "tcp".to_string(),
     };
     let (read, write) = stream.into_split();
-    TransportStream { read: Box::new(TcpRead(read)), write: Box::new(write), description, local, remote }
+    TransportStream {
+        read: Box::new(TcpRead { half: read, watch: None }),
+        write: Box::new(write),
+        description,
+        local,
+        remote,
+    }
 }
 
 /// The reading half of a TCP connection.
@@ -32,52 +38,69 @@ fn wrap(stream: TcpStream) -> TransportStream {
 /// making a `read` call that can only fail with EAGAIN. That saves one system call per
 /// message received. (Readiness is edge-triggered and cleared by tick, so data arriving
 /// after the read raises a new event and is never missed.)
-struct TcpRead(OwnedReadHalf);
+///
+/// On a thread that busy-polls ([`super::busy_poll`]), a read that has to wait asks the thread
+/// to watch the socket; when a spin sees data, the next read goes straight to the socket,
+/// ahead of its epoll event.
+struct TcpRead {
+    half: OwnedReadHalf,
+    /// Shared with the busy-polling thread once the reader has waited on one.
+    watch: Option<std::sync::Arc<super::busy_poll::Watch>>,
+}
+
+/// One `read(2)` from `fd` into `buf`'s unfilled part; the bytes read are added to `buf`.
+fn read_into(fd: std::os::fd::RawFd, buf: &mut ReadBuf<'_>) -> io::Result<usize> {
+    let cap = buf.remaining();
+    // SAFETY: only handed to read(2), which writes at most `cap` bytes; the bytes it wrote are
+    // marked initialised before anything reads them.
+    let dst = unsafe { buf.unfilled_mut() }.as_mut_ptr().cast::<u8>();
+    // SAFETY: `dst` points at `cap` writable bytes of `buf`.
+    let n = unsafe { libc::read(fd, dst.cast(), cap) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: read(2) initialised the first `n` unfilled bytes.
+    unsafe { buf.assume_init(n as usize) };
+    buf.advance(n as usize);
+    Ok(n as usize)
+}
 
 impl AsyncRead for TcpRead {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let stream: &TcpStream = self.0.as_ref();
+        let this = self.get_mut();
+        let stream: &TcpStream = this.half.as_ref();
         let fd = stream.as_raw_fd();
-        loop {
-            ready!(stream.poll_read_ready(cx))?;
-            let cap = buf.remaining();
-            if cap == 0 {
-                return Poll::Ready(Ok(()));
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        if this.watch.as_ref().is_some_and(|w| w.take_readable()) {
+            // A spin saw data: read it now, whatever tokio's readiness says yet.
+            match read_into(fd, buf) {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                Err(e) => return Poll::Ready(Err(e)),
             }
-            // SAFETY: only handed to read(2), which writes at most `cap` bytes; the bytes it
-            // wrote are marked initialised below before anything reads them.
-            let dst = unsafe { buf.unfilled_mut() }.as_mut_ptr().cast::<u8>();
+        }
+        loop {
+            if stream.poll_read_ready(cx)?.is_pending() {
+                super::busy_poll::watch(fd, &mut this.watch, cx.waker());
+                return Poll::Pending;
+            }
+            let cap = buf.remaining();
             let mut got = 0usize;
             let result = stream.try_io(Interest::READABLE, || {
-                // SAFETY: `dst` points at `cap` writable bytes of `buf`.
-                let n = unsafe { libc::read(fd, dst.cast(), cap) };
-                if n < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                got = n as usize;
+                got = read_into(fd, buf)?;
                 if got > 0 && got < cap {
                     // Drained: report "would block" so that readiness is cleared; the bytes
-                    // read are kept below.
+                    // read stay in `buf`.
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
                 Ok(())
             });
             match result {
-                Ok(()) => {
-                    // SAFETY: read(2) initialised the first `got` unfilled bytes.
-                    unsafe { buf.assume_init(got) };
-                    buf.advance(got);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if got > 0 {
-                        // SAFETY: as above.
-                        unsafe { buf.assume_init(got) };
-                        buf.advance(got);
-                        return Poll::Ready(Ok(()));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(()) => return Poll::Ready(Ok(())),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Poll::Ready(Ok(())),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }

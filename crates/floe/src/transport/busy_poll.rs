@@ -1,0 +1,450 @@
+//! Busy polling: a runtime thread that runs out of work first watches its busiest connections
+//! for a few microseconds before it goes to sleep.
+//!
+//! Where waking a sleeping thread is expensive — on a virtual machine whose idle CPUs halt, a
+//! wake-up costs tens of microseconds — most of a loopback round trip is that wake-up, on both
+//! sides. A connection that has just exchanged a message usually hears from its peer again
+//! within microseconds: the next request of a client in a loop, the reply of a server that
+//! answers at once. So when a current-thread runtime that floe started finds no task to run,
+//! it first asks the kernel, with non-blocking `poll(2)` calls, whether the connections whose
+//! readers went waiting since the thread last slept have data, and wakes the reader of each
+//! one that has. A reader woken that way reads from its socket at once instead of waiting for
+//! the socket's epoll event, which on Linux can come several microseconds after the data is
+//! readable (waiting for it would bring most of the sleep back).
+//!
+//! What it may cost is bounded:
+//! - a spin lasts at most the budget (`Floe.Runtime.BusyPoll`, in microseconds; 0 turns
+//!   busy polling off), and ends as soon as a watched connection has data or a task is
+//!   scheduled on the runtime from another thread;
+//! - only connections whose readers started waiting during the busy period that just ended
+//!   are watched (at most [`MAX_WATCHED`]), so idle connections cost nothing;
+//! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
+//!   spin that found data resets that, so a peer that answers slowly is soon waited for by
+//!   sleeping alone;
+//! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it.
+//!
+//! Only current-thread runtimes busy-poll (a communicator with `Floe.Runtime.Threads=1`, or a
+//! runtime built with [`install`]): a task woken here must run on this very thread.
+
+use std::cell::RefCell;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// The budget a communicator's own single-thread runtime spins for unless
+/// `Floe.Runtime.BusyPoll` says otherwise: about twice what a sleep and wake-up cost on the
+/// virtual machines floe is measured on.
+pub const DEFAULT_BUDGET: Duration = Duration::from_micros(50);
+
+/// The most connections one spin watches: those whose readers went waiting last.
+pub const MAX_WATCHED: usize = 16;
+
+/// A `sched_yield` that takes this long let another thread run on this CPU.
+const CONTENDED: Duration = Duration::from_micros(5);
+
+/// The most spins skipped after spins that found nothing.
+const MAX_SKIPPED: u32 = 64;
+
+/// The misses in a row that make the most spins skipped (`2^(MAX_MISSES-1) = MAX_SKIPPED`).
+const MAX_MISSES: u32 = 7;
+
+static SPINS: AtomicU64 = AtomicU64::new(0);
+static FOUND: AtomicU64 = AtomicU64::new(0);
+static SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// What busy polling did in this process so far, over all of its threads: a way to see
+/// whether the budget suits a program's traffic (most spins should find data).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Spins made.
+    pub spins: u64,
+    /// Spins that ended because a watched connection had data.
+    pub found: u64,
+    /// Spins skipped because recent ones found nothing.
+    pub skipped: u64,
+}
+
+/// What busy polling did in this process so far.
+pub fn stats() -> Stats {
+    Stats {
+        spins: SPINS.load(Ordering::Relaxed),
+        found: FOUND.load(Ordering::Relaxed),
+        skipped: SKIPPED.load(Ordering::Relaxed),
+    }
+}
+
+/// What a reader and the thread that watches its socket share: set when the socket was seen
+/// readable by a spin, so that the reader reads without waiting for the epoll event.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    readable: AtomicBool,
+}
+
+impl Watch {
+    /// Whether a spin found the socket readable since the last call (and forgets it).
+    pub(crate) fn take_readable(&self) -> bool {
+        // A plain load first: the usual answer is no, and a load costs less than a swap.
+        self.readable.load(Ordering::Relaxed) && self.readable.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// A reader waiting for its socket.
+struct Waiter {
+    fd: RawFd,
+    waker: Waker,
+    watch: Arc<Watch>,
+}
+
+/// One runtime thread's busy-polling state.
+struct ThreadState {
+    /// How long a spin may last; zero until the thread's first park (and when turned off).
+    budget: Duration,
+    /// The runtime's metrics, to see tasks scheduled from other threads.
+    metrics: Option<tokio::runtime::RuntimeMetrics>,
+    /// Readers that went waiting since the last park.
+    waiters: Vec<Waiter>,
+    /// The `poll(2)` array, kept to reuse its memory.
+    fds: Vec<libc::pollfd>,
+    /// Spins in a row that found nothing.
+    misses: u32,
+    /// Spins still to skip.
+    skip: u32,
+}
+
+thread_local! {
+    static STATE: RefCell<ThreadState> = const {
+        RefCell::new(ThreadState {
+            budget: Duration::ZERO,
+            metrics: None,
+            waiters: Vec::new(),
+            fds: Vec::new(),
+            misses: 0,
+            skip: 0,
+        })
+    };
+}
+
+/// Makes a current-thread runtime busy-poll for up to `budget` before each sleep. floe's own
+/// single-thread runtimes do this already; this is for a runtime a program builds itself and
+/// makes communicators in. A multi-thread runtime must not be given this hook.
+pub fn install(builder: &mut tokio::runtime::Builder, budget: Duration) -> &mut tokio::runtime::Builder {
+    builder.on_thread_park(move || before_park(budget))
+}
+
+/// Whether readers on this thread should ask to be watched.
+fn enabled() -> bool {
+    STATE.with(|s| s.try_borrow().map(|s| !s.budget.is_zero()).unwrap_or(false))
+}
+
+/// Called by a reader whose socket `fd` has nothing to read and that now waits with `waker`:
+/// the next spin of this thread (if it busy-polls) watches the socket. `watch` is made on the
+/// first call.
+pub(crate) fn watch(fd: RawFd, watch: &mut Option<Arc<Watch>>, waker: &Waker) {
+    if !enabled() {
+        return;
+    }
+    let shared = watch.get_or_insert_with(Arc::default).clone();
+    STATE.with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return };
+        if let Some(w) = s.waiters.iter_mut().find(|w| w.fd == fd) {
+            if !w.waker.will_wake(waker) {
+                w.waker = waker.clone();
+            }
+            w.watch = shared;
+        } else if s.waiters.len() < MAX_WATCHED {
+            s.waiters.push(Waiter { fd, waker: waker.clone(), watch: shared });
+        }
+    });
+}
+
+/// The runtime's `on_thread_park` hook: spins for up to `budget` while a watched socket has
+/// nothing to read, and wakes the readers of those that have.
+pub fn before_park(budget: Duration) {
+    let woken = STATE.with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return Vec::new() };
+        if s.budget != budget {
+            s.budget = budget;
+        }
+        if s.metrics.is_none() {
+            s.metrics = tokio::runtime::Handle::try_current().ok().map(|h| h.metrics());
+        }
+        spin(&mut s)
+    });
+    for w in woken {
+        w.wake();
+    }
+}
+
+/// After a spin that found nothing: one miss more, and the next `2^(misses-1)` spins (at most
+/// [`MAX_SKIPPED`]) skipped.
+fn back_off(misses: &mut u32, skip: &mut u32) {
+    *misses = (*misses + 1).min(MAX_MISSES);
+    *skip = (1u32 << (*misses - 1)).min(MAX_SKIPPED);
+}
+
+/// One spin over the waiting readers; returns the wakers of those whose sockets are readable.
+fn spin(s: &mut ThreadState) -> Vec<Waker> {
+    if s.waiters.is_empty() || s.budget.is_zero() {
+        return Vec::new();
+    }
+    if s.skip > 0 {
+        s.skip -= 1;
+        s.waiters.clear();
+        SKIPPED.fetch_add(1, Ordering::Relaxed);
+        return Vec::new();
+    }
+    SPINS.fetch_add(1, Ordering::Relaxed);
+    let ThreadState { budget, metrics, waiters, fds, misses, skip } = s;
+    fds.clear();
+    fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
+    let deadline = Instant::now() + *budget;
+    let mut woken = Vec::new();
+    loop {
+        // SAFETY: `fds` is an initialised array of `fds.len()` pollfd structures that poll(2)
+        // may write `revents` into; a zero timeout never blocks.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n > 0 {
+            let readable = libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP;
+            for (fd, w) in fds.iter().zip(waiters.drain(..)) {
+                if fd.revents & readable != 0 {
+                    w.watch.readable.store(true, Ordering::Relaxed);
+                    woken.push(w.waker);
+                }
+            }
+            if !woken.is_empty() {
+                *misses = 0;
+                FOUND.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            // Only closed descriptors (POLLNVAL): nothing to watch.
+            break;
+        }
+        if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+        if metrics.as_ref().is_some_and(|m| m.global_queue_depth() > 0) {
+            // Work from another thread: run it now; the readers are still woken by epoll.
+            break;
+        }
+        if Instant::now() >= deadline {
+            back_off(misses, skip);
+            break;
+        }
+        if yield_was_contended() {
+            // Another thread ran on this CPU meanwhile: the spin takes time it needs (perhaps
+            // the very peer this thread waits for). Sleep instead, and skip the most spins:
+            // more threads want the CPUs than there are.
+            *misses = MAX_MISSES;
+            *skip = MAX_SKIPPED;
+            break;
+        }
+    }
+    waiters.clear();
+    woken
+}
+
+/// Yields this thread's CPU; true when another thread ran meanwhile.
+fn yield_was_contended() -> bool {
+    let yielded_at = Instant::now();
+    // SAFETY: sched_yield has no preconditions.
+    unsafe { libc::sched_yield() };
+    yielded_at.elapsed() >= CONTENDED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    struct CountingWaker(AtomicUsize);
+
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn state_with(budget: Duration) {
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            s.budget = budget;
+            s.waiters.clear();
+            s.misses = 0;
+            s.skip = 0;
+        });
+    }
+
+    fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (b, _) = listener.accept().unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn a_readable_socket_wakes_its_reader_and_marks_its_watch() {
+        state_with(Duration::from_millis(50));
+        let (mut a, b) = pair();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        a.write_all(b"x").unwrap();
+        let started = Instant::now();
+        before_park(Duration::from_millis(50));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        assert!(started.elapsed() < Duration::from_millis(50), "the spin ends at the data");
+        let shared = shared.expect("a watch is made on the first call");
+        assert!(shared.take_readable());
+        assert!(!shared.take_readable(), "taking forgets it");
+        STATE.with(|s| assert!(s.borrow().waiters.is_empty(), "a spin forgets its waiters"));
+    }
+
+    #[test]
+    fn a_spin_on_a_quiet_socket_ends_as_a_miss() {
+        state_with(Duration::from_millis(2));
+        let (_a, b) = pair();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+        let started = Instant::now();
+        before_park(Duration::from_millis(2));
+        assert!(started.elapsed() < Duration::from_secs(1), "a spin ends at its budget");
+        STATE.with(|s| {
+            let s = s.borrow();
+            // At its budget, or earlier when another thread wanted this CPU.
+            assert!(s.misses >= 1 && s.skip >= 1, "{} misses, {} to skip", s.misses, s.skip);
+            assert!(s.waiters.is_empty(), "a spin forgets its waiters");
+        });
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+        assert!(!shared.unwrap().take_readable());
+    }
+
+    #[test]
+    fn misses_in_a_row_skip_twice_as_many_spins_each_up_to_64() {
+        let (mut misses, mut skip) = (0, 0);
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            back_off(&mut misses, &mut skip);
+            seen.push((misses, skip));
+        }
+        assert_eq!(seen, [(1, 1), (2, 2), (3, 4), (4, 8), (5, 16), (6, 32), (7, 64), (7, 64)]);
+    }
+
+    #[test]
+    fn a_skipped_spin_watches_nothing_and_counts_down() {
+        state_with(Duration::from_millis(50));
+        STATE.with(|s| s.borrow_mut().skip = 3);
+        let (mut a, b) = pair();
+        a.write_all(b"x").unwrap();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+        let skipped = stats().skipped;
+        before_park(Duration::from_millis(50));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0, "a skipped spin wakes nobody");
+        assert!(stats().skipped > skipped);
+        STATE.with(|s| {
+            let s = s.borrow();
+            assert_eq!(s.skip, 2);
+            assert!(s.waiters.is_empty());
+        });
+    }
+
+    #[test]
+    fn a_spin_that_finds_data_resets_the_skipping() {
+        state_with(Duration::from_millis(5));
+        let (mut a, b) = pair();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        before_park(Duration::from_millis(5)); // miss: skip the next one
+        STATE.with(|s| s.borrow_mut().skip = 0);
+        a.write_all(b"x").unwrap();
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        before_park(Duration::from_millis(5));
+        STATE.with(|s| {
+            let s = s.borrow();
+            assert_eq!((s.misses, s.skip), (0, 0));
+        });
+    }
+
+    /// Runs `f` on a thread of its own pinned to CPU 0 (as far as the machine allows).
+    fn pinned_to_cpu0<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+                    // sched_setaffinity only read and write that set.
+                    unsafe {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(0, &mut set);
+                        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    }
+                    f()
+                })
+                .join()
+                .unwrap()
+        })
+    }
+
+    #[test]
+    fn a_spin_that_yields_to_another_thread_on_its_cpu_skips_the_most_spins() {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // A thread that wants CPU 0 for up to a second.
+            scope.spawn(|| {
+                pinned_to_cpu0(|| {
+                    let started = Instant::now();
+                    while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(1) {
+                        std::hint::spin_loop();
+                    }
+                })
+            });
+            let (after, took) = pinned_to_cpu0(|| {
+                state_with(Duration::from_millis(500));
+                let (_a, b) = pair();
+                let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+                let mut shared = None;
+                watch(b.as_raw_fd(), &mut shared, &waker);
+                let started = Instant::now();
+                before_park(Duration::from_millis(500));
+                (STATE.with(|s| (s.borrow().misses, s.borrow().skip)), started.elapsed())
+            });
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(after, (MAX_MISSES, MAX_SKIPPED));
+            assert!(took < Duration::from_millis(500), "the spin ended at the first contended yield: {took:?}");
+        });
+    }
+
+    #[test]
+    fn a_thread_that_does_not_busy_poll_watches_nothing() {
+        state_with(Duration::ZERO);
+        let (_a, b) = pair();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        assert!(shared.is_none());
+        STATE.with(|s| assert!(s.borrow().waiters.is_empty()));
+    }
+
+    #[test]
+    fn a_reader_that_waits_again_is_watched_once_with_its_latest_waker() {
+        state_with(Duration::from_millis(50));
+        let (mut a, b) = pair();
+        let first = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let second = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(first.clone()));
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(second.clone()));
+        STATE.with(|s| assert_eq!(s.borrow().waiters.len(), 1));
+        a.write_all(b"x").unwrap();
+        before_park(Duration::from_millis(50));
+        assert_eq!((first.0.load(Ordering::SeqCst), second.0.load(Ordering::SeqCst)), (0, 1));
+    }
+}

@@ -1,0 +1,89 @@
+//! Busy polling (`Floe.Runtime.BusyPoll`) on the single-thread runtimes communicators start:
+//! readers woken by a spin read their sockets ahead of the epoll event, and everything they
+//! read arrives whole and in order, for messages of every size and for a peer that hangs up.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use floe::protocol::OperationMode;
+use floe::transport::busy_poll;
+use floe::{Communicator, DispatchFuture, Dispatcher, Identity, IncomingRequest, Properties};
+
+/// Answers each request with the byte sequence it was sent.
+struct Echo;
+
+impl Dispatcher for Echo {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        Box::pin(async move {
+            let c = &request.current;
+            match request.plain_decoder().read_byte_seq() {
+                Ok(bytes) => c.ok(|e| e.write_byte_seq(&bytes)),
+                Err(e) => c.error(&e.into()),
+            }
+        })
+    }
+}
+
+/// A communicator with a single-thread runtime that spins for up to `budget_us` µs.
+fn busy_polling(budget_us: u64) -> Communicator {
+    let props = Properties::new();
+    props.set("Floe.Runtime.Threads", "1");
+    props.set("Floe.Runtime.BusyPoll", &budget_us.to_string());
+    Communicator::with_properties(props).unwrap()
+}
+
+#[test]
+fn messages_of_every_size_arrive_whole_through_busy_polling_readers() {
+    // A budget far longer than any reply takes: every wait of a reader here is a spin.
+    let server = busy_polling(200_000);
+    let client = busy_polling(200_000);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(Echo), Identity::new("echo"));
+    server.block_on(adapter.activate()).unwrap();
+    let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("echo")).to_string()).unwrap();
+    let before = busy_poll::stats();
+    let sizes = [0usize, 1, 7, 100, 1_000, 16_384, 65_536, 300_000, 1_000_000];
+    for round in 0..40usize {
+        let size = sizes[round % sizes.len()];
+        let sent: Vec<u8> = (0..size).map(|i| (i * 31 + round) as u8).collect();
+        let reply = client
+            .block_on(proxy.invoke("echo", OperationMode::Normal, None, |e| e.write_byte_seq(&sent)))
+            .unwrap()
+            .expect("a twoway reply");
+        let got = reply.decode(|d| d.read_byte_seq()).unwrap();
+        assert_eq!(got.len(), size, "round {round}");
+        assert!(got[..] == sent[..], "round {round}: {size} bytes echoed differ");
+    }
+    let after = busy_poll::stats();
+    assert!(after.found > before.found, "readers were woken by spins: {before:?} → {after:?}");
+    client.destroy_blocking();
+    server.destroy_blocking();
+}
+
+#[test]
+fn a_peer_that_hangs_up_on_a_watched_connection_ends_the_call_with_an_error() {
+    // A plain socket server: it validates the connection as an Ice server does, reads the
+    // request, then closes the connection without a reply.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&[b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0]).unwrap();
+        let mut header = [0u8; 14];
+        s.read_exact(&mut header).unwrap();
+        let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; size - 14];
+        s.read_exact(&mut body).unwrap();
+        // Let the client's reader start waiting, so that a spin watches the hang-up.
+        std::thread::sleep(Duration::from_millis(50));
+    });
+    let client = busy_polling(200_000);
+    let proxy = client.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 10000")).unwrap();
+    let started = Instant::now();
+    let result = client.block_on(proxy.invoke("op", OperationMode::Normal, None, |_| {}));
+    assert!(result.is_err(), "a call whose connection closed fails: {result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "the hang-up is seen at once");
+    server.join().unwrap();
+    client.destroy_blocking();
+}
