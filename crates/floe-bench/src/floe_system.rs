@@ -106,7 +106,34 @@ fn properties(threads: usize) -> Properties {
     p.set("Floe.Runtime.Threads", &threads.to_string());
     p.set("Ice.MessageSizeMax", "100000");
     p.set("Ice.ACM.Timeout", "0");
+    for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
+        p.set(name, value);
+    }
     p
+}
+
+/// Properties given with `--floe-property`, for every floe communicator of this process.
+static EXTRA_PROPERTIES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Takes the `--floe-property NAME=VALUE` arguments for this process's floe communicators.
+pub(crate) fn set_properties(given: &[String]) -> Result<(), String> {
+    let parsed = given
+        .iter()
+        .map(|p| {
+            p.split_once('=')
+                .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                .filter(|(n, _)| !n.is_empty())
+                .ok_or_else(|| format!("--floe-property {p:?} is not NAME=VALUE"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    EXTRA_PROPERTIES.set(parsed).map_err(|_| "floe properties set twice".to_string())
+}
+
+/// Passes this process's `--floe-property` arguments on to a floe server or client process.
+pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
+    for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
+        cmd.arg(format!("--floe-property={name}={value}"));
+    }
 }
 
 /// Serves the benchmark interface on `port` with `threads` runtime threads until `shutdown`.

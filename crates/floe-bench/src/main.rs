@@ -53,6 +53,10 @@ struct Args {
     /// Number of interleaved runs (default 5, or 3 with --quick).
     #[arg(long)]
     runs: Option<usize>,
+    /// A property for floe's servers and clients, as NAME=VALUE (repeatable), e.g.
+    /// `Floe.Runtime.BusyPoll=0` to measure floe without busy polling.
+    #[arg(long = "floe-property", value_name = "NAME=VALUE")]
+    floe_properties: Vec<String>,
     /// Internal: serve a system (`raw` or `floe`) on --port.
     #[arg(long, hide = true)]
     serve: Option<String>,
@@ -123,6 +127,9 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>) -> Resul
         }
         s => {
             cmd.args(["--serve", s.name(), "--port", &port.to_string(), "--threads", &threads.to_string()]);
+            if s == System::Floe {
+                floe_system::forward_properties(&mut cmd);
+            }
         }
     }
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
@@ -297,6 +304,9 @@ fn client_usage(server: &Server, duration: Duration, ice_dir: Option<&Path>) -> 
             let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
             cmd.args(["--client", system.name(), "--port", &server.port.to_string(), "--tests", "twoway"]);
             cmd.args(["--duration-ms", &duration.as_millis().to_string()]);
+            if system == System::Floe {
+                floe_system::forward_properties(&mut cmd);
+            }
             cmd
         }
     };
@@ -367,6 +377,10 @@ fn build_ice_peer() -> Result<PathBuf, String> {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if let Err(e) = floe_system::set_properties(&args.floe_properties) {
+        eprintln!("floe-bench: {e}");
+        return std::process::ExitCode::from(2);
+    }
     if let Some(system) = &args.serve {
         let r = match system.as_str() {
             "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
@@ -524,7 +538,11 @@ fn main() -> std::process::ExitCode {
             });
         }
     }
-    let machine = report::machine_description();
+    let mut machine = report::machine_description();
+    if !args.floe_properties.is_empty() {
+        // Every report says when floe did not run on its defaults.
+        machine.push_str(&format!(", floe with {}", args.floe_properties.join(" ")));
+    }
     println!("{}", report::table(&selected, &records, &machine, started.elapsed()));
     for n in &notes {
         println!("note: {n}");
