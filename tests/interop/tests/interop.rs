@@ -18,6 +18,13 @@ fn floe_server(port: u16) -> Server {
     common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), &[])
 }
 
+/// A floe program on one runtime thread, which busy-polls before it sleeps (its default).
+const ONE_BUSY_POLLING_THREAD: &str = "--Floe.Runtime.Threads=1";
+
+fn floe_server_on_one_thread(port: u16) -> Server {
+    common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), &[ONE_BUSY_POLLING_THREAD])
+}
+
 fn python_server(port: u16) -> Server {
     let mut cmd = Command::new("/usr/bin/python3");
     cmd.arg(root().join("python/server.py")).args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
@@ -84,6 +91,35 @@ fn floe_client_against_ice_python_server() {
 }
 
 #[test]
+fn floe_client_on_one_busy_polling_thread_against_ice_python_server() {
+    let port = free_port();
+    let mut server = python_server(port);
+    let mut client = floe_client(port);
+    client.arg(ONE_BUSY_POLLING_THREAD);
+    run_client(client, 160);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn ice_python_client_against_floe_server_on_one_busy_polling_thread() {
+    let port = free_port();
+    let mut server = floe_server_on_one_thread(port);
+    run_client(python_client(port), 140);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn ice_cpp_client_against_floe_server_on_one_busy_polling_thread() {
+    let client = build_cpp_client();
+    let port = free_port();
+    let mut server = floe_server_on_one_thread(port);
+    let mut cmd = Command::new(client);
+    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
+    run_client(cmd, 60);
+    wait_exit(&mut server);
+}
+
+#[test]
 fn ice_python_client_against_floe_server() {
     let port = free_port();
     let mut server = floe_server(port);
@@ -103,15 +139,21 @@ fn ice_cpp_client_against_floe_server() {
 }
 
 /// Builds the C++ client against Debian's libzeroc-ice-dev into target/.
+/// (Once per test process: the tests that run it in parallel share the build.)
 fn build_cpp_client() -> PathBuf {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-client");
-    let status = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root().join("cpp"))
-        .arg(format!("OUT={}", out.display()))
-        .status()
-        .expect("make runs");
-    assert!(status.success(), "building the C++ client failed");
-    out.join("client")
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-client");
+            let status = Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(root().join("cpp"))
+                .arg(format!("OUT={}", out.display()))
+                .status()
+                .expect("make runs");
+            assert!(status.success(), "building the C++ client failed");
+            out.join("client")
+        })
+        .clone()
 }
