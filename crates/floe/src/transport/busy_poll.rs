@@ -21,7 +21,10 @@
 //! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
 //!   spin that found data resets that, so a peer that answers slowly is soon waited for by
 //!   sleeping alone;
-//! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it.
+//! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it,
+//!   and a yield after which another thread had run (it took 5 µs or more) ends the spin as
+//!   one that found nothing: where more threads want the CPUs than there are, spinning soon
+//!   gives way to sleeping.
 //!
 //! Only current-thread runtimes busy-poll (a communicator with `Floe.Runtime.Threads=1`, or a
 //! runtime built with [`install`]): a task woken here must run on this very thread.
@@ -53,6 +56,7 @@ const MAX_MISSES: u32 = 7;
 static SPINS: AtomicU64 = AtomicU64::new(0);
 static FOUND: AtomicU64 = AtomicU64::new(0);
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
+static CONTENDED_SPINS: AtomicU64 = AtomicU64::new(0);
 
 /// What busy polling did in this process so far, over all of its threads: a way to see
 /// whether the budget suits a program's traffic (most spins should find data).
@@ -64,6 +68,8 @@ pub struct Stats {
     pub found: u64,
     /// Spins skipped because recent ones found nothing.
     pub skipped: u64,
+    /// Spins that ended because another thread wanted the CPU.
+    pub contended: u64,
 }
 
 /// What busy polling did in this process so far.
@@ -72,6 +78,7 @@ pub fn stats() -> Stats {
         spins: SPINS.load(Ordering::Relaxed),
         found: FOUND.load(Ordering::Relaxed),
         skipped: SKIPPED.load(Ordering::Relaxed),
+        contended: CONTENDED_SPINS.load(Ordering::Relaxed),
     }
 }
 
@@ -234,10 +241,10 @@ fn spin(s: &mut ThreadState) -> Vec<Waker> {
         }
         if yield_was_contended() {
             // Another thread ran on this CPU meanwhile: the spin takes time it needs (perhaps
-            // the very peer this thread waits for). Sleep instead, and skip the most spins:
-            // more threads want the CPUs than there are.
-            *misses = MAX_MISSES;
-            *skip = MAX_SKIPPED;
+            // the very peer this thread waits for). Sleep instead, and count a miss: spins
+            // that keep meeting other threads soon give way to sleeping alone.
+            back_off(misses, skip);
+            CONTENDED_SPINS.fetch_add(1, Ordering::Relaxed);
             break;
         }
     }
@@ -374,18 +381,29 @@ mod tests {
         });
     }
 
-    /// Runs `f` on a thread of its own pinned to CPU 0 (as far as the machine allows).
-    fn pinned_to_cpu0<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    /// The first CPU this process may run on.
+    fn first_allowed_cpu() -> usize {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set, which sched_getaffinity fills.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize).find(|&cpu| libc::CPU_ISSET(cpu, &set)).expect("a CPU")
+        }
+    }
+
+    /// Runs `f` on a thread of its own pinned to `cpu`.
+    fn pinned_to<T: Send>(cpu: usize, f: impl FnOnce() -> T + Send) -> T {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
                     // sched_setaffinity only read and write that set.
-                    unsafe {
+                    let pinned = unsafe {
                         let mut set: libc::cpu_set_t = std::mem::zeroed();
-                        libc::CPU_SET(0, &mut set);
-                        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                    }
+                        libc::CPU_SET(cpu, &mut set);
+                        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                    };
+                    assert_eq!(pinned, 0, "pinned to CPU {cpu}");
                     f()
                 })
                 .join()
@@ -394,30 +412,33 @@ mod tests {
     }
 
     #[test]
-    fn a_spin_that_yields_to_another_thread_on_its_cpu_skips_the_most_spins() {
+    fn a_spin_that_yields_to_another_thread_on_its_cpu_ends_as_a_miss() {
         let stop = AtomicBool::new(false);
+        let cpu = first_allowed_cpu();
         std::thread::scope(|scope| {
-            // A thread that wants CPU 0 for up to a second.
+            // A thread that wants the CPU for up to a second.
             scope.spawn(|| {
-                pinned_to_cpu0(|| {
+                pinned_to(cpu, || {
                     let started = Instant::now();
                     while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(1) {
                         std::hint::spin_loop();
                     }
                 })
             });
-            let (after, took) = pinned_to_cpu0(|| {
+            let (after, took) = pinned_to(cpu, || {
                 state_with(Duration::from_millis(500));
                 let (_a, b) = pair();
                 let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
                 let mut shared = None;
                 watch(b.as_raw_fd(), &mut shared, &waker);
+                let contended = stats().contended;
                 let started = Instant::now();
                 before_park(Duration::from_millis(500));
+                assert!(stats().contended > contended, "the spin counted as contended");
                 (STATE.with(|s| (s.borrow().misses, s.borrow().skip)), started.elapsed())
             });
             stop.store(true, Ordering::Relaxed);
-            assert_eq!(after, (MAX_MISSES, MAX_SKIPPED));
+            assert_eq!(after, (1, 1), "a miss: the next spin is skipped");
             assert!(took < Duration::from_millis(500), "the spin ended at the first contended yield: {took:?}");
         });
     }

@@ -2,6 +2,8 @@
 //! writes bytes asynchronously (connect, read, vectored write and shutdown are the
 //! [`tokio::io`] traits); TCP is the first, and ssl and ws plug in the same way. UDP carries
 //! whole messages in datagrams instead (object adapters receive oneway requests on it).
+//! [`busy_poll`] lets a one-thread runtime watch its just-active TCP connections for a few
+//! microseconds before it sleeps.
 
 pub mod busy_poll;
 pub mod tcp;
