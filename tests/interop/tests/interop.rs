@@ -14,15 +14,11 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-fn floe_server(port: u16) -> Server {
-    common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), &[])
-}
-
 /// A floe program on one runtime thread, which busy-polls before it sleeps (its default).
 const ONE_BUSY_POLLING_THREAD: &str = "--Floe.Runtime.Threads=1";
 
-fn floe_server_on_one_thread(port: u16) -> Server {
-    common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), &[ONE_BUSY_POLLING_THREAD])
+fn floe_server(port: u16, extra: &[&str]) -> Server {
+    common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), extra)
 }
 
 fn python_server(port: u16) -> Server {
@@ -62,6 +58,21 @@ fn python_client(port: u16) -> Command {
     cmd
 }
 
+fn cpp_client(port: u16) -> Command {
+    let mut cmd = Command::new(build_cpp_client());
+    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
+    cmd
+}
+
+/// Runs `client` against a floe server started with `server_args` until the client's checks
+/// are done and it has shut the server down.
+fn against_floe_server(client: fn(u16) -> Command, min_checks: usize, server_args: &[&str]) {
+    let port = free_port();
+    let mut server = floe_server(port, server_args);
+    run_client(client(port), min_checks);
+    wait_exit(&mut server);
+}
+
 fn wait_exit(server: &mut Server) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -76,66 +87,48 @@ fn wait_exit(server: &mut Server) {
 
 #[test]
 fn floe_client_against_floe_server() {
-    let port = free_port();
-    let mut server = floe_server(port);
-    run_client(floe_client(port), 160);
-    wait_exit(&mut server);
+    against_floe_server(floe_client, 160, &[]);
 }
 
-#[test]
-fn floe_client_against_ice_python_server() {
-    let port = free_port();
-    let mut server = python_server(port);
-    run_client(floe_client(port), 160);
-    wait_exit(&mut server);
-}
-
-#[test]
-fn floe_client_on_one_busy_polling_thread_against_ice_python_server() {
+/// Runs the floe client, given `client_args`, against the Ice Python server until its checks
+/// are done and it has shut the server down.
+fn floe_client_against_python_server(client_args: &[&str]) {
     let port = free_port();
     let mut server = python_server(port);
     let mut client = floe_client(port);
-    client.arg(ONE_BUSY_POLLING_THREAD);
+    client.args(client_args);
     run_client(client, 160);
     wait_exit(&mut server);
 }
 
 #[test]
-fn ice_python_client_against_floe_server_on_one_busy_polling_thread() {
-    let port = free_port();
-    let mut server = floe_server_on_one_thread(port);
-    run_client(python_client(port), 140);
-    wait_exit(&mut server);
+fn floe_client_against_ice_python_server() {
+    floe_client_against_python_server(&[]);
 }
 
 #[test]
-fn ice_cpp_client_against_floe_server_on_one_busy_polling_thread() {
-    let client = build_cpp_client();
-    let port = free_port();
-    let mut server = floe_server_on_one_thread(port);
-    let mut cmd = Command::new(client);
-    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
-    run_client(cmd, 60);
-    wait_exit(&mut server);
+fn floe_client_on_one_busy_polling_thread_against_ice_python_server() {
+    floe_client_against_python_server(&[ONE_BUSY_POLLING_THREAD]);
 }
 
 #[test]
 fn ice_python_client_against_floe_server() {
-    let port = free_port();
-    let mut server = floe_server(port);
-    run_client(python_client(port), 140);
-    wait_exit(&mut server);
+    against_floe_server(python_client, 140, &[]);
+}
+
+#[test]
+fn ice_python_client_against_floe_server_on_one_busy_polling_thread() {
+    against_floe_server(python_client, 140, &[ONE_BUSY_POLLING_THREAD]);
 }
 
 #[test]
 fn ice_cpp_client_against_floe_server() {
-    let client = build_cpp_client();
-    let port = free_port();
-    let mut server = floe_server(port);
-    let mut cmd = Command::new(client);
-    cmd.args(["--proxy", &format!("tester:tcp -h 127.0.0.1 -p {port}")]);
-    run_client(cmd, 60);
-    wait_exit(&mut server);
+    against_floe_server(cpp_client, 60, &[]);
+}
+
+#[test]
+fn ice_cpp_client_against_floe_server_on_one_busy_polling_thread() {
+    against_floe_server(cpp_client, 60, &[ONE_BUSY_POLLING_THREAD]);
 }
 
 /// Builds the C++ client against Debian's libzeroc-ice-dev into target/.

@@ -41,7 +41,8 @@ use std::time::{Duration, Instant};
 /// virtual machines floe is measured on.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(50);
 
-/// The most connections one spin watches: those whose readers went waiting last.
+/// The most connections one spin watches: the first whose readers went waiting in the busy
+/// period that just ended.
 pub const MAX_WATCHED: usize = 16;
 
 /// A `sched_yield` that takes this long let another thread run on this CPU.
