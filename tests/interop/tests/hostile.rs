@@ -223,3 +223,45 @@ fn a_peer_that_ignores_close_connection_is_cut_after_the_close_timeout() {
     assert!(closed_within(&mut stubborn, Duration::from_secs(3)), "the server waited forever");
     assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
 }
+
+#[test]
+fn a_busy_polling_server_reads_trickled_requests_whole_and_cuts_off_garbage() {
+    // One runtime thread: the server busy-polls, and its readers read what a spin finds
+    // straight from the socket, here one byte at a time.
+    let port = free_port();
+    let _srv = server(port, &["--Floe.Runtime.Threads=1"]);
+    let mut garbage = connect(port);
+    let mut trickle = connect(port);
+    let msg = request("ping", 7, &[]);
+    for (i, byte) in msg.iter().enumerate() {
+        trickle.write_all(std::slice::from_ref(byte)).unwrap();
+        if i % 3 == 0 {
+            // Now and then a pause longer than the spin's budget, so that the reader also
+            // waits through epoll between bytes.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    trickle.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut header = [0u8; 14];
+    trickle.read_exact(&mut header).unwrap();
+    assert_eq!((&header[..4], header[8]), (&b"IceP"[..], 2), "a reply");
+    let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+    let mut body = vec![0u8; size - 14];
+    trickle.read_exact(&mut body).unwrap();
+    assert_eq!((i32::from_le_bytes(body[..4].try_into().unwrap()), body[4]), (7, 0), "request 7 succeeded");
+    garbage.write_all(b"this is not the Ice protocol at all").unwrap();
+    assert!(closed_within(&mut garbage, Duration::from_secs(3)), "a connection with a wrong magic is closed");
+    let c = Communicator::new().unwrap();
+    let t = TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap());
+    c.block_on(t.ping()).unwrap();
+    // The trickled connection still works at full speed.
+    for id in 8..208 {
+        trickle.write_all(&request("ping", id, &[])).unwrap();
+        trickle.read_exact(&mut header).unwrap();
+        let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+        body.resize(size - 14, 0);
+        trickle.read_exact(&mut body).unwrap();
+        assert_eq!(i32::from_le_bytes(body[..4].try_into().unwrap()), id);
+    }
+    c.block_on(t.shutdown()).unwrap();
+}
