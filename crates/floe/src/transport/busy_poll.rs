@@ -141,48 +141,41 @@ pub fn install(builder: &mut tokio::runtime::Builder, budget: Duration) -> &mut 
     builder.on_thread_park(move || before_park(budget))
 }
 
-/// Whether readers on this thread should ask to be watched.
-fn enabled() -> bool {
-    STATE.with(|s| s.try_borrow().map(|s| !s.budget.is_zero()).unwrap_or(false))
-}
-
 /// Called by a reader whose socket `fd` has nothing to read and that now waits with `waker`:
 /// the next spin of this thread (if it busy-polls) watches the socket. `watch` is made on the
 /// first call.
 pub(crate) fn watch(fd: RawFd, watch: &mut Option<Arc<Watch>>, waker: &Waker) {
-    if !enabled() {
-        return;
-    }
-    let shared = watch.get_or_insert_with(Arc::default).clone();
     STATE.with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else { return };
+        if s.budget.is_zero() {
+            return;
+        }
+        let shared = watch.get_or_insert_with(Arc::default);
         if let Some(w) = s.waiters.iter_mut().find(|w| w.fd == fd) {
             if !w.waker.will_wake(waker) {
                 w.waker = waker.clone();
             }
-            w.watch = shared;
+            // The same descriptor with another reader: one closed and its number reused.
+            if !Arc::ptr_eq(&w.watch, shared) {
+                w.watch = shared.clone();
+            }
         } else if s.waiters.len() < MAX_WATCHED {
-            s.waiters.push(Waiter { fd, waker: waker.clone(), watch: shared });
+            s.waiters.push(Waiter { fd, waker: waker.clone(), watch: shared.clone() });
         }
     });
 }
 
 /// The runtime's `on_thread_park` hook: spins for up to `budget` while a watched socket has
 /// nothing to read, and wakes the readers of those that have.
-pub fn before_park(budget: Duration) {
-    let woken = STATE.with(|s| {
-        let Ok(mut s) = s.try_borrow_mut() else { return Vec::new() };
-        if s.budget != budget {
-            s.budget = budget;
-        }
+fn before_park(budget: Duration) {
+    STATE.with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else { return };
+        s.budget = budget;
         if s.metrics.is_none() {
             s.metrics = tokio::runtime::Handle::try_current().ok().map(|h| h.metrics());
         }
-        spin(&mut s)
+        spin(&mut s);
     });
-    for w in woken {
-        w.wake();
-    }
 }
 
 /// After a spin that found nothing: one miss more, and the next `2^(misses-1)` spins (at most
@@ -192,41 +185,42 @@ fn back_off(misses: &mut u32, skip: &mut u32) {
     *skip = (1u32 << (*misses - 1)).min(MAX_SKIPPED);
 }
 
-/// One spin over the waiting readers; returns the wakers of those whose sockets are readable.
-fn spin(s: &mut ThreadState) -> Vec<Waker> {
+/// One spin over the waiting readers; wakes those whose sockets are readable. (Waking only
+/// schedules their tasks, which run after the hook returns; nothing here is re-entered.)
+fn spin(s: &mut ThreadState) {
     if s.waiters.is_empty() || s.budget.is_zero() {
-        return Vec::new();
+        return;
     }
     if s.skip > 0 {
         s.skip -= 1;
         s.waiters.clear();
         SKIPPED.fetch_add(1, Ordering::Relaxed);
-        return Vec::new();
+        return;
     }
     SPINS.fetch_add(1, Ordering::Relaxed);
     let ThreadState { budget, metrics, waiters, fds, misses, skip } = s;
     fds.clear();
     fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
     let deadline = Instant::now() + *budget;
-    let mut woken = Vec::new();
     loop {
         // SAFETY: `fds` is an initialised array of `fds.len()` pollfd structures that poll(2)
         // may write `revents` into; a zero timeout never blocks.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         if n > 0 {
             let readable = libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP;
+            let mut found = false;
             for (fd, w) in fds.iter().zip(waiters.drain(..)) {
                 if fd.revents & readable != 0 {
                     w.watch.readable.store(true, Ordering::Relaxed);
-                    woken.push(w.waker);
+                    w.waker.wake();
+                    found = true;
                 }
             }
-            if !woken.is_empty() {
+            if found {
                 *misses = 0;
                 FOUND.fetch_add(1, Ordering::Relaxed);
-                break;
             }
-            // Only closed descriptors (POLLNVAL): nothing to watch.
+            // Otherwise only closed descriptors (POLLNVAL): nothing left to watch.
             break;
         }
         if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
@@ -250,7 +244,6 @@ fn spin(s: &mut ThreadState) -> Vec<Waker> {
         }
     }
     waiters.clear();
-    woken
 }
 
 /// Yields this thread's CPU; true when another thread ran meanwhile.
