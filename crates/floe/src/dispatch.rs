@@ -10,7 +10,7 @@ use compact_str::CompactString;
 
 use crate::adapter::ObjectAdapter;
 use crate::connection::Connection;
-use crate::encoding::{Context, Decoder, Encoder, EncodingVersion, Identity, UserExceptionSlices, WireLayout};
+use crate::encoding::{Decoder, Encoder, EncodingVersion, Identity, RequestContext, UserExceptionSlices, WireLayout};
 use crate::error::Error;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
@@ -38,8 +38,8 @@ pub struct Current {
     pub operation: CompactString,
     /// Operation mode as sent.
     pub mode: OperationMode,
-    /// Request context.
-    pub ctx: Context,
+    /// Request context (reads as a [`Context`](crate::Context)).
+    pub ctx: RequestContext,
     /// Request id (0 for oneway and batched requests).
     pub request_id: i32,
     /// Encoding of the parameters (results are encoded the same way).
@@ -55,7 +55,7 @@ impl Current {
             facet: CompactString::default(),
             operation: CompactString::new(operation),
             mode: OperationMode::Normal,
-            ctx: Context::new(),
+            ctx: RequestContext::new(),
             request_id: 1,
             encoding: EncodingVersion::V1_1,
         }

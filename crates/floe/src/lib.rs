@@ -19,7 +19,7 @@ pub use connection::Connection;
 pub use dispatch::{
     Current, DispatchFuture, Dispatcher, IncomingRequest, Located, LocatorCookie, Response, ServantLocator,
 };
-pub use encoding::{AnyClass, Class, Context, Identity};
+pub use encoding::{AnyClass, Class, Context, Identity, RequestContext};
 pub use error::{CallError, Error, ErrorKind, Result};
 pub use properties::Properties;
 pub use proxy::{BatchWriter, ObjectPrx, Outcome, Proxy};

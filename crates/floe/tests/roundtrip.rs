@@ -275,7 +275,7 @@ proptest! {
         }
         let m = got.expect("a whole message");
         let r = Request::decode(m.body).unwrap();
-        prop_assert_eq!(r, Request { request_id: id, identity, facet: facet.into(), operation: op.into(), mode, context, encoding: enc, params: Bytes::from(payload) });
+        prop_assert_eq!(r, Request { request_id: id, identity, facet: facet.into(), operation: op.into(), mode, context: context.into(), encoding: enc, params: Bytes::from(payload) });
     }
 
     #[test]

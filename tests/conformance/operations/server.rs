@@ -279,7 +279,7 @@ impl MyClass for MyDerivedClassI {
         Ok(self.oneway_calls.swap(0, Ordering::SeqCst))
     }
     async fn op_context(&self, current: &Current) -> R<Context> {
-        Ok(current.ctx.clone())
+        Ok(Context::clone(&current.ctx))
     }
     async fn op_double_marshaling(&self, p1: f64, p2: DoubleS, _: &Current) -> R<()> {
         let d = 1278312346.0 / 13.0;

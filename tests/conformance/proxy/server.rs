@@ -21,7 +21,7 @@ struct RecordIsAContext {
 impl Dispatcher for RecordIsAContext {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         if request.current.operation == "ice_isA" {
-            *self.is_a_context.lock().expect("context") = request.current.ctx.clone();
+            *self.is_a_context.lock().expect("context") = Context::clone(&request.current.ctx);
         }
         self.inner.dispatch(request)
     }

@@ -25,7 +25,7 @@ pub use decoder::{Decoder, DecoderContext};
 pub use encoder::Encoder;
 pub use error::{DecodeError, Result};
 pub use exception::{FormatType, SliceHeader, UserExceptionSlices};
-pub use identity::{Context, Identity};
+pub use identity::{Context, Identity, RequestContext};
 pub use proxy_data::{endpoint_type, EndpointData, InvocationMode, IpEndpointData, ProxyData};
 pub(crate) use traits::WireVec;
 pub use traits::{decode_seq_bulk, encode_seq_bulk, wire_bytes, Decode, Encode, WireLayout};

@@ -5,7 +5,7 @@ use compact_str::CompactString;
 
 use super::header::{patch_size, CompressionStatus, Header, MessageType, HEADER_SIZE};
 use super::ProtocolError;
-use crate::encoding::{Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity};
+use crate::encoding::{Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, RequestContext};
 
 /// The `mode` byte of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -51,7 +51,7 @@ pub struct Request {
     /// Operation mode.
     pub mode: OperationMode,
     /// Request context.
-    pub context: Context,
+    pub context: RequestContext,
     /// Encoding of the parameter encapsulation (the reply must use the same).
     pub encoding: EncodingVersion,
     /// The parameter encapsulation's body (after its 6-byte header).
@@ -88,8 +88,7 @@ impl Request {
         let facet = CompactString::new(dec.read_facet_str()?);
         let operation = CompactString::new(dec.read_str()?);
         let mode = OperationMode::from_u8(dec.read_u8()?)?;
-        // Most requests carry no context: no call to the map decoder for them.
-        let context = if dec.read_zero_size() { Context::new() } else { Context::decode(dec)? };
+        let context = RequestContext::decode(dec)?;
         let (encoding, start, len) = dec.read_encapsulation_bounds()?;
         Ok(Request { request_id, identity, facet, operation, mode, context, encoding, params: dec.view(start, len) })
     }
@@ -132,7 +131,7 @@ impl Request {
             facet: CompactString::default(),
             operation,
             mode,
-            context: Context::new(),
+            context: RequestContext::new(),
             encoding,
             params: dec.view(params_at, size as usize - 6),
         })
