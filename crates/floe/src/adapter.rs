@@ -64,7 +64,13 @@ struct AdapterInner {
 /// found in: the next request for the same identity and facet goes to it without a lookup while
 /// no servant was added or removed.
 #[derive(Default)]
-pub(crate) struct ServantCache(Option<(u64, Identity, CompactString, Arc<dyn Dispatcher>)>);
+pub(crate) struct ServantCache {
+    /// The previous request's target and servant, if it had one.
+    entry: Option<(u64, Identity, CompactString, Arc<dyn Dispatcher>)>,
+    /// Set by the caller when the next request's target is, as its bytes say, the previous
+    /// request's: the cached target is then not compared with it.
+    pub(crate) repeats: bool,
+}
 
 /// String equality without a call to `memcmp` for the empty category and facet of most
 /// requests and for short names, whose bytes are compared in one pass without branching.
@@ -269,11 +275,12 @@ impl ObjectAdapter {
     ) -> DispatchFuture {
         // Read before the lookup: a change after it makes the next request look up again.
         let version = self.inner.servants_version.load(Ordering::Acquire);
-        if let Some((cached_version, id, facet, servant)) = &cache.0 {
+        if let Some((cached_version, id, facet, servant)) = &cache.entry {
             if *cached_version == version
-                && same_str(&id.name, &request.identity.name)
-                && same_str(&id.category, &request.identity.category)
-                && same_str(facet, &request.facet)
+                && (cache.repeats
+                    || (same_str(&id.name, &request.identity.name)
+                        && same_str(&id.category, &request.identity.category)
+                        && same_str(facet, &request.facet)))
             {
                 // Made as the call's argument, the request is built where the servant's
                 // dispatcher takes it from.
@@ -284,11 +291,11 @@ impl ObjectAdapter {
         match self.find(&request) {
             Some(servant) => {
                 let c = &request.current;
-                cache.0 = Some((version, c.id.clone(), c.facet.clone(), servant.clone()));
+                cache.entry = Some((version, c.id.clone(), c.facet.clone(), servant.clone()));
                 servant.dispatch(request)
             }
             None => {
-                cache.0 = None;
+                cache.entry = None;
                 self.dispatch_without_servant(request)
             }
         }

@@ -1036,16 +1036,19 @@ async fn handle_message(
             // adapter is looked up once for the whole batch.
             let origin = origins.current();
             let mut servants = ServantCache::default();
-            let requests = BatchRequests::new(msg.body)?;
+            let mut requests = BatchRequests::new(msg.body)?;
             // The batch counts as one dispatch in progress while its requests run here (a
             // graceful close waits for it as a whole); a request that has to wait counts on
             // its own.
             let _batch = DispatchInProgress::start(conn);
-            for request in requests {
-                // Batched requests are oneway (request id 0): there is never a reply to write.
-                let reply =
-                    start_dispatch(conn, origin, Some(&mut servants), request?, CompressionStatus::NotCompressed);
-                debug_assert!(reply.is_none(), "a batched request got a reply");
+            while let Some(request) = requests.next() {
+                let request = request?;
+                servants.repeats = requests.repeats_target();
+                // Without an adapter, each request would get ObjectNotExist, which a oneway
+                // request never sees.
+                if let Some(adapter) = &origin.adapter {
+                    dispatch_batched(conn, origin, adapter, &mut servants, request);
+                }
                 if conn.shared.closed.load(Ordering::Acquire) {
                     return Ok(());
                 }
@@ -1095,7 +1098,7 @@ async fn dispatch(
     // the write is the backpressure on a peer that does not read its replies), then ends it.
     // A small reply waits for the other requests already in the read buffer, so that their
     // replies go out in one write.
-    if let Some((reply, tail)) = start_dispatch(conn, origin, None, request, compression) {
+    if let Some((reply, tail)) = start_dispatch(conn, origin, request, compression) {
         if tail.is_none() && reply.len() <= DEFERRED_REPLY_MAX && replies.backlog >= DEFER_WITH_BACKLOG {
             replies.defer(reply);
             if replies.bytes() >= DEFERRED_REPLIES_FLUSH_AT {
@@ -1223,32 +1226,75 @@ impl Drop for DispatchInProgress<'_> {
     }
 }
 
+/// Runs one request of a batch (oneway, so without a reply) until it first waits, through
+/// the servant cache of the batch. The caller holds a [`DispatchInProgress`] for the batch: a
+/// request that completes at once is not counted on its own, and its empty response is
+/// dropped here; one that waits continues as a task of its own, counted while it runs. As
+/// for any oneway request, a panic of the servant is not reported to the client.
+#[inline]
+fn dispatch_batched(
+    conn: &Connection,
+    origin: &Arc<Origin>,
+    adapter: &ObjectAdapter,
+    servants: &mut ServantCache,
+    request: Request,
+) {
+    debug_assert!(request.request_id == 0, "batched requests are oneway");
+    let made =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| adapter.dispatch_cached(origin, request, servants)));
+    // A dispatcher that panicked before returning its future has nothing left to run.
+    let Ok(mut fut) = made else { return };
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    // The (empty) response is dropped where the poll returns it: only whether the future
+    // completed leaves the guarded call, in a register rather than as a 64-byte value to
+    // copy out.
+    let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(response) => {
+            debug_assert!(response.is_none(), "a batched request got a reply");
+            drop(response);
+            true
+        }
+        std::task::Poll::Pending => false,
+    }));
+    match polled {
+        Ok(true) => {
+            // A completed future's memory serves the next dispatch.
+            crate::dispatch::recycle(fut);
+        }
+        Ok(false) => {
+            // Counted while the batch's count is held, so the count never drops to zero in
+            // between.
+            conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
+            let conn = conn.clone();
+            let fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
+            tokio::spawn(async move {
+                let _ = fut.await;
+                finish_dispatch(&conn);
+            });
+        }
+        // A future that panicked is dropped without keeping its block.
+        Err(_) => drop(fut),
+    }
+}
+
 /// Runs a dispatch until it first waits. When it completes at once, returns the reply to
 /// write (the dispatch then counts as in progress until the caller has written it and called
 /// [`finish_dispatch`]); a oneway request that completed is finished here. A dispatch that
 /// waits continues as a task of its own, which writes its reply. Synchronous, so that the
 /// per-request path moves no large future.
-///
-/// With `servants` (the requests of a batch, all oneway), the caller holds a
-/// [`DispatchInProgress`] for the batch: a request that completes at once is not counted on
-/// its own.
 #[inline]
 fn start_dispatch(
     conn: &Connection,
     origin: &Arc<Origin>,
-    servants: Option<&mut ServantCache>,
     request: Request,
     compression: CompressionStatus,
 ) -> Option<ReplyParts> {
     let request_id = request.request_id;
-    let in_batch = servants.is_some();
-    debug_assert!(!in_batch || request_id == 0, "batched requests are oneway");
     let mut fut = match &origin.adapter {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
-        Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match servants {
-            Some(cache) => a.dispatch_cached(origin, request, cache),
-            None => a.dispatch(IncomingRequest::from_request(origin.clone(), request)),
+        Some(a) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            a.dispatch(IncomingRequest::from_request(origin.clone(), request))
         })) {
             Ok(fut) => fut,
             Err(panic) => Box::pin(async move { std::panic::resume_unwind(panic) }),
@@ -1258,9 +1304,7 @@ fn start_dispatch(
             Box::pin(async move { r })
         }
     };
-    if !in_batch {
-        conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
-    }
+    conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
     let compress = compression != CompressionStatus::NotCompressed;
     let result = match poll_once(&mut fut) {
         Some(result) => {
@@ -1274,11 +1318,6 @@ fn start_dispatch(
             result
         }
         None => {
-            if in_batch {
-                // Counted while the batch's count is held, so the count never drops to zero
-                // in between.
-                conn.shared.dispatch_count.fetch_add(1, Ordering::AcqRel);
-            }
             let conn = conn.clone();
             let fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
             tokio::spawn(async move {
@@ -1296,9 +1335,7 @@ fn start_dispatch(
     };
     // A oneway request has no reply to build.
     if request_id == 0 {
-        if !in_batch {
-            finish_dispatch(conn);
-        }
+        finish_dispatch(conn);
         return None;
     }
     let reply = response_bytes(result, request_id, compress, conn.shared.config.compression_level);

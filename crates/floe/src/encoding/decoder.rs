@@ -105,6 +105,7 @@ impl Decoder {
     }
 
     /// The whole underlying buffer.
+    #[inline]
     pub fn buffer(&self) -> &Bytes {
         &self.buf
     }

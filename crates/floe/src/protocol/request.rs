@@ -74,7 +74,7 @@ impl Request {
 
     #[inline]
     fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
-        if let Some(request) = Self::decode_usual(dec, request_id) {
+        if let Some((request, _)) = Self::decode_usual(dec, request_id) {
             return Ok(request);
         }
         Self::decode_general(dec, request_id)
@@ -97,9 +97,10 @@ impl Request {
     /// default facet, no context — decoded straight from the bytes, without the general
     /// decoder's per-field checks and errors. `None`, with nothing read, for any other request
     /// (or a malformed one): [`decode_general`](Self::decode_general) then decodes or rejects
-    /// it field by field. Both give the same request for the same bytes.
+    /// it field by field. Both give the same request for the same bytes. With the request
+    /// comes the length of its target (identity, facet, operation and mode bytes).
     #[inline(always)]
-    fn decode_usual(dec: &mut Decoder, request_id: i32) -> Option<Request> {
+    fn decode_usual(dec: &mut Decoder, request_id: i32) -> Option<(Request, usize)> {
         let bytes = dec.unread();
         let mut at = 0;
         let name = short_ascii(bytes, &mut at)?;
@@ -111,21 +112,11 @@ impl Request {
         at += 1;
         let operation = short_ascii(bytes, &mut at)?;
         let mode = OperationMode::from_u8(*bytes.get(at)?).ok()?;
-        // An empty context.
-        if *bytes.get(at + 1)? != 0 {
-            return None;
-        }
-        at += 2;
-        // The parameter encapsulation: size (counting these 6 bytes), then encoding.
-        let head = bytes.get(at..at + 6)?;
-        let size = i32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        if size < 6 || size as usize > bytes.len() - at {
-            return None;
-        }
-        let encoding = EncodingVersion { major: head[4], minor: head[5] };
-        let params_at = dec.position() + at + 6;
-        dec.consume(at + size as usize);
-        Some(Request {
+        let target_len = at + 1;
+        let (encoding, params_at, params_len, end) = empty_context_and_params(bytes, target_len)?;
+        let base = dec.position();
+        dec.consume(end);
+        let request = Request {
             request_id,
             identity: Identity { name, category },
             facet: CompactString::default(),
@@ -133,8 +124,9 @@ impl Request {
             mode,
             context: RequestContext::new(),
             encoding,
-            params: dec.view(params_at, size as usize - 6),
-        })
+            params: dec.view(base + params_at, params_len),
+        };
+        Some((request, target_len))
     }
 
     /// A decoder over the parameters, set to their encapsulation's encoding.
@@ -145,6 +137,44 @@ impl Request {
     /// True for a oneway (or batched) request, which gets no reply.
     pub fn is_oneway(&self) -> bool {
         self.request_id == 0
+    }
+}
+
+/// After a request's target at `at` in `bytes`: an empty context and the parameter
+/// encapsulation, as the encapsulation's encoding, where its body starts and how long it is,
+/// and where the request ends; `None` for anything else (or anything truncated).
+#[inline(always)]
+fn empty_context_and_params(bytes: &[u8], at: usize) -> Option<(EncodingVersion, usize, usize, usize)> {
+    if *bytes.get(at)? != 0 {
+        return None;
+    }
+    let at = at + 1;
+    // The encapsulation: size (counting its 6-byte header), then encoding.
+    let head = bytes.get(at..at + 6)?;
+    let size = i32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    if size < 6 || size as usize > bytes.len() - at {
+        return None;
+    }
+    let encoding = EncodingVersion { major: head[4], minor: head[5] };
+    Some((encoding, at + 6, size as usize - 6, at + size as usize))
+}
+
+/// Equality of two byte strings of the same length, without a call to `memcmp` for the
+/// lengths of most request targets (4 to 16 bytes): two overlapping loads from each.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+        ((word(a, 0) ^ word(b, 0)) | (word(a, n - 8) ^ word(b, n - 8))) == 0
+    } else if (4..8).contains(&n) {
+        let word = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+        ((word(a, 0) ^ word(b, 0)) | (word(a, n - 4) ^ word(b, n - 4))) == 0
+    } else {
+        a == b
     }
 }
 
@@ -170,6 +200,21 @@ fn short_ascii(bytes: &[u8], at: &mut usize) -> Option<CompactString> {
 pub struct BatchRequests {
     dec: Decoder,
     left: i32,
+    /// The target of the last request decoded by the usual path, to decode the next ones
+    /// that repeat it byte for byte without decoding its strings again.
+    last: Option<LastTarget>,
+    /// True when the request last returned has the same target as the one before it.
+    repeated: bool,
+}
+
+/// A request target (identity, facet, operation, mode) as it was decoded, and where its
+/// bytes are in the batch body.
+struct LastTarget {
+    at: usize,
+    len: usize,
+    identity: Identity,
+    operation: CompactString,
+    mode: OperationMode,
 }
 
 impl BatchRequests {
@@ -182,7 +227,56 @@ impl BatchRequests {
         if count < 0 || count as usize > dec.remaining() / 12 {
             return Err(ProtocolError::InvalidBatchCount(count));
         }
-        Ok(BatchRequests { dec, left: count })
+        Ok(BatchRequests { dec, left: count, last: None, repeated: false })
+    }
+
+    /// True when the request last returned went to the same identity and facet, with the
+    /// same operation and mode, as the request before it (as their bytes say; false when
+    /// that was not checked).
+    #[inline]
+    pub fn repeats_target(&self) -> bool {
+        self.repeated
+    }
+
+    /// The next request when its target repeats the last usual request's byte for byte and
+    /// it has no context: the target's strings are cloned instead of decoded. `None`, with
+    /// nothing read, otherwise.
+    #[inline(always)]
+    fn decode_repeat(&mut self) -> Option<Request> {
+        let last = self.last.as_ref()?;
+        let pos = self.dec.position();
+        // The body up to where the decoder may read (`position` counts from its start).
+        let body = &self.dec.buffer()[..pos + self.dec.remaining()];
+        let target = body.get(pos..pos + last.len)?;
+        if !same_bytes(target, &body[last.at..last.at + last.len]) {
+            return None;
+        }
+        let (encoding, params_at, params_len, end) = empty_context_and_params(&body[pos..], last.len)?;
+        let request = Request {
+            request_id: 0,
+            identity: last.identity.clone(),
+            facet: CompactString::default(),
+            operation: last.operation.clone(),
+            mode: last.mode,
+            context: RequestContext::new(),
+            encoding,
+            params: self.dec.view(pos + params_at, params_len),
+        };
+        self.dec.consume(end);
+        Some(request)
+    }
+
+    /// The next request, decoded in full.
+    #[inline]
+    fn decode_next(&mut self) -> Result<Request, ProtocolError> {
+        let at = self.dec.position();
+        if let Some((request, len)) = Request::decode_usual(&mut self.dec, 0) {
+            let (identity, operation, mode) = (request.identity.clone(), request.operation.clone(), request.mode);
+            self.last = Some(LastTarget { at, len, identity, operation, mode });
+            return Ok(request);
+        }
+        self.last = None;
+        Request::decode_general(&mut self.dec, 0)
     }
 }
 
@@ -201,7 +295,12 @@ impl Iterator for BatchRequests {
             return None;
         }
         self.left -= 1;
-        let r = Request::decode_after_id(&mut self.dec, 0);
+        if let Some(request) = self.decode_repeat() {
+            self.repeated = true;
+            return Some(Ok(request));
+        }
+        self.repeated = false;
+        let r = self.decode_next();
         if r.is_err() {
             self.left = 0;
             self.dec.skip(self.dec.remaining()).ok();
@@ -569,11 +668,155 @@ mod tests {
             let expected = Request::decode_general(&mut general, 7);
             let mut usual = Decoder::new(body, EncodingVersion::V1_0);
             match Request::decode_usual(&mut usual, 7) {
-                Some(request) => {
+                Some((request, _)) => {
                     prop_assert_eq!(Ok(request), expected);
                     prop_assert_eq!(usual.position(), general.position());
                 }
                 None => prop_assert_eq!(usual.position(), 0),
+            }
+        }
+    }
+
+    /// What a batch body decodes to, request by request with the general decoder only: the
+    /// requests up to the first error, which ends it, then an error for bytes left over.
+    fn decode_batch_generally(body: &Bytes) -> Vec<Result<Request, ProtocolError>> {
+        let mut dec = Decoder::new(body.clone(), EncodingVersion::V1_0);
+        let count = dec.read_i32().expect("a count");
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let r = Request::decode_general(&mut dec, 0);
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                return out;
+            }
+        }
+        if !dec.is_empty() {
+            out.push(Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
+                "data after the last request of a batch",
+            ))));
+        }
+        out
+    }
+
+    /// A batch body of the requests `bodies[picks[i] % bodies.len()]`.
+    fn batch_body(bodies: &[Vec<u8>], picks: &[usize]) -> Bytes {
+        let mut out = (picks.len() as i32).to_le_bytes().to_vec();
+        for &p in picks {
+            out.extend_from_slice(&bodies[p % bodies.len()]);
+        }
+        Bytes::from(out)
+    }
+
+    /// The repeat flags of a batch's requests, with the requests themselves.
+    fn decode_batch_with_flags(body: Bytes) -> Vec<(Result<Request, ProtocolError>, bool)> {
+        let mut requests = BatchRequests::new(body).expect("a valid count");
+        let mut out = Vec::new();
+        while let Some(r) = requests.next() {
+            out.push((r, requests.repeats_target()));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// A batch whose requests repeat a few targets (usual or not, well formed or not)
+        /// decodes, repeats cloned or not, exactly as its requests decode one by one with the
+        /// general decoder; a request flagged as repeating has its predecessor's target.
+        #[test]
+        fn batches_with_repeated_targets_decode_as_their_requests_do(
+            bodies in proptest::collection::vec(request_body(), 1..4),
+            picks in proptest::collection::vec(0usize..4, 1..12),
+        ) {
+            let body = batch_body(&bodies, &picks);
+            let expected = decode_batch_generally(&body);
+            if BatchRequests::new(body.clone()).is_err() {
+                // Refused for a count that cannot fit: every request takes 12 bytes or more.
+                prop_assert!(picks.len() > (body.len() - 4) / 12);
+                return Ok(());
+            }
+            let got = decode_batch_with_flags(body);
+            let requests: Vec<_> = got.iter().map(|(r, _)| r.clone()).collect();
+            prop_assert_eq!(&requests, &expected);
+            for pair in got.windows(2) {
+                if let ((Ok(before), _), (Ok(after), true)) = (&pair[0], &pair[1]) {
+                    prop_assert_eq!(
+                        (&before.identity, &before.facet, &before.operation, before.mode),
+                        (&after.identity, &after.facet, &after.operation, after.mode)
+                    );
+                }
+            }
+        }
+    }
+
+    /// A request for identity `name`, operation `op` in `mode`, with `context` and `params`.
+    fn usual_request(name: &[u8], op: &[u8], mode: u8, context: &[(&[u8], &[u8])], params: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        put_str(&mut body, name);
+        put_str(&mut body, b"");
+        body.push(0);
+        put_str(&mut body, op);
+        body.push(mode);
+        body.push(context.len() as u8);
+        for (k, v) in context {
+            put_str(&mut body, k);
+            put_str(&mut body, v);
+        }
+        body.extend_from_slice(&(6 + params.len() as i32).to_le_bytes());
+        body.extend_from_slice(&[1, 1]);
+        body.extend_from_slice(params);
+        body
+    }
+
+    #[test]
+    fn repeated_targets_in_a_batch_are_flagged_and_keep_their_own_parameters() {
+        let a1 = usual_request(b"perf", b"incr", 0, &[], &[1]);
+        let a2 = usual_request(b"perf", b"incr", 0, &[], &[2, 2]);
+        let a_ctx = usual_request(b"perf", b"incr", 0, &[(b"k", b"v")], &[]);
+        let b = usual_request(b"perg", b"incr", 0, &[], &[]);
+        let other_op = usual_request(b"perf", b"incs", 0, &[], &[]);
+        let other_mode = usual_request(b"perf", b"incr", 2, &[], &[]);
+        let bodies = [a1, a2, a_ctx, b, other_op, other_mode];
+        let got = decode_batch_with_flags(batch_body(&bodies, &[0, 1, 1, 2, 0, 0, 3, 3, 0, 4, 0, 5, 0]));
+        let flags: Vec<bool> = got.iter().map(|(_, f)| *f).collect();
+        assert_eq!(flags, [false, true, true, false, false, true, false, true, false, false, false, false, false]);
+        let requests: Vec<Request> = got.into_iter().map(|(r, _)| r.expect("a request")).collect();
+        let params: Vec<&[u8]> = requests.iter().map(|r| &r.params[..]).collect();
+        assert_eq!(params, [&[1u8][..], &[2, 2], &[2, 2], &[], &[1], &[1], &[], &[], &[1], &[], &[1], &[], &[1]]);
+        assert_eq!(requests[3].context.get("k").map(String::as_str), Some("v"));
+        assert!(requests[5].context.is_empty());
+        assert_eq!(requests[6].identity, Identity::new("perg"));
+        assert_eq!(requests[8].identity, Identity::new("perf"));
+        assert_eq!(requests[9].operation, "incs");
+        assert_eq!(requests[10].operation, "incr");
+        assert_eq!(requests[11].mode, OperationMode::Idempotent);
+        assert_eq!(requests[12].mode, OperationMode::Normal);
+    }
+
+    #[test]
+    fn a_repeated_target_with_a_truncated_encapsulation_ends_the_batch_with_an_error() {
+        let a = usual_request(b"perf", b"incr", 0, &[], &[1, 2, 3]);
+        let mut body = batch_body(&[a], &[0, 0]).to_vec();
+        body.truncate(body.len() - 2);
+        let got = decode_batch_with_flags(Bytes::from(body));
+        assert_eq!(got.len(), 2);
+        assert!(got[0].0.is_ok());
+        assert!(matches!(got[1].0, Err(ProtocolError::Decode(_))), "{:?}", got[1].0);
+    }
+
+    #[test]
+    fn same_bytes_sees_a_difference_at_any_place_of_any_length() {
+        for n in 0..40 {
+            let a: Vec<u8> = (0..n as u8).collect();
+            assert!(same_bytes(&a, &a.clone()));
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x40;
+                assert!(!same_bytes(&a, &b), "length {n}, byte {i}");
+            }
+            if n > 0 {
+                assert!(!same_bytes(&a, &a[..n - 1]), "lengths {n} and {}", n - 1);
             }
         }
     }
@@ -589,7 +832,8 @@ mod tests {
         body.extend_from_slice(&9i32.to_le_bytes());
         body.extend_from_slice(&[1, 1, 5, 6, 7]);
         let mut dec = Decoder::new(Bytes::from(body), EncodingVersion::V1_0);
-        let request = Request::decode_usual(&mut dec, 0).expect("a usual request");
+        let (request, target_len) = Request::decode_usual(&mut dec, 0).expect("a usual request");
+        assert_eq!(target_len, 10);
         assert_eq!(request.identity, Identity::new("a"));
         assert_eq!((request.operation.as_str(), request.mode), ("incr", OperationMode::Idempotent));
         assert_eq!((request.encoding, &request.params[..]), (EncodingVersion::V1_1, &[5u8, 6, 7][..]));
