@@ -335,7 +335,7 @@ fn wait_for_shutdown_returns_once_dispatches_in_progress_are_done() {
 /// labelled `B`, `remove` removes it.
 struct Recording {
     label: &'static str,
-    log: Arc<std::sync::Mutex<Vec<String>>>,
+    log: Log,
 }
 
 impl Dispatcher for Recording {
@@ -394,120 +394,128 @@ async fn send_batch_then_twoway(adapter: &floe::ObjectAdapter, requests: &[(Iden
     .unwrap();
 }
 
-#[test]
-fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
+/// What the servants of a batch test write down, in order.
+type Log = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Sends `requests` as one batch, then a twoway request for the last of them (see
+/// [`send_batch_then_twoway`]), to a new adapter with the servants `add_servants` registers,
+/// given the log they share; returns that log.
+fn log_of_batch(
+    add_servants: impl FnOnce(&floe::ObjectAdapter, &Log),
+    requests: &[(Identity, &str, &str)],
+) -> Vec<String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let c = Communicator::new().unwrap();
         let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
-        a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), Identity::new("x"), "f");
+        let log = Log::default();
+        add_servants(&a, &log);
         a.activate().await.unwrap();
-        // One batch message, alternating facets: each request must reach the servant that is
-        // registered when it is dispatched, whatever the previous request went to.
-        let x = Identity::new("x");
-        let requests = [
-            (x.clone(), "", "note"),
-            (x.clone(), "f", "note"),
-            (x.clone(), "", "swap"),
-            (x.clone(), "", "note"),
-            (x.clone(), "f", "note"),
-            (x.clone(), "", "remove"),
-            (x.clone(), "", "note"),
-            (x.clone(), "f", "note"),
-        ];
-        send_batch_then_twoway(&a, &requests).await;
-        // The note after the removal finds no servant; the last entry is the twoway request's.
-        assert_eq!(*log.lock().unwrap(), ["A", "F", "A swapped", "B", "F", "B removed", "F", "F"]);
+        send_batch_then_twoway(&a, requests).await;
+        let entries = log.lock().unwrap().clone();
         c.destroy().await;
-    });
+        entries
+    })
+}
+
+#[test]
+fn servants_added_or_removed_by_a_batched_request_serve_the_rest_of_the_batch() {
+    // One batch message, alternating facets: each request must reach the servant that is
+    // registered when it is dispatched, whatever the previous request went to.
+    let x = Identity::new("x");
+    let requests = [
+        (x.clone(), "", "note"),
+        (x.clone(), "f", "note"),
+        (x.clone(), "", "swap"),
+        (x.clone(), "", "note"),
+        (x.clone(), "f", "note"),
+        (x.clone(), "", "remove"),
+        (x.clone(), "", "note"),
+        (x.clone(), "f", "note"),
+    ];
+    let log = log_of_batch(
+        |a, log| {
+            a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
+            a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), Identity::new("x"), "f");
+        },
+        &requests,
+    );
+    // The note after the removal finds no servant; the last entry is the twoway request's.
+    assert_eq!(log, ["A", "F", "A swapped", "B", "F", "B removed", "F", "F"]);
 }
 
 #[test]
 fn a_run_of_batched_requests_to_one_target_follows_its_servant_being_swapped_and_removed() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let c = Communicator::new().unwrap();
-        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
-        a.add(Arc::new(Recording { label: "Y", log: log.clone() }), Identity::new("y"));
-        a.activate().await.unwrap();
-        // A request of a run of one operation repeats its predecessor's target byte for
-        // byte, so the servant cache is not compared with it: only the servant map's version
-        // tells that the servant changed (the second `swap` and `remove`).
-        let x = Identity::new("x");
-        let ops = ["note", "note", "swap", "swap", "note", "remove", "remove", "note"];
-        let mut requests: Vec<(Identity, &str, &str)> = ops.iter().map(|op| (x.clone(), "", *op)).collect();
-        requests.push((Identity::new("y"), "", "note"));
-        send_batch_then_twoway(&a, &requests).await;
-        // The second swap goes to the servant the first put in; after the first removal,
-        // `x` has no servant. The last two entries are `y`'s, batched then twoway.
-        assert_eq!(*log.lock().unwrap(), ["A", "A", "A swapped", "B swapped", "B", "B removed", "Y", "Y"]);
-        c.destroy().await;
-    });
+    // A request of a run of one operation repeats its predecessor's target byte for byte, so
+    // the servant cache is not compared with it: only the servant map's version tells that
+    // the servant changed (the second `swap` and `remove`).
+    let x = Identity::new("x");
+    let ops = ["note", "note", "swap", "swap", "note", "remove", "remove", "note"];
+    let mut requests: Vec<(Identity, &str, &str)> = ops.iter().map(|op| (x.clone(), "", *op)).collect();
+    requests.push((Identity::new("y"), "", "note"));
+    let log = log_of_batch(
+        |a, log| {
+            a.add(Arc::new(Recording { label: "A", log: log.clone() }), Identity::new("x"));
+            a.add(Arc::new(Recording { label: "Y", log: log.clone() }), Identity::new("y"));
+        },
+        &requests,
+    );
+    // The second swap goes to the servant the first put in; after the first removal, `x`
+    // has no servant. The last two entries are `y`'s, batched then twoway.
+    assert_eq!(log, ["A", "A", "A swapped", "B swapped", "B", "B removed", "Y", "Y"]);
 }
 
 #[test]
 fn servants_panicking_in_a_batch_leave_the_rest_of_it_and_the_connection_serving() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let c = Communicator::new().unwrap();
-        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        a.add(Arc::new(Panicking), Identity::new("p"));
-        a.add(Arc::new(Recording { label: "R", log: log.clone() }), Identity::new("r"));
-        a.activate().await.unwrap();
-        let (p, r) = (Identity::new("p"), Identity::new("r"));
-        let requests = [
-            (p.clone(), "", "now"),
-            (r.clone(), "", "note"),
-            (p.clone(), "", "first"),
-            (p.clone(), "", "first"),
-            (r.clone(), "", "note"),
-            (p.clone(), "", "later"),
-            (p.clone(), "", "fine"),
-            (r.clone(), "", "note"),
-        ];
-        // The twoway request after the batch is answered on the same connection.
-        send_batch_then_twoway(&a, &requests).await;
-        assert_eq!(*log.lock().unwrap(), ["R", "R", "R", "R"]);
-        c.destroy().await;
-    });
+    let (p, r) = (Identity::new("p"), Identity::new("r"));
+    let requests = [
+        (p.clone(), "", "now"),
+        (r.clone(), "", "note"),
+        (p.clone(), "", "first"),
+        (p.clone(), "", "first"),
+        (r.clone(), "", "note"),
+        (p.clone(), "", "later"),
+        (p.clone(), "", "fine"),
+        (r.clone(), "", "note"),
+    ];
+    // The twoway request after the batch is answered on the same connection.
+    let log = log_of_batch(
+        |a, log| {
+            a.add(Arc::new(Panicking), Identity::new("p"));
+            a.add(Arc::new(Recording { label: "R", log: log.clone() }), Identity::new("r"));
+        },
+        &requests,
+    );
+    assert_eq!(log, ["R", "R", "R", "R"]);
 }
 
 #[test]
 fn batched_requests_for_names_of_equal_length_reach_their_own_servants() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let c = Communicator::new().unwrap();
-        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        // Pairs that differ in one byte only, for every way the servant cache compares:
-        // one-byte names, categories, 8-byte names and longer names.
-        let targets = [
-            ("X", Identity::new("x")),
-            ("Y", Identity::new("y")),
-            ("C1", Identity::with_category("c1", "n")),
-            ("C2", Identity::with_category("c2", "n")),
-            ("H", Identity::new("abcdefgh")),
-            ("I", Identity::new("abcdefgi")),
-            ("J", Identity::new("abcdefghij")),
-            ("K", Identity::new("abcdefghik")),
-        ];
-        for (label, id) in &targets {
-            a.add(Arc::new(Recording { label, log: log.clone() }), id.clone());
-        }
-        a.activate().await.unwrap();
-        let order = [0, 1, 0, 2, 3, 2, 4, 5, 4, 6, 7, 6, 1];
-        let requests: Vec<(Identity, &str, &str)> = order.iter().map(|&i| (targets[i].1.clone(), "", "note")).collect();
-        send_batch_then_twoway(&a, &requests).await;
-        // The batch, then the twoway request for the last target.
-        let expected: Vec<&str> = order.iter().chain([&1]).map(|&i| targets[i].0).collect();
-        assert_eq!(*log.lock().unwrap(), expected);
-        c.destroy().await;
-    });
+    // Pairs that differ in one byte only, for every way the servant cache compares:
+    // one-byte names, categories, 8-byte names and longer names.
+    let targets = [
+        ("X", Identity::new("x")),
+        ("Y", Identity::new("y")),
+        ("C1", Identity::with_category("c1", "n")),
+        ("C2", Identity::with_category("c2", "n")),
+        ("H", Identity::new("abcdefgh")),
+        ("I", Identity::new("abcdefgi")),
+        ("J", Identity::new("abcdefghij")),
+        ("K", Identity::new("abcdefghik")),
+    ];
+    let order = [0, 1, 0, 2, 3, 2, 4, 5, 4, 6, 7, 6, 1];
+    let requests: Vec<(Identity, &str, &str)> = order.iter().map(|&i| (targets[i].1.clone(), "", "note")).collect();
+    let log = log_of_batch(
+        |a, log| {
+            for (label, id) in &targets {
+                a.add(Arc::new(Recording { label, log: log.clone() }), id.clone());
+            }
+        },
+        &requests,
+    );
+    // The batch, then the twoway request for the last target.
+    let expected: Vec<&str> = order.iter().chain([&1]).map(|&i| targets[i].0).collect();
+    assert_eq!(log, expected);
 }
 
 /// Answers `where` with the name of the adapter that dispatched it, after checking that the
