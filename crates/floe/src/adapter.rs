@@ -17,6 +17,7 @@ use crate::connection::{Connection, ConnectionConfig};
 use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
+use crate::protocol::request::same_bytes;
 use crate::protocol::OperationMode;
 use crate::proxy::reference::{parse_endpoint, Reference};
 use crate::proxy::ObjectPrx;
@@ -70,27 +71,6 @@ pub(crate) struct ServantCache {
     /// Set by the caller when the next request's target is, as its bytes say, the previous
     /// request's: the cached target is then not compared with it.
     pub(crate) repeats: bool,
-}
-
-/// String equality without a call to `memcmp` for the empty category and facet of most
-/// requests and for short names, whose bytes are compared in one pass without branching.
-#[inline(always)]
-fn same_str(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    match a.len() {
-        0 => true,
-        1..=8 => {
-            let mut diff = 0u8;
-            for i in 0..a.len() {
-                diff |= a[i] ^ b[i];
-            }
-            diff == 0
-        }
-        _ => a == b,
-    }
 }
 
 /// An object adapter. Cheap to clone; all clones are the same adapter.
@@ -278,9 +258,9 @@ impl ObjectAdapter {
         if let Some((cached_version, id, facet, servant)) = &cache.entry {
             if *cached_version == version
                 && (cache.repeats
-                    || (same_str(&id.name, &request.identity.name)
-                        && same_str(&id.category, &request.identity.category)
-                        && same_str(facet, &request.facet)))
+                    || (same_bytes(id.name.as_bytes(), request.identity.name.as_bytes())
+                        && same_bytes(id.category.as_bytes(), request.identity.category.as_bytes())
+                        && same_bytes(facet.as_bytes(), request.facet.as_bytes())))
             {
                 // Made as the call's argument, the request is built where the servant's
                 // dispatcher takes it from.
