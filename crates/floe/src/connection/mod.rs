@@ -624,7 +624,7 @@ impl Connection {
         if tail.is_none() && compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
             let now = self.shared.epoch.elapsed().as_micros() as u64;
             let previous = self.shared.last_oneway_us.swap(now, Ordering::Relaxed);
-            let in_burst = previous != 0 && now.saturating_sub(previous) < BURST_WINDOW_US;
+            let mut in_burst = previous != 0 && now.saturating_sub(previous) < BURST_WINDOW_US;
             loop {
                 // Registered before trying, so that space made meanwhile is not missed.
                 let space = self.shared.queue_space.notified();
@@ -634,7 +634,15 @@ impl Connection {
                     Queueing::Queued => return Ok(()),
                     Queueing::NotQueueable => break,
                     // Waiting writes nothing, so a caller that gives up loses only its request.
-                    Queueing::Full => space.await,
+                    Queueing::Full => {
+                        space.await;
+                        // A caller that waited for room belongs to the burst that filled the
+                        // queue, however long ago its call began. It is queued even when the
+                        // flush task has emptied the queue and ended meanwhile: written
+                        // directly, it could block on the congested socket, and giving up
+                        // there (a timeout, a dropped call) would close the connection.
+                        in_burst = true;
+                    }
                 }
                 if self.is_closed() {
                     return Err(self.close_error());
