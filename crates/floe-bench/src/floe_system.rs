@@ -271,7 +271,7 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             }
         }
         "batch-twoway" => {
-            let obj: &ObjectPrx = p;
+            let obj: &ObjectPrx = floe::Proxy::as_object(p);
             while Instant::now() < deadline {
                 let outcomes = obj
                     .invoke_batch_twoway(

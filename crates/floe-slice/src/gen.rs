@@ -1605,10 +1605,9 @@ impl<'a> Gen<'a> {
         self.line("    }");
         self.line("}");
         self.line("");
-        self.line(&format!("impl std::ops::Deref for {prx} {{"));
-        self.line(&format!("    type Target = {f}::ObjectPrx;"));
-        self.line("    fn deref(&self) -> &Self::Target {");
-        self.line("        &self.0");
+        self.line(&format!("impl std::fmt::Display for {prx} {{"));
+        self.line("    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {");
+        self.line("        std::fmt::Display::fmt(&self.0, f)");
         self.line("    }");
         self.line("}");
         self.line("");
@@ -1679,7 +1678,7 @@ impl<'a> Gen<'a> {
         ));
         self.line("        let servant = self.0.clone();");
         // The future is built in its heap slot, allocated first, instead of being moved there.
-        self.line(&format!("        {f}::dispatch::future_in({f}::dispatch::future_slot(), async move {{"));
+        self.line(&format!("        {f}::codegen::future_in({f}::codegen::future_slot(), async move {{"));
         // Slice reserves the `ice` prefix, so no operation of the interface is a built-in
         // one: those are looked for only when no operation matches.
         self.line("            match request.current.operation.as_str() {");
@@ -1690,7 +1689,7 @@ impl<'a> Gen<'a> {
         }
         self.depth -= 4;
         self.line(&format!(
-            "                _ => match {f}::dispatch::dispatch_builtin(&request, Self::IDS, {abs:?}) {{"
+            "                _ => match {f}::codegen::dispatch_builtin(&request, Self::IDS, {abs:?}) {{"
         ));
         self.line("                    Some(r) => r,");
         self.line("                    None => request.current.operation_not_exist(),");
@@ -1865,7 +1864,7 @@ impl<'a> Gen<'a> {
                     .map(|p| format!("{};", self.encode_param(&p.ty, &ident(&snake(&p.name)))))
                     .collect();
                 self.line(&format!(
-                    "let __outcome = self.0.{invoke}({:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}, {}).await?;",
+                    "let __outcome = {f}::codegen::{invoke}(&self.0, {:?}, {f}::protocol::OperationMode::{mode}, None, |enc| {{ {} }}, {}).await?;",
                     o.name,
                     writes.join(" "),
                     ident(&snake(&tail.name))
@@ -1926,9 +1925,9 @@ impl<'a> Gen<'a> {
         self.line("}");
         self.line("");
         // Blocking wrapper.
-        self.line(&format!("/// Blocking form of [`Self::{fname}`] (call it outside the async runtime)."));
+        self.line(&format!("/// Blocking form of [`Self::{fname}`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime."));
         self.line(&format!("pub fn {}_blocking({}) -> {ret} {{", snake(&o.name), params.join(", ")));
-        self.line(&format!("    self.0.communicator().block_on(self.{fname}({}))", args.join(", ")));
+        self.line(&format!("    {f}::codegen::block_on(&self.0, self.{fname}({}))", args.join(", ")));
         self.line("}");
         self.line("");
     }
@@ -2013,9 +2012,13 @@ impl<'a> Gen<'a> {
         let mut seen = HashSet::new();
         let plain = ins.iter().all(|p| self.is_plain_data(&p.ty, &mut seen));
         // The decoder takes the parameters out of the request: they are read once.
-        let decoder = if plain { "request.take_plain_decoder()" } else { "request.take_decoder()" };
+        let decoder = if plain {
+            format!("{f}::codegen::take_plain_decoder(&mut request)")
+        } else {
+            format!("{f}::codegen::take_decoder(&mut request)")
+        };
         let decode = format!(
-            "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::IncomingRequest::finish_params(dec)?; Ok({tuple}) }})(&mut {decoder})",
+            "(|dec: &mut {f}::encoding::Decoder| -> {f}::encoding::Result<_> {{ {} {f}::codegen::finish_params(dec)?; Ok({tuple}) }})(&mut {decoder})",
             reads.join(" ")
         );
         if ins.is_empty() {

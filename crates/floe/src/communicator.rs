@@ -363,9 +363,37 @@ impl Communicator {
         &self.inner.handle
     }
 
-    /// Runs a future to completion from synchronous code (not from inside the runtime).
+    /// Runs a future to completion from synchronous code.
+    ///
+    /// Works outside any async runtime, on the threads of a multi-thread runtime (such as
+    /// `#[tokio::main]`'s: the thread is handed over with `tokio::task::block_in_place` while
+    /// it waits) and on `spawn_blocking` threads.
+    ///
+    /// # Panics
+    ///
+    /// On the thread of a current-thread runtime, which waiting would deadlock; use
+    /// [`try_block_on`](Self::try_block_on) to get that as an error.
     pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
-        self.inner.handle.block_on(fut)
+        match self.try_block_on(fut) {
+            Ok(out) => out,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// [`block_on`](Self::block_on), failing with [`Error::BlockingInAsync`] instead of
+    /// panicking on the thread of a current-thread runtime.
+    pub fn try_block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let Ok(current) = Handle::try_current() else {
+            return Ok(self.inner.handle.block_on(fut));
+        };
+        match current.runtime_flavor() {
+            RuntimeFlavor::CurrentThread => {
+                Err(Error::BlockingInAsync("await the async form, or call it from tokio::task::spawn_blocking".into()))
+            }
+            // A worker thread hands its other tasks to the other workers while it waits.
+            _ => Ok(tokio::task::block_in_place(|| self.inner.handle.block_on(fut))),
+        }
     }
 
     /// Parses a proxy string.

@@ -302,7 +302,7 @@ impl IncomingRequest {
     /// Like [`decoder`](Self::decoder), taking the parameters out of the request (they are
     /// left empty): for a dispatcher that reads them once, this saves counting one more
     /// reference to the message's buffer.
-    pub fn take_decoder(&mut self) -> Decoder {
+    pub(crate) fn take_decoder(&mut self) -> Decoder {
         let params = std::mem::take(&mut self.params);
         self.decoder_over(params)
     }
@@ -310,12 +310,12 @@ impl IncomingRequest {
     /// Like [`plain_decoder`](Self::plain_decoder), taking the parameters out of the request
     /// (they are left empty). Generated dispatchers use it.
     #[inline]
-    pub fn take_plain_decoder(&mut self) -> Decoder {
+    pub(crate) fn take_plain_decoder(&mut self) -> Decoder {
         Decoder::new(std::mem::take(&mut self.params), self.current.encoding)
     }
 
     /// Checks that the parameters were read completely (unknown optionals are skipped).
-    pub fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
+    pub(crate) fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
         if !dec.encoding().is_1_0() {
             dec.skip_remaining_optionals()?;
         }
@@ -364,7 +364,7 @@ pub type DispatchFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static
 /// future (`future_in(future_slot(), async move { … })`) lets the compiler build it in place
 /// instead of moving it into a new box. Generated dispatchers use it.
 #[inline(always)]
-pub fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> DispatchFuture
+pub(crate) fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> DispatchFuture
 where
     F: Future<Output = Response> + Send + 'static,
 {
@@ -377,7 +377,7 @@ where
 /// that dispatches a burst of requests to one kind of servant thus allocates one block for
 /// the burst instead of one per request (see [`future_in`]).
 #[inline]
-pub fn future_slot<F>() -> Box<std::mem::MaybeUninit<F>> {
+pub(crate) fn future_slot<F>() -> Box<std::mem::MaybeUninit<F>> {
     match spare_block::take(std::alloc::Layout::new::<F>()) {
         // SAFETY: the block was allocated by the global allocator with exactly the layout of
         // `F` (and so of `MaybeUninit<F>`), and nothing else refers to it.
@@ -510,7 +510,7 @@ pub trait ServantLocator: Send + Sync + 'static {
 /// Answers the four built-in operations (`ice_ping`, `ice_isA`, `ice_id`, `ice_ids`) for a
 /// servant whose type ids are `ids` (sorted, `::Ice::Object` included) and most derived
 /// type `most_derived`. Returns `None` for any other operation.
-pub fn dispatch_builtin(request: &IncomingRequest, ids: &[&str], most_derived: &str) -> Option<Response> {
+pub(crate) fn dispatch_builtin(request: &IncomingRequest, ids: &[&str], most_derived: &str) -> Option<Response> {
     let c = &request.current;
     match c.operation.as_str() {
         "ice_ping" => Some(c.ok_empty()),

@@ -131,6 +131,11 @@ pub enum Error {
     /// An I/O error outside a connection (binding, reading a config file).
     #[error("I/O error: {0}")]
     Io(String),
+    /// A blocking call (`Communicator::block_on`, a generated `_blocking` method) was made on
+    /// the thread of a current-thread async runtime, which it would deadlock: call the async
+    /// form and `.await` it, or make the call from `tokio::task::spawn_blocking`.
+    #[error("blocking call on the thread of a current-thread async runtime: {0}")]
+    BlockingInAsync(String),
 }
 
 impl Error {
@@ -160,6 +165,7 @@ impl Error {
             Error::Adapter(_) => "::Ice::ObjectAdapterDeactivatedException",
             Error::Property { .. } => "::Ice::InitializationException",
             Error::UserException(_) => "::Ice::UserException",
+            Error::BlockingInAsync(_) => "::Ice::InitializationException",
         }
     }
 

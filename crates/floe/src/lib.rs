@@ -4,6 +4,8 @@ pub mod encoding;
 pub mod protocol;
 
 pub mod adapter;
+#[doc(hidden)]
+pub mod codegen;
 pub mod communicator;
 pub mod connection;
 pub mod dispatch;

@@ -24,10 +24,10 @@ fn generated_types_work() {
     assert_eq!(back, v);
     // Proxies and servant traits exist for the services floe will implement.
     fn _locator(p: &ice::LocatorPrx) -> &floe::ObjectPrx {
-        p
+        floe::Proxy::as_object(p)
     }
     fn _topic_manager(p: &ice_storm::TopicManagerPrx) -> &floe::ObjectPrx {
-        p
+        floe::Proxy::as_object(p)
     }
     assert_eq!(<ice::LocatorPrx as floe::Proxy>::TYPE_ID, "::Ice::Locator");
     assert_eq!(ice_grid::ServerState::MAX_VALUE, 6);

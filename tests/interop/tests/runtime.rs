@@ -90,7 +90,7 @@ fn undecodable_parameters_get_an_error_reply_and_the_connection_stays() {
     let c = Communicator::new().unwrap();
     let t = tester(&c, port);
     // opInt with 2 bytes of parameters instead of 8.
-    let r = c.block_on(t.invoke("opInt", floe::protocol::OperationMode::Normal, None, |e| e.write_i16(1)));
+    let r = c.block_on(t.as_object().invoke("opInt", floe::protocol::OperationMode::Normal, None, |e| e.write_i16(1)));
     match r {
         Err(Error::UnknownLocalException(msg)) => {
             assert!(msg.contains("out of bounds") || msg.contains("marshal"), "{msg}")
@@ -98,11 +98,11 @@ fn undecodable_parameters_get_an_error_reply_and_the_connection_stays() {
         other => panic!("{other:?}"),
     }
     // Unknown operation, and a mode mismatch (ping is not idempotent).
-    match c.block_on(t.invoke("noSuchOp", floe::protocol::OperationMode::Normal, None, |_| {})) {
+    match c.block_on(t.as_object().invoke("noSuchOp", floe::protocol::OperationMode::Normal, None, |_| {})) {
         Err(Error::OperationNotExist { operation, .. }) => assert_eq!(operation, "noSuchOp"),
         other => panic!("{other:?}"),
     }
-    match c.block_on(t.invoke("ping", floe::protocol::OperationMode::Idempotent, None, |_| {})) {
+    match c.block_on(t.as_object().invoke("ping", floe::protocol::OperationMode::Idempotent, None, |_| {})) {
         Err(Error::UnknownLocalException(msg)) => assert!(msg.contains("mode"), "{msg}"),
         other => panic!("{other:?}"),
     }
@@ -221,7 +221,7 @@ fn implicit_per_proxy_and_per_call_contexts() {
     // A per-call context on the untyped invocation path.
     let call: floe::Context = [("call".to_string(), "yes".to_string())].into();
     let out = c
-        .block_on(t.invoke("getContext", floe::protocol::OperationMode::Normal, Some(&call), |_| {}))
+        .block_on(t.as_object().invoke("getContext", floe::protocol::OperationMode::Normal, Some(&call), |_| {}))
         .unwrap()
         .unwrap();
     let got = out.decode(<std::collections::HashMap<String, String> as floe::encoding::Decode>::decode).unwrap();
@@ -251,7 +251,7 @@ fn batches_flush_themselves_at_the_size_limit() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!((150..200).contains(&before), "{before} delivered before the explicit flush");
-    assert!(b.batch_request_count() > 0 && b.batch_request_count() < 50);
+    assert!(b.as_object().batch_request_count() > 0 && b.as_object().batch_request_count() < 50);
     c.block_on(b.ice_flush_batch_requests()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     while c.block_on(t.get_counter()).unwrap() != 200 {

@@ -351,10 +351,9 @@ pub mod demo {
             }
         }
 
-        impl std::ops::Deref for PeerPrx {
-            type Target = ::floe::ObjectPrx;
-            fn deref(&self) -> &Self::Target {
-                &self.0
+        impl std::fmt::Display for PeerPrx {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.0, f)
             }
         }
 
@@ -367,22 +366,22 @@ pub mod demo {
                 }
             }
 
-            /// Blocking form of [`Self::poke`] (call it outside the async runtime).
+            /// Blocking form of [`Self::poke`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
             pub fn poke_blocking(&self, w: &Wrapper) -> ::floe::Result<()> {
-                self.0.communicator().block_on(self.poke(w))
+                ::floe::codegen::block_on(&self.0, self.poke(w))
             }
 
             pub async fn upload(&self, name: &str, data: &super::Blob) -> ::floe::Result<()> {
-                let __outcome = self.0.invoke_with_tail("upload", ::floe::protocol::OperationMode::Normal, None, |enc| { name.encode(enc); }, data).await?;
+                let __outcome = ::floe::codegen::invoke_with_tail(&self.0, "upload", ::floe::protocol::OperationMode::Normal, None, |enc| { name.encode(enc); }, data).await?;
                 match __outcome {
                     Some(o) => o.decode(|dec: &mut ::floe::encoding::Decoder| {  Ok(()) }),
                     None => Ok(()),
                 }
             }
 
-            /// Blocking form of [`Self::upload`] (call it outside the async runtime).
+            /// Blocking form of [`Self::upload`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
             pub fn upload_blocking(&self, name: &str, data: &super::Blob) -> ::floe::Result<()> {
-                self.0.communicator().block_on(self.upload(name, data))
+                ::floe::codegen::block_on(&self.0, self.upload(name, data))
             }
 
         }
@@ -448,13 +447,13 @@ pub mod demo {
         impl<T: Peer> ::floe::Dispatcher for PeerServer<T> {
             fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
                 let servant = self.0.clone();
-                ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+                ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                     match request.current.operation.as_str() {
                         "poke" => {
                             if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((w,)) })(&mut request.take_plain_decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let w: Wrapper = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((w,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                             let current = &request.current;
                             let (w,) = match __args {
                                 Ok(v) => v,
@@ -469,7 +468,7 @@ pub mod demo {
                             if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((name, data)) })(&mut request.take_plain_decoder());
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((name, data)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                             let current = &request.current;
                             let (name, data) = match __args {
                                 Ok(v) => v,
@@ -480,7 +479,7 @@ pub mod demo {
                                 Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                             }
                         }
-                        _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
+                        _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
                             Some(r) => r,
                             None => request.current.operation_not_exist(),
                         },
@@ -505,10 +504,9 @@ pub mod demo {
         }
     }
 
-    impl std::ops::Deref for BasePrx {
-        type Target = ::floe::ObjectPrx;
-        fn deref(&self) -> &Self::Target {
-            &self.0
+    impl std::fmt::Display for BasePrx {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Display::fmt(&self.0, f)
         }
     }
 
@@ -520,9 +518,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        /// Blocking form of [`Self::version`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn version_blocking(&self) -> ::floe::Result<i32> {
-            self.0.communicator().block_on(self.version())
+            ::floe::codegen::block_on(&self.0, self.version())
         }
 
         pub async fn name(&self) -> ::floe::Result<String> {
@@ -532,9 +530,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn name_blocking(&self) -> ::floe::Result<String> {
-            self.0.communicator().block_on(self.name())
+            ::floe::codegen::block_on(&self.0, self.name())
         }
 
     }
@@ -560,13 +558,13 @@ pub mod demo {
     impl<T: Base> ::floe::Dispatcher for BaseServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+            ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "version" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -581,7 +579,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -592,7 +590,7 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
+                    _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
                         Some(r) => r,
                         None => request.current.operation_not_exist(),
                     },
@@ -641,10 +639,9 @@ pub mod demo {
         }
     }
 
-    impl std::ops::Deref for ServicePrx {
-        type Target = ::floe::ObjectPrx;
-        fn deref(&self) -> &Self::Target {
-            &self.0
+    impl std::fmt::Display for ServicePrx {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Display::fmt(&self.0, f)
         }
     }
 
@@ -657,9 +654,9 @@ pub mod demo {
             }
         }
 
-        /// Blocking form of [`Self::ping`] (call it outside the async runtime).
+        /// Blocking form of [`Self::ping`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn ping_blocking(&self) -> ::floe::Result<()> {
-            self.0.communicator().block_on(self.ping())
+            ::floe::codegen::block_on(&self.0, self.ping())
         }
 
         pub async fn r#move(&self, p: &Point, dx: i32) -> ::floe::Result<(Point, i32)> {
@@ -669,9 +666,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __out_steps: i32 = ::floe::encoding::Decode::decode(dec)?; let __ret: Point = ::floe::encoding::Decode::decode(dec)?; Ok((__ret, __out_steps)) })
         }
 
-        /// Blocking form of [`Self::r#move`] (call it outside the async runtime).
+        /// Blocking form of [`Self::r#move`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn move_blocking(&self, p: &Point, dx: i32) -> ::floe::Result<(Point, i32)> {
-            self.0.communicator().block_on(self.r#move(p, dx))
+            ::floe::codegen::block_on(&self.0, self.r#move(p, dx))
         }
 
         pub async fn find(&self, key: Option<i32>) -> ::floe::Result<(Option<String>, Option<Level>)> {
@@ -681,9 +678,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<String as ::floe::encoding::Decode>::decode(dec)?) } else { None }; let __out_level = if dec.read_optional(3, ::floe::encoding::OptionalFormat::Size)? {  Some(<Level as ::floe::encoding::Decode>::decode(dec)?) } else { None }; Ok((__ret, __out_level)) })
         }
 
-        /// Blocking form of [`Self::find`] (call it outside the async runtime).
+        /// Blocking form of [`Self::find`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn find_blocking(&self, key: Option<i32>) -> ::floe::Result<(Option<String>, Option<Level>)> {
-            self.0.communicator().block_on(self.find(key))
+            ::floe::codegen::block_on(&self.0, self.find(key))
         }
 
         pub async fn fetch(&self, size: i32) -> ::floe::Result<(Blob, ByteVec)> {
@@ -693,21 +690,21 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __out_copy: ByteVec = ::floe::encoding::Decode::decode(dec)?; let __ret: Blob = ::floe::encoding::Decode::decode(dec)?; Ok((__ret, __out_copy)) })
         }
 
-        /// Blocking form of [`Self::fetch`] (call it outside the async runtime).
+        /// Blocking form of [`Self::fetch`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn fetch_blocking(&self, size: i32) -> ::floe::Result<(Blob, ByteVec)> {
-            self.0.communicator().block_on(self.fetch(size))
+            ::floe::codegen::block_on(&self.0, self.fetch(size))
         }
 
         pub async fn samples(&self, input: &[Sample]) -> ::floe::Result<SampleSeq> {
             self.0.twoway_only("samples")?;
-            let __outcome = self.0.invoke_with_seq_tail("samples", ::floe::protocol::OperationMode::Normal, None, |enc| {  }, input).await?;
+            let __outcome = ::floe::codegen::invoke_with_seq_tail(&self.0, "samples", ::floe::protocol::OperationMode::Normal, None, |enc| {  }, input).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("samples".into()))?;
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: SampleSeq = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::samples`] (call it outside the async runtime).
+        /// Blocking form of [`Self::samples`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn samples_blocking(&self, input: &[Sample]) -> ::floe::Result<SampleSeq> {
-            self.0.communicator().block_on(self.samples(input))
+            ::floe::codegen::block_on(&self.0, self.samples(input))
         }
 
         pub async fn map(&self, m: &PointMap, names: &SortedNames, levels: &LevelByPoint) -> ::floe::Result<PointMap> {
@@ -717,9 +714,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: PointMap = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::map`] (call it outside the async runtime).
+        /// Blocking form of [`Self::map`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn map_blocking(&self, m: &PointMap, names: &SortedNames, levels: &LevelByPoint) -> ::floe::Result<PointMap> {
-            self.0.communicator().block_on(self.map(m, names, levels))
+            ::floe::codegen::block_on(&self.0, self.map(m, names, levels))
         }
 
         pub async fn fail(&self, why: &str) -> Result<(), ::floe::CallError<ServiceFailError>> {
@@ -730,9 +727,9 @@ pub mod demo {
             }
         }
 
-        /// Blocking form of [`Self::fail`] (call it outside the async runtime).
+        /// Blocking form of [`Self::fail`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn fail_blocking(&self, why: &str) -> Result<(), ::floe::CallError<ServiceFailError>> {
-            self.0.communicator().block_on(self.fail(why))
+            ::floe::codegen::block_on(&self.0, self.fail(why))
         }
 
         pub async fn self_(&self) -> ::floe::Result<Option<ServicePrx>> {
@@ -742,9 +739,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<ServicePrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::self_`] (call it outside the async runtime).
+        /// Blocking form of [`Self::self_`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn self_blocking(&self) -> ::floe::Result<Option<ServicePrx>> {
-            self.0.communicator().block_on(self.self_())
+            ::floe::codegen::block_on(&self.0, self.self_())
         }
 
         pub async fn peer(&self, other: Option<&nested::PeerPrx>) -> ::floe::Result<Option<nested::PeerPrx>> {
@@ -754,9 +751,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::peer`] (call it outside the async runtime).
+        /// Blocking form of [`Self::peer`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn peer_blocking(&self, other: Option<&nested::PeerPrx>) -> ::floe::Result<Option<nested::PeerPrx>> {
-            self.0.communicator().block_on(self.peer(other))
+            ::floe::codegen::block_on(&self.0, self.peer(other))
         }
 
         pub async fn r#type(&self, r#match: &str) -> ::floe::Result<()> {
@@ -767,9 +764,9 @@ pub mod demo {
             }
         }
 
-        /// Blocking form of [`Self::r#type`] (call it outside the async runtime).
+        /// Blocking form of [`Self::r#type`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn type_blocking(&self, r#match: &str) -> ::floe::Result<()> {
-            self.0.communicator().block_on(self.r#type(r#match))
+            ::floe::codegen::block_on(&self.0, self.r#type(r#match))
         }
 
         pub async fn version(&self) -> ::floe::Result<i32> {
@@ -779,9 +776,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        /// Blocking form of [`Self::version`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn version_blocking(&self) -> ::floe::Result<i32> {
-            self.0.communicator().block_on(self.version())
+            ::floe::codegen::block_on(&self.0, self.version())
         }
 
         pub async fn name(&self) -> ::floe::Result<String> {
@@ -791,9 +788,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn name_blocking(&self) -> ::floe::Result<String> {
-            self.0.communicator().block_on(self.name())
+            ::floe::codegen::block_on(&self.0, self.name())
         }
 
     }
@@ -874,13 +871,13 @@ pub mod demo {
     impl<T: Service> ::floe::Dispatcher for ServiceServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+            ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "ping" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -895,7 +892,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((p, dx)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let p: Point = ::floe::encoding::Decode::decode(dec)?; let dx: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((p, dx)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (p, dx) = match __args {
                             Ok(v) => v,
@@ -910,7 +907,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::IncomingRequest::finish_params(dec)?; Ok((key,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let key = if dec.read_optional(2, ::floe::encoding::OptionalFormat::F4)? {  Some(<i32 as ::floe::encoding::Decode>::decode(dec)?) } else { None }; ::floe::codegen::finish_params(dec)?; Ok((key,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (key,) = match __args {
                             Ok(v) => v,
@@ -925,7 +922,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((size,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let size: i32 = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((size,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (size,) = match __args {
                             Ok(v) => v,
@@ -940,7 +937,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((input,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let input: SampleSeq = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((input,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (input,) = match __args {
                             Ok(v) => v,
@@ -955,7 +952,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((m, names, levels)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let m: PointMap = ::floe::encoding::Decode::decode(dec)?; let names: SortedNames = ::floe::encoding::Decode::decode(dec)?; let levels: LevelByPoint = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((m, names, levels)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (m, names, levels) = match __args {
                             Ok(v) => v,
@@ -970,7 +967,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((why,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((why,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (why,) = match __args {
                             Ok(v) => v,
@@ -985,7 +982,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1000,7 +997,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((other,)) })(&mut request.take_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let other: Option<nested::PeerPrx> = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((other,)) })(&mut ::floe::codegen::take_decoder(&mut request));
                         let current = &request.current;
                         let (other,) = match __args {
                             Ok(v) => v,
@@ -1015,7 +1012,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((r#match,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((r#match,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (r#match,) = match __args {
                             Ok(v) => v,
@@ -1030,7 +1027,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1045,7 +1042,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1056,7 +1053,7 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
+                    _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
                         Some(r) => r,
                         None => request.current.operation_not_exist(),
                     },
@@ -1127,10 +1124,9 @@ pub mod demo {
         }
     }
 
-    impl std::ops::Deref for AccountPrx {
-        type Target = ::floe::ObjectPrx;
-        fn deref(&self) -> &Self::Target {
-            &self.0
+    impl std::fmt::Display for AccountPrx {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Display::fmt(&self.0, f)
         }
     }
 
@@ -1143,9 +1139,9 @@ pub mod demo {
             }
         }
 
-        /// Blocking form of [`Self::deposit`] (call it outside the async runtime).
+        /// Blocking form of [`Self::deposit`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn deposit_blocking(&self, amount: i64) -> ::floe::Result<()> {
-            self.0.communicator().block_on(self.deposit(amount))
+            ::floe::codegen::block_on(&self.0, self.deposit(amount))
         }
 
         pub async fn self_(&self) -> ::floe::Result<Option<AccountPrx>> {
@@ -1155,9 +1151,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<AccountPrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::self_`] (call it outside the async runtime).
+        /// Blocking form of [`Self::self_`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn self_blocking(&self) -> ::floe::Result<Option<AccountPrx>> {
-            self.0.communicator().block_on(self.self_())
+            ::floe::codegen::block_on(&self.0, self.self_())
         }
 
         pub async fn version(&self) -> ::floe::Result<i32> {
@@ -1167,9 +1163,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        /// Blocking form of [`Self::version`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn version_blocking(&self) -> ::floe::Result<i32> {
-            self.0.communicator().block_on(self.version())
+            ::floe::codegen::block_on(&self.0, self.version())
         }
 
         pub async fn name(&self) -> ::floe::Result<String> {
@@ -1179,9 +1175,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn name_blocking(&self) -> ::floe::Result<String> {
-            self.0.communicator().block_on(self.name())
+            ::floe::codegen::block_on(&self.0, self.name())
         }
 
     }
@@ -1242,13 +1238,13 @@ pub mod demo {
     impl<T: AccountDisp> ::floe::Dispatcher for AccountDispServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+            ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((amount,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (amount,) = match __args {
                             Ok(v) => v,
@@ -1263,7 +1259,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1278,7 +1274,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1293,7 +1289,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1304,7 +1300,7 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
+                    _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
                         Some(r) => r,
                         None => request.current.operation_not_exist(),
                     },
@@ -1391,10 +1387,9 @@ pub mod demo {
         }
     }
 
-    impl std::ops::Deref for SavingsPrx {
-        type Target = ::floe::ObjectPrx;
-        fn deref(&self) -> &Self::Target {
-            &self.0
+    impl std::fmt::Display for SavingsPrx {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Display::fmt(&self.0, f)
         }
     }
 
@@ -1407,9 +1402,9 @@ pub mod demo {
             }
         }
 
-        /// Blocking form of [`Self::deposit`] (call it outside the async runtime).
+        /// Blocking form of [`Self::deposit`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn deposit_blocking(&self, amount: i64) -> ::floe::Result<()> {
-            self.0.communicator().block_on(self.deposit(amount))
+            ::floe::codegen::block_on(&self.0, self.deposit(amount))
         }
 
         pub async fn self_(&self) -> ::floe::Result<Option<AccountPrx>> {
@@ -1419,9 +1414,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: Option<AccountPrx> = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::self_`] (call it outside the async runtime).
+        /// Blocking form of [`Self::self_`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn self_blocking(&self) -> ::floe::Result<Option<AccountPrx>> {
-            self.0.communicator().block_on(self.self_())
+            ::floe::codegen::block_on(&self.0, self.self_())
         }
 
         pub async fn version(&self) -> ::floe::Result<i32> {
@@ -1431,9 +1426,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: i32 = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::version`] (call it outside the async runtime).
+        /// Blocking form of [`Self::version`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn version_blocking(&self) -> ::floe::Result<i32> {
-            self.0.communicator().block_on(self.version())
+            ::floe::codegen::block_on(&self.0, self.version())
         }
 
         pub async fn name(&self) -> ::floe::Result<String> {
@@ -1443,9 +1438,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::name`] (call it outside the async runtime).
+        /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn name_blocking(&self) -> ::floe::Result<String> {
-            self.0.communicator().block_on(self.name())
+            ::floe::codegen::block_on(&self.0, self.name())
         }
 
     }
@@ -1504,13 +1499,13 @@ pub mod demo {
     impl<T: SavingsDisp> ::floe::Dispatcher for SavingsDispServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+            ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "deposit" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::IncomingRequest::finish_params(dec)?; Ok((amount,)) })(&mut request.take_plain_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let amount: i64 = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((amount,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (amount,) = match __args {
                             Ok(v) => v,
@@ -1525,7 +1520,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1540,7 +1535,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Idempotent) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1555,7 +1550,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Nonmutating) {
                             return r;
                         }
-                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::IncomingRequest::finish_params(dec)?; Ok(()) })(&mut request.take_plain_decoder()) };
+                        let __args = if request.params.is_empty() { Ok(()) } else { (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> {  ::floe::codegen::finish_params(dec)?; Ok(()) })(&mut ::floe::codegen::take_plain_decoder(&mut request)) };
                         let current = &request.current;
                         let () = match __args {
                             Ok(v) => v,
@@ -1566,7 +1561,7 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
                         }
                     }
-                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
+                    _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
                         Some(r) => r,
                         None => request.current.operation_not_exist(),
                     },
@@ -1717,10 +1712,9 @@ pub mod demo {
         }
     }
 
-    impl std::ops::Deref for GraphsPrx {
-        type Target = ::floe::ObjectPrx;
-        fn deref(&self) -> &Self::Target {
-            &self.0
+    impl std::fmt::Display for GraphsPrx {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            std::fmt::Display::fmt(&self.0, f)
         }
     }
 
@@ -1732,9 +1726,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let __out_any: Option<::floe::AnyClass> = ::floe::encoding::Decode::decode(dec)?; let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok((__ret, __out_any)) })
         }
 
-        /// Blocking form of [`Self::relay`] (call it outside the async runtime).
+        /// Blocking form of [`Self::relay`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn relay_blocking(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<(Option<::floe::Class<Node>>, Option<::floe::AnyClass>)> {
-            self.0.communicator().block_on(self.relay(n))
+            ::floe::codegen::block_on(&self.0, self.relay(n))
         }
 
         pub async fn relay_sliced(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<Option<::floe::Class<Node>>> {
@@ -1744,9 +1738,9 @@ pub mod demo {
             __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let __ret: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; Ok(__ret) })
         }
 
-        /// Blocking form of [`Self::relay_sliced`] (call it outside the async runtime).
+        /// Blocking form of [`Self::relay_sliced`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
         pub fn relay_sliced_blocking(&self, n: Option<&::floe::Class<Node>>) -> ::floe::Result<Option<::floe::Class<Node>>> {
-            self.0.communicator().block_on(self.relay_sliced(n))
+            ::floe::codegen::block_on(&self.0, self.relay_sliced(n))
         }
 
     }
@@ -1773,13 +1767,13 @@ pub mod demo {
     impl<T: Graphs> ::floe::Dispatcher for GraphsServer<T> {
         fn dispatch(&self, #[allow(unused_mut)] mut request: ::floe::IncomingRequest) -> ::floe::DispatchFuture {
             let servant = self.0.clone();
-            ::floe::dispatch::future_in(::floe::dispatch::future_slot(), async move {
+            ::floe::codegen::future_in(::floe::codegen::future_slot(), async move {
                 match request.current.operation.as_str() {
                     "relay" => {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.take_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::codegen::finish_params(dec)?; Ok((n,)) })(&mut ::floe::codegen::take_decoder(&mut request));
                         let current = &request.current;
                         let (n,) = match __args {
                             Ok(v) => v,
@@ -1794,7 +1788,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::IncomingRequest::finish_params(dec)?; Ok((n,)) })(&mut request.take_decoder());
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { dec.set_class_factory(::floe::encoding::ClassFactory { create: super::__floe_classes::create, compact: super::__floe_classes::compact }); let n: Option<::floe::Class<Node>> = ::floe::encoding::Decode::decode(dec)?; dec.read_pending_values()?; ::floe::codegen::finish_params(dec)?; Ok((n,)) })(&mut ::floe::codegen::take_decoder(&mut request));
                         let current = &request.current;
                         let (n,) = match __args {
                             Ok(v) => v,
@@ -1805,7 +1799,7 @@ pub mod demo {
                             Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Sliced),
                         }
                     }
-                    _ => match ::floe::dispatch::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
+                    _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Graphs") {
                         Some(r) => r,
                         None => request.current.operation_not_exist(),
                     },

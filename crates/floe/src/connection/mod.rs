@@ -530,12 +530,12 @@ impl Connection {
 
     /// Sends a twoway request (a complete message whose request id is patched here) and
     /// waits for its reply. Dropping the future forgets the request.
-    pub async fn invoke(&self, mut msg: BytesMut, compress: Compress) -> Result<Reply> {
+    pub(crate) async fn invoke(&self, mut msg: BytesMut, compress: Compress) -> Result<Reply> {
         self.invoke_ref(&mut msg, compress).await
     }
 
     /// Like [`Connection::invoke`], leaving the message with the caller (for retries).
-    pub async fn invoke_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<Reply> {
+    pub(crate) async fn invoke_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<Reply> {
         self.invoke_parts(msg, None, compress).await
     }
 
@@ -561,7 +561,7 @@ impl Connection {
 
     /// Sends several twoway requests with one write and waits for all their replies, which
     /// come back in request order.
-    pub async fn invoke_many(&self, msgs: Vec<BytesMut>, compress: Compress) -> Result<Vec<Result<Reply>>> {
+    pub(crate) async fn invoke_many(&self, msgs: Vec<BytesMut>, compress: Compress) -> Result<Vec<Result<Reply>>> {
         let mut receivers = Vec::with_capacity(msgs.len());
         let mut guards = Vec::with_capacity(msgs.len());
         let total: usize = msgs.iter().map(|m| m.len()).sum();
@@ -596,7 +596,7 @@ impl Connection {
     }
 
     /// Sends a oneway request or a batch (request id 0).
-    pub async fn send_oneway(&self, mut msg: BytesMut, compress: Compress) -> Result<()> {
+    pub(crate) async fn send_oneway(&self, mut msg: BytesMut, compress: Compress) -> Result<()> {
         self.send_oneway_ref(&mut msg, compress).await
     }
 
@@ -606,7 +606,7 @@ impl Connection {
     /// queued requests together, with one system call, as soon as the runtime gets to it, and
     /// ahead of any message written after them. Like an Ice oneway, a queued request whose
     /// connection fails before it is written is lost without an error to the caller.
-    pub async fn send_oneway_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
+    pub(crate) async fn send_oneway_ref(&self, msg: &mut BytesMut, compress: Compress) -> Result<()> {
         self.send_oneway_parts(msg, None, compress).await
     }
 

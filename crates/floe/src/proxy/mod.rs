@@ -460,7 +460,7 @@ impl ObjectPrx {
     /// encodes the parameters before it, and a large `tail` (64 KB or more) is sent from its
     /// own buffer instead of being copied into the request. Batch proxies, compressed
     /// requests and small tails take the ordinary path; the bytes on the wire are the same.
-    pub fn invoke_with_tail<'a>(
+    pub(crate) fn invoke_with_tail<'a>(
         &'a self,
         operation: &'a str,
         mode: OperationMode,
@@ -475,7 +475,7 @@ impl ObjectPrx {
     /// values (numbers, or structs of them): `write` encodes the parameters before it, and a
     /// large sequence (64 KB or more) is sent from its own memory instead of being copied
     /// into the request.
-    pub fn invoke_with_seq_tail<'a, T: WireLayout + Encode>(
+    pub(crate) fn invoke_with_seq_tail<'a, T: WireLayout + Encode>(
         &'a self,
         operation: &'a str,
         mode: OperationMode,
@@ -783,9 +783,64 @@ pub trait Proxy: Clone + Send + Sync + Sized + 'static {
         async move { Ok(p.checked_cast(Self::TYPE_ID).await?.map(Self::from_object)) }
     }
 
+    /// `ice_ping`: checks that the object exists.
+    fn ice_ping(&self) -> impl std::future::Future<Output = Result<()>> + Send + '_ {
+        self.as_object().ice_ping()
+    }
+
+    /// `ice_isA`: whether the object implements the interface `type_id`.
+    fn ice_is_a<'a>(&'a self, type_id: &'a str) -> impl std::future::Future<Output = Result<bool>> + Send + 'a {
+        self.as_object().ice_is_a(type_id)
+    }
+
+    /// `ice_id`: the most derived interface of the object.
+    fn ice_id(&self) -> impl std::future::Future<Output = Result<String>> + Send + '_ {
+        self.as_object().ice_id()
+    }
+
+    /// `ice_ids`: every interface of the object, sorted.
+    fn ice_ids(&self) -> impl std::future::Future<Output = Result<Vec<String>>> + Send + '_ {
+        self.as_object().ice_ids()
+    }
+
+    /// The connection the proxy uses, established if needed.
+    fn ice_get_connection(&self) -> impl std::future::Future<Output = Result<Connection>> + Send + '_ {
+        self.as_object().ice_get_connection()
+    }
+
+    /// Sends the batched requests queued on this proxy.
+    fn ice_flush_batch_requests(&self) -> impl std::future::Future<Output = Result<()>> + Send + '_ {
+        self.as_object().ice_flush_batch_requests()
+    }
+
+    /// Number of batched requests waiting to be flushed.
+    fn batch_request_count(&self) -> usize {
+        self.as_object().batch_request_count()
+    }
+
+    /// Target identity.
+    fn ice_get_identity(&self) -> &Identity {
+        self.as_object().ice_get_identity()
+    }
+
+    /// Target facet.
+    fn ice_get_facet(&self) -> &str {
+        self.as_object().ice_get_facet()
+    }
+
     /// A oneway copy.
     fn ice_oneway(&self) -> Self {
         Self::from_object(self.as_object().ice_oneway())
+    }
+
+    /// A datagram copy (oneway requests sent over a `udp` endpoint).
+    fn ice_datagram(&self) -> Self {
+        Self::from_object(self.as_object().ice_datagram())
+    }
+
+    /// A copy whose endpoints have this timeout (milliseconds; −1: infinite).
+    fn ice_timeout(&self, timeout_ms: i32) -> Self {
+        Self::from_object(self.as_object().ice_timeout(timeout_ms))
     }
 
     /// A twoway copy.

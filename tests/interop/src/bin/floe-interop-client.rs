@@ -437,7 +437,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     })
     .await;
     c.run(&n("batched twoway"), async {
-        let obj: &ObjectPrx = t;
+        let obj: &ObjectPrx = t.as_object();
         let outcomes = obj
             .invoke_batch_twoway(
                 "opIdempotent",
