@@ -29,7 +29,9 @@ use crate::adapter::{ObjectAdapter, ServantCache};
 use crate::dispatch::{IncomingRequest, Origin, Response};
 use crate::error::{Error, Result};
 use crate::protocol::compress::compress_message;
-use crate::protocol::header::{CLOSE_CONNECTION, VALIDATE_CONNECTION};
+use crate::protocol::header::{
+    announced_size, is_request, message_type_byte, set_compression, CLOSE_CONNECTION, VALIDATE_CONNECTION,
+};
 use crate::protocol::request::set_request_id;
 use crate::protocol::{
     BatchRequests, CompressionStatus, FrameReader, Message, MessageType, Reply, ReplyBody, Request, HEADER_SIZE,
@@ -484,7 +486,7 @@ impl Connection {
             return Queueing::Full;
         }
         if self.shared.config.trace_protocol {
-            trace!(target: "floe::protocol", "queueing {} ({} bytes)", type_name(msg[8]), msg.len());
+            trace!(target: "floe::protocol", "queueing {} ({} bytes)", type_name(crate::protocol::header::message_type_byte(msg)), msg.len());
         }
         q.bytes.extend_from_slice(msg);
         self.shared.has_queued.store(true, Ordering::Release);
@@ -512,7 +514,7 @@ impl Connection {
             if let Some(c) = compress_message(msg, self.shared.config.compression_level) {
                 return self.write_message(&c).await;
             }
-            msg[9] = CompressionStatus::CompressedReplyAccepted as u8;
+            set_compression(msg, CompressionStatus::CompressedReplyAccepted);
         }
         self.write_message(msg).await
     }
@@ -575,7 +577,7 @@ impl Connection {
                 match compress_message(&m, self.shared.config.compression_level) {
                     Some(c) => out.extend_from_slice(&c),
                     None => {
-                        m[9] = CompressionStatus::CompressedReplyAccepted as u8;
+                        set_compression(&mut m, CompressionStatus::CompressedReplyAccepted);
                         out.extend_from_slice(&m);
                     }
                 }
@@ -621,7 +623,7 @@ impl Connection {
         if self.is_closed() {
             return Err(self.close_error());
         }
-        if tail.is_none() && compress == Compress::No && msg.len() > 8 && msg[8] == MessageType::Request as u8 {
+        if tail.is_none() && compress == Compress::No && is_request(msg) {
             let now = self.shared.epoch.elapsed().as_micros() as u64;
             let previous = self.shared.last_oneway_us.swap(now, Ordering::Relaxed);
             let mut in_burst = previous != 0 && now.saturating_sub(previous) < BURST_WINDOW_US;
@@ -1075,10 +1077,11 @@ async fn handle_message(
 }
 
 /// The name of a message type byte, for traces.
-fn type_name(byte: u8) -> String {
-    match MessageType::from_u8(byte) {
-        Ok(t) => format!("{t:?}"),
-        Err(_) => format!("message of type {byte}"),
+fn type_name(byte: Option<u8>) -> String {
+    match byte.map(MessageType::from_u8) {
+        Some(Ok(t)) => format!("{t:?}"),
+        Some(Err(_)) => format!("message of type {}", byte.unwrap_or_default()),
+        None => "a truncated message".into(),
     }
 }
 
@@ -1087,9 +1090,9 @@ fn type_name(byte: u8) -> String {
 fn trace_sent(msgs: &[u8], tail_len: usize) {
     let mut rest = msgs;
     while rest.len() >= HEADER_SIZE {
-        let size = i32::from_le_bytes([rest[10], rest[11], rest[12], rest[13]]).max(0) as usize;
+        let size = announced_size(rest).unwrap_or(0);
         let whole = size.min(rest.len() + tail_len).max(HEADER_SIZE);
-        trace!(target: "floe::protocol", "sending {} ({whole} bytes)", type_name(rest[8]));
+        trace!(target: "floe::protocol", "sending {} ({whole} bytes)", type_name(message_type_byte(rest)));
         rest = &rest[whole.min(rest.len())..];
     }
 }
@@ -1482,7 +1485,7 @@ fn response_bytes(
             return Some((c, None));
         }
         let mut reply = reply;
-        reply[9] = CompressionStatus::CompressedReplyAccepted as u8;
+        set_compression(&mut reply, CompressionStatus::CompressedReplyAccepted);
         return Some((reply, None));
     }
     Some((reply, None))

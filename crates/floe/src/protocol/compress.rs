@@ -35,7 +35,7 @@ pub fn compress_message(message: &[u8], level: u32) -> Option<BytesMut> {
             Err(_) => return None,
         }
     }
-    out[9] = CompressionStatus::Compressed as u8;
+    super::header::set_compression(&mut out, CompressionStatus::Compressed);
     let size = out.len();
     patch_size(&mut out, size);
     Some(BytesMut::from(&out[..]))

@@ -124,8 +124,75 @@ pub const VALIDATE_CONNECTION: [u8; HEADER_SIZE] = [b'I', b'c', b'e', b'P', 1, 0
 /// The CloseConnection message, with compression byte 1 as Ice sends it.
 pub const CLOSE_CONNECTION: [u8; HEADER_SIZE] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 4, 1, 14, 0, 0, 0];
 
+/// Offset of the message-type byte in the header.
+const MESSAGE_TYPE_AT: usize = 8;
+/// Offset of the compression byte in the header.
+const COMPRESSION_AT: usize = 9;
+/// Offset of the 4-byte little-endian message size in the header.
+const SIZE_AT: usize = 10;
+
 /// Writes `size` into the size field of a message that starts at `message[0]`.
 #[inline]
 pub fn patch_size(message: &mut [u8], size: usize) {
-    message[10..14].copy_from_slice(&(size as i32).to_le_bytes());
+    message[SIZE_AT..SIZE_AT + 4].copy_from_slice(&(size as i32).to_le_bytes());
+}
+
+/// The message-type byte of an encoded message, unchecked (`None` when `message` is shorter
+/// than a header): for messages this process built, whose header is known to be valid.
+#[inline]
+pub fn message_type_byte(message: &[u8]) -> Option<u8> {
+    if message.len() < HEADER_SIZE {
+        return None;
+    }
+    Some(message[MESSAGE_TYPE_AT])
+}
+
+/// True when `message` is an encoded Request message (not a batch, a reply or a control
+/// message).
+#[inline]
+pub fn is_request(message: &[u8]) -> bool {
+    message_type_byte(message) == Some(MessageType::Request as u8)
+}
+
+/// The size an encoded message's header announces, unchecked (`None` when `message` is
+/// shorter than a header; a negative size reads as 0).
+#[inline]
+pub fn announced_size(message: &[u8]) -> Option<usize> {
+    let s = message.get(SIZE_AT..SIZE_AT + 4)?;
+    Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]).max(0) as usize)
+}
+
+/// Sets the compression byte of an encoded message.
+///
+/// # Panics
+///
+/// If `message` is shorter than a header.
+#[inline]
+pub fn set_compression(message: &mut [u8], status: CompressionStatus) {
+    message[COMPRESSION_AT] = status as u8;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields_are_read_and_written_where_the_wire_has_them() {
+        let mut m = Header::bytes(MessageType::Request, CompressionStatus::NotCompressed, 20).to_vec();
+        m.extend_from_slice(&[0; 6]);
+        assert_eq!(message_type_byte(&m), Some(0));
+        assert!(is_request(&m));
+        assert_eq!(announced_size(&m), Some(20));
+        patch_size(&mut m, 300);
+        set_compression(&mut m, CompressionStatus::CompressedReplyAccepted);
+        let parsed = Header::parse(m[..HEADER_SIZE].try_into().unwrap(), 1 << 20).unwrap();
+        assert_eq!(parsed.size, 300);
+        assert_eq!(parsed.compression, CompressionStatus::CompressedReplyAccepted);
+        assert!(!is_request(&VALIDATE_CONNECTION));
+        assert_eq!(message_type_byte(&[0; 13]), None);
+        assert_eq!(announced_size(&[0; 13]), None);
+        let mut negative = VALIDATE_CONNECTION;
+        negative[SIZE_AT + 3] = 0x80;
+        assert_eq!(announced_size(&negative), Some(0));
+    }
 }
