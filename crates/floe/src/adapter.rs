@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 use tracing::{debug, warn};
 
-use crate::communicator::Communicator;
 use crate::connection::{Connection, ConnectionConfig};
 use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
+use crate::instance::{Instance, ManagedAdapter};
 use crate::protocol::request::same_bytes;
 use crate::protocol::OperationMode;
 use crate::proxy::reference::{parse_endpoint, Reference};
@@ -29,7 +29,7 @@ type FacetMap = FxHashMap<String, Arc<dyn Dispatcher>>;
 
 struct AdapterInner {
     name: String,
-    communicator: Communicator,
+    instance: Instance,
     servants: RwLock<FxHashMap<Identity, FacetMap>>,
     default_servants: RwLock<FxHashMap<String, Arc<dyn Dispatcher>>>,
     locators: RwLock<HashMap<String, Arc<dyn ServantLocator>>>,
@@ -87,20 +87,20 @@ impl std::fmt::Debug for ObjectAdapter {
 
 impl ObjectAdapter {
     pub(crate) fn new(
-        communicator: Communicator,
+        instance: Instance,
         name: &str,
         endpoints: &str,
         config: ConnectionConfig,
         max_connections: usize,
     ) -> Result<Self> {
-        let defaults = communicator.parse_defaults();
-        let adapter_id = communicator.properties().get_or(&format!("{name}.AdapterId"), "");
-        let replica_group_id = communicator.properties().get_or(&format!("{name}.ReplicaGroupId"), "");
+        let defaults = instance.parse_defaults().clone();
+        let adapter_id = instance.properties().get_or(&format!("{name}.AdapterId"), "");
+        let replica_group_id = instance.properties().get_or(&format!("{name}.ReplicaGroupId"), "");
         let locator = {
-            let props = communicator.properties();
+            let props = instance.properties();
             let s = props.get(&format!("{name}.Locator")).or_else(|| props.get("Ice.Default.Locator"));
             match s.filter(|s| !s.trim().is_empty()) {
-                Some(s) => Some(communicator.string_to_proxy(&s)?),
+                Some(s) => Some(ObjectPrx::new(instance.clone(), Reference::parse(&s, &defaults)?)),
                 None => None,
             }
         };
@@ -117,7 +117,7 @@ impl ObjectAdapter {
         Ok(ObjectAdapter {
             inner: Arc::new(AdapterInner {
                 name: name.to_string(),
-                communicator,
+                instance,
                 servants: RwLock::new(FxHashMap::default()),
                 default_servants: RwLock::new(FxHashMap::default()),
                 locators: RwLock::new(HashMap::new()),
@@ -149,9 +149,9 @@ impl ObjectAdapter {
         &self.inner.name
     }
 
-    /// The communicator that created it.
-    pub fn communicator(&self) -> &Communicator {
-        &self.inner.communicator
+    /// The instance of the communicator that created it.
+    pub(crate) fn instance(&self) -> &Instance {
+        &self.inner.instance
     }
 
     /// Registers a servant for an identity (default facet). Replaces any previous one.
@@ -337,9 +337,9 @@ impl ObjectAdapter {
 
     fn indirect_proxy(&self, identity: Identity, adapter_id: &str) -> ObjectPrx {
         let mut r = Reference::new(identity);
-        r.wire.encoding = self.inner.communicator.parse_defaults().encoding;
+        r.wire.encoding = self.inner.instance.parse_defaults().encoding;
         r.wire.adapter_id = adapter_id.to_string();
-        ObjectPrx::from_reference(self.inner.communicator.clone(), r)
+        ObjectPrx::new(self.inner.instance.clone(), r)
     }
 
     /// The adapter id (`<Adapter>.AdapterId`, "" for none).
@@ -355,9 +355,9 @@ impl ObjectAdapter {
     /// A proxy for `identity` with this adapter's endpoints.
     pub fn create_direct_proxy(&self, identity: Identity) -> ObjectPrx {
         let mut r = Reference::new(identity);
-        r.wire.encoding = self.inner.communicator.parse_defaults().encoding;
+        r.wire.encoding = self.inner.instance.parse_defaults().encoding;
         r.wire.endpoints = self.endpoints();
-        ObjectPrx::from_reference(self.inner.communicator.clone(), r)
+        ObjectPrx::new(self.inner.instance.clone(), r)
     }
 
     /// The endpoints it listens on (with the ports actually bound once activated).
@@ -405,7 +405,7 @@ impl ObjectAdapter {
                 )));
             };
             let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("bad port {}", ip.port)))?;
-            let listener = tcp::bind(&ip.host, port, self.inner.communicator.tcp_buffers()).await?;
+            let listener = tcp::bind(&ip.host, port, self.inner.instance.tcp_buffers()).await?;
             let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
             let host = if ip.host.is_empty() || ip.host == "*" || ip.host == "0.0.0.0" {
                 "127.0.0.1".to_string()
@@ -420,7 +420,7 @@ impl ObjectAdapter {
         }
         *self.inner.endpoints.write().expect("endpoints") = bound;
         self.register_with_locator(true).await?;
-        if self.inner.communicator.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
+        if self.inner.instance.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{} ready", self.inner.name);
@@ -436,9 +436,9 @@ impl ObjectAdapter {
         let locator = self.inner.locator.read().expect("locator").clone();
         let (Some(locator), false) = (locator, self.inner.adapter_id.is_empty()) else { return Ok(()) };
         let outcome = locator.invoke("getRegistry", OperationMode::Idempotent, None, |_| {}).await?;
-        let communicator = self.inner.communicator.clone();
+        let instance = self.inner.instance.clone();
         let registry = match outcome {
-            Some(o) => o.decode(|d| ObjectPrx::decode(&communicator, d))?,
+            Some(o) => o.decode(|d| ObjectPrx::decode_for(&instance, d))?,
             None => None,
         };
         let Some(registry) = registry else { return Ok(()) };
@@ -662,5 +662,15 @@ impl ObjectAdapter {
             }
             n.await;
         }
+    }
+}
+
+impl ManagedAdapter for ObjectAdapter {
+    fn stop_accepting(&self) {
+        ObjectAdapter::stop_accepting(self);
+    }
+
+    fn deactivate(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(ObjectAdapter::deactivate(self))
     }
 }

@@ -90,7 +90,7 @@ pub fn invoke_with_seq_tail<'a, T: WireLayout + Encode>(
 /// current-thread runtime the call fails with [`Error::BlockingInAsync`] instead of
 /// deadlocking.
 pub fn block_on<T, E: From<Error>>(proxy: &ObjectPrx, call: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-    proxy.communicator().try_block_on(call).map_err(E::from)?
+    proxy.instance().try_block_on(call).map_err(E::from)?
 }
 
 /// Sends a complete twoway request message (its request id is patched here) on `connection`

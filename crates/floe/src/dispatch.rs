@@ -282,12 +282,10 @@ impl IncomingRequest {
 
     /// A decoder over `params` with this request's encoding and its communicator's settings.
     fn decoder_over(&self, params: Bytes) -> Decoder {
-        let communicator = self.current.adapter().map(|a| a.communicator());
-        let ctx = communicator.map(|c| c.decoder_context());
-        let mut d = Decoder::new(params, self.current.encoding).with_context(ctx);
-        d.set_accept_class_cycles(communicator.is_some_and(|c| c.accept_class_cycles()));
-        d.set_value_factories(communicator.and_then(|c| c.value_factories()));
-        d
+        match self.current.adapter() {
+            Some(adapter) => adapter.instance().decoder(params, self.current.encoding),
+            None => Decoder::new(params, self.current.encoding),
+        }
     }
 
     /// A decoder over parameters that hold no proxies and no class instances: it carries

@@ -10,6 +10,7 @@ pub mod communicator;
 pub mod connection;
 pub mod dispatch;
 pub mod error;
+mod instance;
 mod malloc;
 pub mod properties;
 pub mod proxy;

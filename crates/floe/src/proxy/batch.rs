@@ -84,7 +84,7 @@ impl BatchWriter {
         ctx.encode(&mut e);
         let context = e.as_slice().to_vec();
         let encoding = proxy.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
-        let auto_flush_size = proxy.inner.communicator.batch_auto_flush_size();
+        let auto_flush_size = proxy.inner.instance.batch_auto_flush_size();
         BatchWriter {
             proxy,
             builder: BatchBuilder::new(),

@@ -13,18 +13,18 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::communicator::Communicator;
 use crate::connection::{Compress, Connection};
 use crate::encoding::{
     Context, Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, InvocationMode, ProxyData, WireLayout,
 };
 use crate::error::{CallError, Error, Result};
+use crate::instance::Instance;
 use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
 use crate::protocol::{BatchBuilder, OperationMode, ReplyBody, SEPARATE_TAIL_MIN};
 use reference::Reference;
 
 struct ProxyInner {
-    communicator: Communicator,
+    instance: Instance,
     reference: Reference,
     /// Identity and facet, encoded once: every request copies them.
     target: Bytes,
@@ -170,13 +170,8 @@ fn finish_encapsulation(d: &mut Decoder) -> Result<()> {
     Ok(())
 }
 
-fn outcome_of(reply: ReplyBody, communicator: &Communicator) -> Result<Outcome> {
-    let decoder = |payload, encoding| {
-        let mut d = Decoder::new(payload, encoding).with_context(Some(communicator.decoder_context()));
-        d.set_accept_class_cycles(communicator.accept_class_cycles());
-        d.set_value_factories(communicator.value_factories());
-        d
-    };
+fn outcome_of(reply: ReplyBody, instance: &Instance) -> Result<Outcome> {
+    let decoder = |payload, encoding| instance.decoder(payload, encoding);
     match reply {
         ReplyBody::Ok { encoding, payload } => Ok(Outcome::Ok(decoder(payload, encoding))),
         ReplyBody::UserException { encoding, payload } => Ok(Outcome::UserException(decoder(payload, encoding))),
@@ -219,32 +214,21 @@ fn write_request_head(e: &mut Encoder, target: &[u8], operation: &str, mode: Ope
 }
 
 impl ObjectPrx {
-    /// A proxy for a reference.
-    pub fn from_reference(communicator: Communicator, reference: Reference) -> Self {
-        Self::build(communicator, reference, None, Arc::new(Mutex::new(BatchQueue::default())))
+    /// A proxy for a reference, made by `instance`.
+    pub(crate) fn new(instance: Instance, reference: Reference) -> Self {
+        Self::build(instance, reference, None, Arc::new(Mutex::new(BatchQueue::default())))
     }
 
     fn build(
-        communicator: Communicator,
+        instance: Instance,
         reference: Reference,
         fixed: Option<Connection>,
         batch: Arc<Mutex<BatchQueue>>,
     ) -> Self {
         let target = encode_target(&reference);
         ObjectPrx {
-            inner: Arc::new(ProxyInner { communicator, reference, target, connection: Mutex::new(None), fixed, batch }),
+            inner: Arc::new(ProxyInner { instance, reference, target, connection: Mutex::new(None), fixed, batch }),
         }
-    }
-
-    /// A proxy read from the wire (`None` for the null proxy). Proxies received on a
-    /// connection without endpoints use that connection (bidirectional callbacks).
-    pub fn from_proxy_data(communicator: Communicator, data: Option<ProxyData>) -> Option<Self> {
-        data.map(|d| Self::from_reference(communicator, Reference::from_proxy_data(d)))
-    }
-
-    /// Reads a proxy from a decoder.
-    pub fn decode(communicator: &Communicator, dec: &mut Decoder) -> crate::encoding::Result<Option<Self>> {
-        Ok(Self::from_proxy_data(communicator.clone(), ProxyData::decode_nullable(dec)?))
     }
 
     /// Writes a proxy (or the null proxy).
@@ -260,16 +244,21 @@ impl ObjectPrx {
         f(&mut r);
         // Batch queues follow the proxy only while the mode stays a batch mode.
         Self::build(
-            self.inner.communicator.clone(),
+            self.inner.instance.clone(),
             r,
             self.inner.fixed.clone(),
             Arc::new(Mutex::new(BatchQueue::default())),
         )
     }
 
-    /// The communicator.
-    pub fn communicator(&self) -> &Communicator {
-        &self.inner.communicator
+    /// Reads a proxy (or the null proxy) made by `instance` from a decoder.
+    pub(crate) fn decode_for(instance: &Instance, dec: &mut Decoder) -> crate::encoding::Result<Option<Self>> {
+        Ok(ProxyData::decode_nullable(dec)?.map(|d| ObjectPrx::new(instance.clone(), Reference::from_proxy_data(d))))
+    }
+
+    /// The instance that made the proxy.
+    pub(crate) fn instance(&self) -> &Instance {
+        &self.inner.instance
     }
 
     /// Everything the proxy knows about its target.
@@ -365,7 +354,7 @@ impl ObjectPrx {
     /// A copy bound to one connection (for callbacks over a bidirectional connection).
     pub fn ice_fixed(&self, connection: Connection) -> Self {
         Self::build(
-            self.inner.communicator.clone(),
+            self.inner.instance.clone(),
             self.inner.reference.clone(),
             Some(connection),
             Arc::new(Mutex::new(BatchQueue::default())),
@@ -394,7 +383,7 @@ impl ObjectPrx {
         }
         let mut last = None;
         for ep in &r.wire.endpoints {
-            match self.inner.communicator.connect(ep).await {
+            match self.inner.instance.connect(ep).await {
                 Ok(c) => {
                     *self.inner.connection.lock().expect("proxy connection") = Some(c.clone());
                     return Ok(c);
@@ -407,7 +396,7 @@ impl ObjectPrx {
 
     fn context_for<'a>(&'a self, explicit: Option<&'a Context>) -> std::borrow::Cow<'a, Context> {
         let r = &self.inner.reference;
-        let comm = &self.inner.communicator;
+        let comm = &self.inner.instance;
         if explicit.is_none() && r.context.is_empty() && !comm.has_implicit_context() {
             return std::borrow::Cow::Borrowed(&r.context);
         }
@@ -425,7 +414,7 @@ impl ObjectPrx {
     }
 
     fn compress(&self) -> Compress {
-        let c = self.inner.communicator.override_compress().unwrap_or_else(|| self.inner.reference.wants_compression());
+        let c = self.inner.instance.override_compress().unwrap_or_else(|| self.inner.reference.wants_compression());
         if c {
             Compress::Yes
         } else {
@@ -585,7 +574,7 @@ impl ObjectPrx {
                     None => fut.await?,
                 };
                 let body = reply.ok_or_else(|| Error::ConnectionLost("no reply".into()))?;
-                outcome_of(body, &self.inner.communicator).map(Some)
+                outcome_of(body, &self.inner.instance).map(Some)
             }
         }
     }
@@ -598,7 +587,7 @@ impl ObjectPrx {
         mode: OperationMode,
         twoway: bool,
     ) -> Result<Option<ReplyBody>> {
-        let retries = if self.inner.fixed.is_some() { 0 } else { self.inner.communicator.retries() };
+        let retries = if self.inner.fixed.is_some() { 0 } else { self.inner.instance.retries() };
         let compress = self.compress();
         let mut attempt = 0;
         loop {
@@ -650,7 +639,7 @@ impl ObjectPrx {
         enc.start_encapsulation(encoding);
         write(enc);
         q.builder.finish_request();
-        let full = q.builder.take_full(self.inner.communicator.batch_auto_flush_size())?;
+        let full = q.builder.take_full(self.inner.instance.batch_auto_flush_size())?;
         let mut due: Vec<BytesMut> = q.full.drain(..).map(|(m, _)| m).collect();
         due.push(full);
         Some(due)
@@ -702,7 +691,7 @@ impl ObjectPrx {
             msgs.push(self.encode_request(operation, mode, &ctx, write, 0));
         }
         let replies = conn.invoke_many(msgs, self.compress()).await?;
-        Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body, &self.inner.communicator))).collect())
+        Ok(replies.into_iter().map(|r| r.and_then(|r| outcome_of(r.body, &self.inner.instance))).collect())
     }
 
     // ---- built-in operations
@@ -913,10 +902,10 @@ impl<P: Proxy> Decode for Option<P> {
     fn decode(dec: &mut Decoder) -> crate::encoding::Result<Self> {
         let data = ProxyData::decode_nullable(dec)?;
         let Some(data) = data else { return Ok(None) };
-        let communicator = dec
+        let instance = dec
             .context()
-            .and_then(Communicator::from_decoder_context)
+            .and_then(Instance::from_decoder_context)
             .ok_or(crate::encoding::DecodeError::Malformed("a proxy can only be decoded with a communicator"))?;
-        Ok(Some(P::from_object(ObjectPrx::from_reference(communicator, Reference::from_proxy_data(data)))))
+        Ok(Some(P::from_object(ObjectPrx::new(instance, Reference::from_proxy_data(data)))))
     }
 }

@@ -1,0 +1,610 @@
+//! The communicator's internals that proxies and object adapters share, one layer below them:
+//! configuration read from the properties, the async runtime, the cache of outgoing
+//! connections, the implicit context and what decoders need (value factories, the class-cycle
+//! setting). Proxies and adapters hold an [`Instance`]; [`Communicator`](crate::Communicator)
+//! (communicator.rs) is the public face over it and the only part that knows adapters and
+//! proxies by type. Adapters register here through [`ManagedAdapter`], a trait this module
+//! defines, so that shutting down reaches them without this module depending on them.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::connection::{AcmClose, AcmConfig, AcmHeartbeat, Connection, ConnectionConfig};
+use crate::encoding::{Context, DecoderContext, EncodingVersion, EndpointData, ValueFactories};
+use crate::error::{Error, Result};
+use crate::properties::Properties;
+use crate::proxy::reference::{endpoint_to_string, ParseDefaults};
+use crate::transport::tcp;
+
+/// What an object adapter offers the instance that created it: shutting down reaches every
+/// adapter through it.
+pub(crate) trait ManagedAdapter: Send + Sync + 'static {
+    /// Stops accepting connections and stops the open ones from taking new requests, at once.
+    fn stop_accepting(&self);
+    /// Deactivates the adapter: waits for its dispatches and closes its connections.
+    fn deactivate(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// The communicator's shared state. Cheap to clone; all clones are the same instance.
+#[derive(Clone)]
+pub(crate) struct Instance(Arc<Inner>);
+
+struct Inner {
+    properties: Properties,
+    /// The runtime this instance started (none when it was made inside one).
+    runtime: Mutex<Option<OwnedRuntime>>,
+    handle: tokio::runtime::Handle,
+    defaults: ParseDefaults,
+    client_config: ConnectionConfig,
+    connections: ConnectionCache,
+    adapters: Mutex<Vec<Arc<dyn ManagedAdapter>>>,
+    /// `true` once shut down.
+    shutdown: watch::Sender<bool>,
+    destroyed: AtomicBool,
+    implicit_context: Mutex<Context>,
+    implicit_context_set: AtomicBool,
+    decoder_context: std::sync::OnceLock<DecoderContext>,
+    connect_timeout: Option<Duration>,
+    tcp_buffers: tcp::BufferSizes,
+    accept_class_cycles: bool,
+    value_factories: Arc<ValueFactories>,
+    has_value_factories: AtomicBool,
+    retries: usize,
+    batch_auto_flush: usize,
+    override_compress: Option<bool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A single-thread runtime stops when its `stop` sender is dropped with the rest: its
+        // thread leaves `block_on` and drops the runtime itself (this may run on that very
+        // thread, so it is not joined).
+        if let Some(OwnedRuntime::Workers(rt)) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A runtime the instance started itself (none when it was made inside a runtime).
+enum OwnedRuntime {
+    /// tokio's multi-thread scheduler, for two worker threads or more.
+    Workers(tokio::runtime::Runtime),
+    /// tokio's current-thread scheduler driven by a thread of its own, for
+    /// `Floe.Runtime.Threads=1`: the same work as a one-worker multi-thread runtime with less
+    /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). Dropping `_stop` ends the
+    /// thread's `block_on`, after which the thread drops the runtime.
+    Single { _stop: tokio::sync::oneshot::Sender<()> },
+}
+
+impl OwnedRuntime {
+    /// Starts a runtime with `threads` worker threads, and returns it with its handle. A
+    /// single-thread runtime busy-polls for up to `busy_poll` before it sleeps
+    /// ([`crate::transport::busy_poll`]; zero: never).
+    fn start(threads: usize, busy_poll: Duration) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
+        let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
+        if threads > 1 {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("floe")
+                .enable_all()
+                .build()
+                .map_err(cannot)?;
+            let handle = rt.handle().clone();
+            return Ok((OwnedRuntime::Workers(rt), handle));
+        }
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        if !busy_poll.is_zero() {
+            crate::transport::busy_poll::install(&mut builder, busy_poll);
+        }
+        let rt = builder.enable_all().build().map_err(cannot)?;
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("floe".into())
+            .spawn(move || {
+                // Nothing is ever sent: the sender's drop ends the wait.
+                rt.block_on(async move {
+                    let _ = stopped.await;
+                });
+                rt.shutdown_background();
+            })
+            .map_err(cannot)?;
+        Ok((OwnedRuntime::Single { _stop: stop }, handle))
+    }
+}
+
+/// What decoders carry to find their instance (weakly: no reference cycle).
+struct InstanceRef(std::sync::Weak<Inner>);
+
+/// A duration property in milliseconds; negative means none.
+fn millis(props: &Properties, name: &str, default: i64) -> Result<Option<Duration>> {
+    let v = props.get_int(name, default)?;
+    Ok(if v < 0 { None } else { Some(Duration::from_millis(v as u64)) })
+}
+
+fn acm(props: &Properties, prefix: &str, side: &str, default_close: i64) -> Result<AcmConfig> {
+    // `<Adapter>.ACM.X` overrides `Ice.ACM.<Side>.X`, which overrides `Ice.ACM.X`.
+    let get = |key: &str, default: i64| -> Result<i64> {
+        let general = props.get_int(&format!("Ice.ACM.{key}"), default)?;
+        let side = props.get_int(&format!("Ice.ACM.{side}.{key}"), general)?;
+        if prefix.is_empty() {
+            Ok(side)
+        } else {
+            props.get_int(&format!("{prefix}.ACM.{key}"), side)
+        }
+    };
+    let mut a = AcmConfig::from_ints(get("Timeout", 60)?, get("Heartbeat", 1)?, get("Close", default_close)?);
+    // Ice 3.8: an idle timeout means a heartbeat whenever nothing was written for a while,
+    // and, with the idle check on, aborting a connection that heard nothing for the timeout.
+    if let Some(idle) = props.get("Ice.Connection.IdleTimeout") {
+        let secs: u64 = idle.parse().map_err(|_| Error::Property {
+            name: "Ice.Connection.IdleTimeout".into(),
+            reason: format!("{idle:?} is not an integer"),
+        })?;
+        a.timeout = Duration::from_secs(secs);
+        a.heartbeat = AcmHeartbeat::OnIdle;
+        a.close = if props.get_bool("Ice.Connection.EnableIdleCheck", true)? {
+            AcmClose::OnIdleForceful
+        } else {
+            AcmClose::Off
+        };
+    }
+    Ok(a)
+}
+
+/// `Ice.TCP.RcvSize` and `Ice.TCP.SndSize` (bytes; unset or ≤ 0 keeps the system default).
+pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<tcp::BufferSizes> {
+    let size = |name: &str| -> Result<Option<u32>> {
+        Ok(match props.get_int(name, 0)? {
+            n if n <= 0 => None,
+            n => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+        })
+    };
+    Ok(tcp::BufferSizes { receive: size("Ice.TCP.RcvSize")?, send: size("Ice.TCP.SndSize")? })
+}
+
+/// The settings of the connections of one side: `prefix` is an adapter's name (its
+/// `<Adapter>.X` properties override the general ones) or "" for clients; `side` is `Client`
+/// or `Server` (`Ice.ACM.<Side>.X`).
+pub(crate) fn connection_config(
+    props: &Properties,
+    prefix: &str,
+    side: &str,
+    default_close: i64,
+) -> Result<ConnectionConfig> {
+    let kb = props.get_int("Ice.MessageSizeMax", 1024)?;
+    let kb = props.get_int(&format!("{prefix}.MessageSizeMax"), kb)?;
+    let max_message_size =
+        if kb <= 0 { i32::MAX as usize } else { (kb as usize).saturating_mul(1024).min(i32::MAX as usize) };
+    let acm = acm(props, prefix, side, default_close)?;
+    Ok(ConnectionConfig {
+        max_message_size,
+        compression_level: props.get_int("Ice.Compression.Level", 1)?.clamp(1, 9) as u32,
+        acm,
+        max_dispatches: {
+            // Ice.ThreadPool.Server.Serialize=1 serializes the dispatches of each connection.
+            let serialize = side == "Server" && props.get_bool("Ice.ThreadPool.Server.Serialize", false)?;
+            // A safe default: one connection cannot pile up more than 1000 waiting dispatches.
+            let general = props.get_int("Floe.MaxDispatchesPerConnection", if serialize { 1 } else { 1000 })?;
+            props.get_int(&format!("{prefix}.MaxDispatches"), general)?.max(0) as usize
+        },
+        close_timeout: millis(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),
+        trace_protocol: props.get_int("Ice.Trace.Protocol", 0)? > 0,
+        trace_network: props.get_int("Ice.Trace.Network", 0)? > 0,
+        partial_message_timeout: match props.get_int("Floe.Connection.PartialMessageTimeout", 30)? {
+            t if t <= 0 => None,
+            t => Some(Duration::from_secs(t as u64)),
+        },
+    })
+}
+
+/// `Ice.Default.EncodingVersion` (1.1 when unset).
+fn default_encoding(properties: &Properties) -> Result<EncodingVersion> {
+    let Some(v) = properties.get("Ice.Default.EncodingVersion") else { return Ok(EncodingVersion::V1_1) };
+    let bad =
+        || Error::Property { name: "Ice.Default.EncodingVersion".into(), reason: format!("{v:?} is not a version") };
+    let (a, b) = v.split_once('.').ok_or_else(bad)?;
+    Ok(EncodingVersion { major: a.parse().map_err(|_| bad())?, minor: b.parse().map_err(|_| bad())? })
+}
+
+impl Instance {
+    /// An instance configured by `properties`. Inside a tokio runtime it uses that runtime;
+    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
+    /// CPUs; for one worker, a current-thread runtime on a thread of its own).
+    pub(crate) fn new(properties: Properties) -> Result<Instance> {
+        let (runtime, handle) = match tokio::runtime::Handle::try_current() {
+            Ok(h) => (None, h),
+            Err(_) => {
+                // Ice's thread pool sizes, when given, size the runtime (Floe.Runtime.Threads wins).
+                let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i64;
+                let server = properties
+                    .get_int("Ice.ThreadPool.Server.SizeMax", properties.get_int("Ice.ThreadPool.Server.Size", 0)?)?;
+                let client = properties.get_int("Ice.ThreadPool.Client.Size", 0)?;
+                let from_ice = server.max(client);
+                let default = if from_ice > 0 { from_ice } else { cpus };
+                let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
+                let default_spin = crate::transport::busy_poll::DEFAULT_BUDGET.as_micros() as i64;
+                let spin = properties.get_int("Floe.Runtime.BusyPoll", default_spin)?.clamp(0, 1_000_000) as u64;
+                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin))?;
+                (Some(rt), h)
+            }
+        };
+        let defaults = ParseDefaults {
+            host: properties.get_or("Ice.Default.Host", ""),
+            protocol: properties.get_or("Ice.Default.Protocol", "tcp"),
+            timeout: properties.get_int("Ice.Default.Timeout", 60_000)? as i32,
+            encoding: default_encoding(&properties)?,
+        };
+        let client_config = connection_config(&properties, "", "Client", 3)?;
+        if properties.get_bool("Floe.Malloc.Tune", true)? {
+            crate::malloc::tune(client_config.max_message_size);
+        }
+        let connect_timeout = millis(
+            &properties,
+            "Ice.Override.ConnectTimeout",
+            millis(&properties, "Ice.Override.Timeout", -1)?.map(|d| d.as_millis() as i64).unwrap_or(-1),
+        )?;
+        let inner = Inner {
+            accept_class_cycles: properties.get_int("Ice.AcceptClassCycles", 0)? > 0,
+            value_factories: Arc::default(),
+            has_value_factories: AtomicBool::new(false),
+            tcp_buffers: tcp_buffer_sizes(&properties)?,
+            retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
+            batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
+            override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
+            properties,
+            runtime: Mutex::new(runtime),
+            handle,
+            defaults,
+            client_config,
+            connections: ConnectionCache::default(),
+            adapters: Mutex::new(Vec::new()),
+            shutdown: watch::Sender::new(false),
+            destroyed: AtomicBool::new(false),
+            implicit_context: Mutex::new(Context::new()),
+            implicit_context_set: AtomicBool::new(false),
+            decoder_context: std::sync::OnceLock::new(),
+            connect_timeout,
+        };
+        Ok(Instance(Arc::new(inner)))
+    }
+
+    /// The properties.
+    pub(crate) fn properties(&self) -> &Properties {
+        &self.0.properties
+    }
+
+    /// Defaults used when parsing proxy strings.
+    pub(crate) fn parse_defaults(&self) -> &ParseDefaults {
+        &self.0.defaults
+    }
+
+    /// The runtime that runs this instance's connections.
+    pub(crate) fn runtime_handle(&self) -> &tokio::runtime::Handle {
+        &self.0.handle
+    }
+
+    /// Runs a future to completion from synchronous code: outside any runtime, on the workers
+    /// of a multi-thread runtime (through `block_in_place`) and on `spawn_blocking` threads;
+    /// [`Error::BlockingInAsync`] on the thread of a current-thread runtime, which waiting
+    /// would deadlock.
+    pub(crate) fn try_block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let Ok(current) = Handle::try_current() else {
+            return Ok(self.0.handle.block_on(fut));
+        };
+        match current.runtime_flavor() {
+            RuntimeFlavor::CurrentThread => {
+                Err(Error::BlockingInAsync("await the async form, or call it from tokio::task::spawn_blocking".into()))
+            }
+            // A worker thread hands its other tasks to the other workers while it waits.
+            _ => Ok(tokio::task::block_in_place(|| self.0.handle.block_on(fut))),
+        }
+    }
+
+    /// True when both are the same instance.
+    pub(crate) fn same_as(&self, other: &Instance) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The context attached to decoders so that proxies in parameters and results can be
+    /// built: made once, and holding the instance weakly.
+    pub(crate) fn decoder_context(&self) -> DecoderContext {
+        self.0.decoder_context.get_or_init(|| Arc::new(InstanceRef(Arc::downgrade(&self.0)))).clone()
+    }
+
+    /// The instance a decoder context refers to, if it is still alive.
+    pub(crate) fn from_decoder_context(ctx: &DecoderContext) -> Option<Instance> {
+        ctx.downcast_ref::<InstanceRef>().and_then(|r| r.0.upgrade()).map(Instance)
+    }
+
+    /// Registers a value factory (see `Communicator::add_value_factory`).
+    pub(crate) fn add_value_factory(
+        &self,
+        type_id: &str,
+        factory: impl Fn() -> Box<dyn crate::encoding::ClassValue> + Send + Sync + 'static,
+    ) {
+        self.0.value_factories.add(type_id, factory);
+        self.0.has_value_factories.store(true, Ordering::Release);
+    }
+
+    /// The registered value factories, for the decoders this instance makes (`None` while there
+    /// are none, so that class-free messages pay nothing).
+    pub(crate) fn value_factories(&self) -> Option<Arc<ValueFactories>> {
+        self.0.has_value_factories.load(Ordering::Acquire).then(|| self.0.value_factories.clone())
+    }
+
+    /// Whether decoded class graphs may contain cycles (`Ice.AcceptClassCycles`).
+    pub(crate) fn accept_class_cycles(&self) -> bool {
+        self.0.accept_class_cycles
+    }
+
+    /// A decoder over `payload` with this instance's settings (proxies, value factories,
+    /// class cycles).
+    pub(crate) fn decoder(&self, payload: bytes::Bytes, encoding: EncodingVersion) -> crate::encoding::Decoder {
+        let mut d = crate::encoding::Decoder::new(payload, encoding).with_context(Some(self.decoder_context()));
+        d.set_accept_class_cycles(self.accept_class_cycles());
+        d.set_value_factories(self.value_factories());
+        d
+    }
+
+    /// The socket buffer sizes for TCP connections (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`).
+    pub(crate) fn tcp_buffers(&self) -> tcp::BufferSizes {
+        self.0.tcp_buffers
+    }
+
+    /// The implicit context, sent with every request.
+    pub(crate) fn implicit_context(&self) -> Context {
+        self.0.implicit_context.lock().expect("implicit context").clone()
+    }
+
+    /// Sets an entry of the implicit context.
+    pub(crate) fn set_implicit_context(&self, key: &str, value: &str) {
+        let mut ctx = self.0.implicit_context.lock().expect("implicit context");
+        ctx.insert(key.to_string(), value.to_string());
+        self.0.implicit_context_set.store(true, Ordering::Release);
+    }
+
+    /// Removes an entry of the implicit context.
+    pub(crate) fn remove_implicit_context(&self, key: &str) {
+        let mut ctx = self.0.implicit_context.lock().expect("implicit context");
+        ctx.remove(key);
+        self.0.implicit_context_set.store(!ctx.is_empty(), Ordering::Release);
+    }
+
+    /// True while the implicit context has entries.
+    #[inline]
+    pub(crate) fn has_implicit_context(&self) -> bool {
+        self.0.implicit_context_set.load(Ordering::Acquire)
+    }
+
+    /// How many times a failed request may be retried (`Ice.RetryIntervals`).
+    pub(crate) fn retries(&self) -> usize {
+        self.0.retries
+    }
+
+    /// `Ice.BatchAutoFlushSize` in bytes.
+    pub(crate) fn batch_auto_flush_size(&self) -> usize {
+        self.0.batch_auto_flush
+    }
+
+    /// `Ice.Override.Compress`, when set.
+    pub(crate) fn override_compress(&self) -> Option<bool> {
+        self.0.override_compress
+    }
+
+    /// Keeps an adapter, so that shutting down reaches it.
+    pub(crate) fn register_adapter(&self, adapter: Arc<dyn ManagedAdapter>) -> Result<()> {
+        if self.is_destroyed() {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        self.0.adapters.lock().expect("adapters").push(adapter);
+        Ok(())
+    }
+
+    fn adapters(&self) -> Vec<Arc<dyn ManagedAdapter>> {
+        self.0.adapters.lock().expect("adapters").clone()
+    }
+
+    /// True once destroyed.
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.0.destroyed.load(Ordering::Acquire)
+    }
+
+    /// Shuts down: adapters stop accepting connections at once and are deactivated (their
+    /// connections closed gracefully once their dispatches finish) without anyone waiting, as
+    /// with Ice; [`wait_for_shutdown`](Self::wait_for_shutdown) returns.
+    pub(crate) fn shutdown(&self) {
+        if !self.0.shutdown.send_replace(true) {
+            let adapters = self.adapters();
+            for a in &adapters {
+                a.stop_accepting();
+            }
+            self.0.handle.spawn(async move {
+                for a in adapters {
+                    a.deactivate().await;
+                }
+            });
+        }
+    }
+
+    /// True once shut down.
+    pub(crate) fn is_shutdown(&self) -> bool {
+        *self.0.shutdown.borrow()
+    }
+
+    /// Waits until shut down, then for every adapter's deactivation.
+    pub(crate) async fn wait_for_shutdown(&self) {
+        let mut shut = self.0.shutdown.subscribe();
+        // The sender lives as long as `self`: waiting cannot fail.
+        let _ = shut.wait_for(|down| *down).await;
+        tracing::debug!(target: "floe::communicator", "shutting down: deactivating adapters");
+        for a in self.adapters() {
+            a.deactivate().await;
+        }
+        tracing::debug!(target: "floe::communicator", "adapters deactivated");
+    }
+
+    /// Shuts down, deactivates the adapters and closes every outgoing connection gracefully.
+    pub(crate) async fn destroy(&self) {
+        if self.0.destroyed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.shutdown();
+        let adapters: Vec<_> = self.0.adapters.lock().expect("adapters").drain(..).collect();
+        for a in adapters {
+            a.deactivate().await;
+        }
+        let open = self.0.connections.take_all();
+        futures_util::future::join_all(open.iter().map(|c| c.close())).await;
+    }
+
+    /// A connection to `endpoint`, reusing an open one. Callers that ask for the same
+    /// endpoint while it is being connected share that attempt; no lock is held while
+    /// connecting, so an unreachable endpoint delays only its own callers.
+    pub(crate) async fn connect(&self, endpoint: &EndpointData) -> Result<Connection> {
+        if self.is_destroyed() {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let key = endpoint_to_string(endpoint);
+        let cache = &self.0.connections;
+        loop {
+            let attempt = match cache.find_or_start(&key) {
+                Lookup::Open(c) => return Ok(c),
+                Lookup::Wait(mut outcome) => {
+                    match outcome.wait_for(Option::is_some).await {
+                        Ok(result) => return result.clone().expect("waited for an outcome"),
+                        // The caller connecting gave up (its future was dropped): try again.
+                        Err(_) => continue,
+                    }
+                }
+                Lookup::Connect(attempt) => attempt,
+            };
+            let attempt = AttemptGuard { cache, key: &key, outcome: Some(attempt) };
+            let result = self.open(endpoint, &key).await;
+            let result = match result {
+                // Destroyed meanwhile: the new connection is not kept.
+                Ok(c) if self.is_destroyed() => {
+                    c.close_forcefully(Error::CommunicatorDestroyed);
+                    Err(Error::CommunicatorDestroyed)
+                }
+                other => other,
+            };
+            attempt.finish(&result);
+            return result;
+        }
+    }
+
+    /// Opens and validates a new connection to `endpoint`.
+    async fn open(&self, endpoint: &EndpointData, key: &str) -> Result<Connection> {
+        let EndpointData::Tcp(ip) = endpoint else {
+            return Err(Error::NoEndpoint(format!("endpoint type of {key} is not supported yet")));
+        };
+        let port = u16::try_from(ip.port).map_err(|_| Error::NoEndpoint(format!("bad port in {key}")))?;
+        let timeout = self.0.connect_timeout.or(if ip.timeout > 0 {
+            Some(Duration::from_millis(ip.timeout as u64))
+        } else {
+            None
+        });
+        let stream = tcp::connect(&ip.host, port, timeout, self.0.tcp_buffers).await?;
+        Connection::establish_outgoing(stream, self.0.client_config.clone(), timeout).await
+    }
+}
+
+/// The outcome of a connection attempt, published to the callers that share it.
+type Outcome = Option<Result<Connection>>;
+
+/// Outgoing connections by endpoint, and the attempts under way. Its lock is only ever held
+/// to look up or change an entry, never across I/O.
+#[derive(Default)]
+struct ConnectionCache {
+    entries: Mutex<HashMap<String, CacheEntry>>,
+}
+
+enum CacheEntry {
+    /// An established connection (it may have closed since; it is replaced when found so).
+    Open(Connection),
+    /// A connection being established: callers for the same endpoint wait for its outcome.
+    Connecting(watch::Receiver<Outcome>),
+}
+
+/// What [`ConnectionCache::find_or_start`] found.
+enum Lookup {
+    /// An open connection.
+    Open(Connection),
+    /// Another caller is connecting: wait for its outcome.
+    Wait(watch::Receiver<Outcome>),
+    /// Nothing usable: the caller connects, and publishes the outcome through this sender.
+    Connect(watch::Sender<Outcome>),
+}
+
+impl ConnectionCache {
+    fn find_or_start(&self, key: &str) -> Lookup {
+        let mut entries = self.entries.lock().expect("connection cache");
+        match entries.get(key) {
+            Some(CacheEntry::Open(c)) if !c.is_closed() => return Lookup::Open(c.clone()),
+            Some(CacheEntry::Connecting(outcome)) => return Lookup::Wait(outcome.clone()),
+            _ => {}
+        }
+        let (attempt, outcome) = watch::channel(None);
+        entries.insert(key.to_string(), CacheEntry::Connecting(outcome));
+        Lookup::Connect(attempt)
+    }
+
+    /// Every open connection, leaving the cache empty.
+    fn take_all(&self) -> Vec<Connection> {
+        let mut entries = self.entries.lock().expect("connection cache");
+        entries
+            .drain()
+            .filter_map(|(_, e)| match e {
+                CacheEntry::Open(c) => Some(c),
+                CacheEntry::Connecting(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// The caller's side of a connection attempt: [`finish`](Self::finish) records and publishes
+/// the outcome; dropped unfinished (the caller gave up), it removes the attempt so that the
+/// callers waiting for it start their own.
+struct AttemptGuard<'a> {
+    cache: &'a ConnectionCache,
+    key: &'a str,
+    outcome: Option<watch::Sender<Outcome>>,
+}
+
+impl AttemptGuard<'_> {
+    fn finish(mut self, result: &Result<Connection>) {
+        let Some(outcome) = self.outcome.take() else { return };
+        {
+            let mut entries = self.cache.entries.lock().expect("connection cache");
+            match result {
+                Ok(c) => {
+                    entries.insert(self.key.to_string(), CacheEntry::Open(c.clone()));
+                }
+                // A failed attempt leaves nothing behind: the next caller tries again.
+                Err(_) => {
+                    entries.remove(self.key);
+                }
+            }
+        }
+        outcome.send_replace(Some(result.clone()));
+    }
+}
+
+impl Drop for AttemptGuard<'_> {
+    fn drop(&mut self) {
+        if self.outcome.take().is_some() {
+            let mut entries = self.cache.entries.lock().expect("connection cache");
+            if matches!(entries.get(self.key), Some(CacheEntry::Connecting(_))) {
+                entries.remove(self.key);
+            }
+        }
+    }
+}
