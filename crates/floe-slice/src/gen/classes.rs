@@ -44,22 +44,7 @@ impl Gen<'_> {
                 self.line("            base: Default::default(),");
             }
             for m in members {
-                let v = match &m.default {
-                    Some(v) => {
-                        let e = self.const_expr(&m.ty, v);
-                        let e = if matches!(m.ty, TypeRef::Builtin(Builtin::String, _)) {
-                            format!("{e}.into()")
-                        } else {
-                            e
-                        };
-                        if m.tag.is_some() {
-                            format!("Some({e})")
-                        } else {
-                            e
-                        }
-                    }
-                    None => "Default::default()".into(),
-                };
+                let v = self.member_default(m);
                 self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
             }
             self.line("        }");

@@ -70,11 +70,10 @@ impl Gen<'_> {
         }
     }
 
-    pub(super) fn write_optional(&self, tag: i32, t: &TypeRef, v: &str, by_ref: bool) -> String {
+    pub(super) fn write_optional(&self, tag: i32, t: &TypeRef, v: &str) -> String {
         let (fmt, kind) = self.opt_kind(t);
         let f = &self.f;
         // The body refers to the present value as `__v` (a reference for borrowed types).
-        let _ = by_ref;
         let value = "__v";
         let body = match kind {
             OptKind::Plain if fmt == "Class" => format!("enc.write_class(Some({value}));"),
@@ -101,10 +100,7 @@ impl Gen<'_> {
             OptKind::FixedStruct(_) | OptKind::FixedSeq(_) => "dec.read_size()?;",
             OptKind::FSize => "dec.read_fsize()?;",
         };
-        let ty = match t {
-            TypeRef::Builtin(Builtin::ObjectProxy, _) | TypeRef::Named { proxy: true, .. } => self.rust_type(t),
-            _ => self.rust_type(t),
-        };
+        let ty = self.rust_type(t);
         let read = match t {
             TypeRef::Builtin(Builtin::ObjectProxy, _) | TypeRef::Named { proxy: true, .. } => {
                 format!("<{ty} as {f}::encoding::Decode>::decode(dec)?")
@@ -126,7 +122,7 @@ impl Gen<'_> {
         opts.sort_by_key(|m| m.tag);
         for m in opts {
             let v = format!("&{prefix}{}", ident(&snake(&m.name)));
-            lines.push(self.write_optional(m.tag.unwrap_or(0), &m.ty, &v, true));
+            lines.push(self.write_optional(m.tag.unwrap_or(0), &m.ty, &v));
         }
         lines
     }

@@ -28,10 +28,7 @@ impl Gen<'_> {
                 let s = format!("{x:?}");
                 format!("{s}{rt}")
             }
-            ConstValue::Str(s) => match ty {
-                TypeRef::Builtin(Builtin::String, _) => format!("{s:?}"),
-                _ => format!("{s:?}"),
-            },
+            ConstValue::Str(s) => format!("{s:?}"),
             ConstValue::Bool(b) => b.to_string(),
             ConstValue::Name(n, _) => {
                 // An enumerator (possibly qualified) or another constant.
@@ -111,7 +108,7 @@ impl Gen<'_> {
         self.line("");
     }
 
-    pub(super) fn gen_struct(&mut self, d: &Definition, abs: &str, members: &[Member]) {
+    pub(super) fn gen_struct(&mut self, d: &Definition, members: &[Member]) {
         let f = self.f.clone();
         let name = ident(&d.name);
         let keyable = members.iter().all(|m| self.keyable(&m.ty, 0));
@@ -155,7 +152,6 @@ impl Gen<'_> {
             self.line("}");
             self.line("");
         }
-        let _ = abs;
         let min: usize = members.iter().map(|m| self.min_size(&m.ty, 0)).sum::<usize>().max(1);
         self.line(&format!("impl {f}::encoding::Encode for {name} {{"));
         self.line("    #[inline]");

@@ -203,7 +203,7 @@ impl Gen<'_> {
                 continue;
             }
             match &d.kind {
-                DefKind::Struct { members } => self.gen_struct(d, &abs, members),
+                DefKind::Struct { members } => self.gen_struct(d, members),
                 DefKind::Enum { enumerators } => self.gen_enum(d, &abs, enumerators),
                 DefKind::Sequence { elem } => self.gen_sequence(d, elem),
                 DefKind::Dictionary { key, value } => self.gen_dictionary(d, key, value),

@@ -212,7 +212,7 @@ impl Gen<'_> {
         let mut opts: Vec<&Param> = o.params.iter().filter(|p| !p.out && p.tag.is_some()).collect();
         opts.sort_by_key(|p| p.tag);
         for p in opts {
-            writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name)), !self.is_copy(&p.ty)));
+            writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name))));
         }
         let (any, required) = self.op_sends_classes(o);
         if any && self.op_format(o, iface) == "Sliced" {

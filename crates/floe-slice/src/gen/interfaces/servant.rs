@@ -183,7 +183,7 @@ impl Gen<'_> {
         }
         oopts.sort_by_key(|x| x.0);
         for (tag, n, t) in oopts {
-            writes.push(self.write_optional(tag, t, &format!("&{n}"), true));
+            writes.push(self.write_optional(tag, t, &format!("&{n}")));
         }
         let (any, required) = self.op_returns_classes(o);
         if any && format == "Sliced" {
