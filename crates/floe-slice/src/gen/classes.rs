@@ -8,6 +8,8 @@ use crate::ast::*;
 use crate::check::SymKind;
 
 impl Gen<'_> {
+    /// A class: its struct, type ids, `Deref` to its base, `ClassValue` (slice by slice
+    /// encoding) and `ClassType`.
     pub(super) fn gen_class(&mut self, d: &Definition, abs: &str) {
         let f = self.f.clone();
         let name = ident(&d.name);

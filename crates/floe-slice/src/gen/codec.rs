@@ -18,6 +18,7 @@ enum OptKind {
 }
 
 impl Gen<'_> {
+    /// The `OptionalFormat` of an optional value of type `t`, and how its size is written.
     fn opt_kind(&self, t: &TypeRef) -> (&'static str, OptKind) {
         match t {
             TypeRef::Builtin(Builtin::Object | Builtin::Value, _) => ("Class", OptKind::Plain),
@@ -70,6 +71,8 @@ impl Gen<'_> {
         }
     }
 
+    /// The statement that writes the optional `v` (an `Option` of a reference) with its tag,
+    /// when it is set.
     pub(super) fn write_optional(&self, tag: i32, t: &TypeRef, v: &str) -> String {
         let (fmt, kind) = self.opt_kind(t);
         let f = &self.f;
@@ -92,6 +95,7 @@ impl Gen<'_> {
         format!("if let Some(__v) = {v} {{ if enc.write_optional_tag({tag}, {f}::encoding::OptionalFormat::{fmt}) {{ let _ = &__v; {body} }} }}")
     }
 
+    /// The expression that reads the optional value with this tag (`None` when absent).
     pub(super) fn read_optional(&self, tag: i32, t: &TypeRef) -> String {
         let (fmt, kind) = self.opt_kind(t);
         let f = &self.f;
@@ -113,6 +117,8 @@ impl Gen<'_> {
         )
     }
 
+    /// Statements encoding `members` (read through `prefix`): required ones in order, then
+    /// optionals by tag.
     pub(super) fn write_members_code(&self, members: &[Member], prefix: &str) -> Vec<String> {
         let mut lines = Vec::new();
         for m in members.iter().filter(|m| m.tag.is_none()) {
@@ -127,6 +133,8 @@ impl Gen<'_> {
         lines
     }
 
+    /// Statements decoding `members` into locals of the same names: required ones in order,
+    /// then optionals by tag.
     pub(super) fn read_members_code(&self, members: &[Member]) -> Vec<String> {
         let f = &self.f;
         let mut lines = Vec::new();

@@ -5,6 +5,7 @@ use crate::ast::*;
 use crate::check::SymKind;
 
 impl Gen<'_> {
+    /// A constant: `pub const NAME: T = value;`.
     pub(super) fn gen_const(&mut self, d: &Definition, ty: &TypeRef, value: &ConstValue) {
         self.doc(&d.doc);
         let name = ident(&snake(&d.name).to_uppercase());
@@ -17,6 +18,7 @@ impl Gen<'_> {
         self.line("");
     }
 
+    /// The Rust expression for a constant value or default of type `ty`.
     pub(super) fn const_expr(&self, ty: &TypeRef, v: &ConstValue) -> String {
         let rt = self.rust_type(ty);
         match v {
@@ -55,6 +57,7 @@ impl Gen<'_> {
         }
     }
 
+    /// An enum: `#[repr(i32)]`, `from_i32`, and its encoding (1.0 width by `MAX_VALUE`).
     pub(super) fn gen_enum(&mut self, d: &Definition, abs: &str, enumerators: &[Enumerator]) {
         let f = self.f.clone();
         let name = ident(&d.name);
@@ -108,6 +111,8 @@ impl Gen<'_> {
         self.line("");
     }
 
+    /// A struct: derives chosen by its members, defaults, its encoding, and the bulk
+    /// `WireLayout` when its memory layout equals its wire layout.
     pub(super) fn gen_struct(&mut self, d: &Definition, members: &[Member]) {
         let f = self.f.clone();
         let name = ident(&d.name);
@@ -201,6 +206,7 @@ impl Gen<'_> {
         }
     }
 
+    /// A sequence: an alias of `Vec<T>`, or of `Bytes` for bytes.
     pub(super) fn gen_sequence(&mut self, d: &Definition, elem: &TypeRef) {
         self.doc(&d.doc);
         let name = ident(&d.name);
@@ -215,6 +221,7 @@ impl Gen<'_> {
         self.line("");
     }
 
+    /// A dictionary: an alias of `HashMap`, or of `BTreeMap` with `["rust:btreemap"]`.
     pub(super) fn gen_dictionary(&mut self, d: &Definition, key: &TypeRef, value: &TypeRef) {
         self.doc(&d.doc);
         let name = ident(&d.name);

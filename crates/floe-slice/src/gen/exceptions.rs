@@ -8,6 +8,8 @@ use super::{finish_classes, ident, snake, Gen};
 use crate::ast::*;
 
 impl<'a> Gen<'a> {
+    /// A user exception: its struct with every member of its chain, `Display`, `Error`, and
+    /// its slice by slice encoding.
     pub(super) fn gen_exception(&mut self, d: &Definition, abs: &str) {
         let f = self.f.clone();
         let name = ident(&d.name);

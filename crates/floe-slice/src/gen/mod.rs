@@ -119,15 +119,18 @@ fn doc_lines(out: &mut String, ind: &str, doc: &Option<String>) {
 }
 
 impl Gen<'_> {
+    /// The indentation of the next line.
     fn ind(&self) -> String {
         "    ".repeat(self.depth)
     }
 
+    /// Writes a Slice doc comment as `///` lines at the current indentation.
     fn doc(&mut self, doc: &Option<String>) {
         let ind = self.ind();
         doc_lines(&mut self.out, &ind, doc);
     }
 
+    /// Writes one line at the current indentation (an empty line stays empty).
     fn line(&mut self, s: &str) {
         if s.is_empty() {
             self.out.push('\n');
@@ -137,6 +140,7 @@ impl Gen<'_> {
         }
     }
 
+    /// True when some of `defs` generates code (modules that would stay empty are left out).
     fn has_output(&self, defs: &[Definition]) -> bool {
         defs.iter().any(|d| {
             !d.local
@@ -150,6 +154,7 @@ impl Gen<'_> {
         })
     }
 
+    /// Generates `defs`, one Rust module per Slice module, each definition by its kind.
     fn defs(&mut self, defs: &[Definition]) {
         // A module reopened several times (in one file or across files) becomes one Rust module.
         let mut merged: Vec<Definition> = Vec::new();

@@ -63,6 +63,7 @@ pub(super) fn camel(name: &str) -> String {
 }
 
 impl Gen<'_> {
+    /// The absolute Slice name (`::A::B::name`) of `name` in the module being generated.
     pub(super) fn abs(&self, name: &str) -> String {
         let mut s = String::new();
         for m in &self.module {
@@ -101,6 +102,7 @@ impl Gen<'_> {
         s
     }
 
+    /// The absolute name of the enum `name` at `path` (indices into the unit's definitions).
     pub(super) fn enum_abs(&self, path: &[usize], name: &str) -> String {
         let mut s = String::new();
         let mut defs = &self.unit.defs;

@@ -8,6 +8,7 @@ use super::Gen;
 use crate::ast::*;
 
 impl<'a> Gen<'a> {
+    /// The definition a named type refers to, with its absolute name.
     pub(super) fn resolved(&self, t: &TypeRef) -> Option<(&'a Definition, String)> {
         match t {
             TypeRef::Named { resolved: Some(abs), .. } => self.unit.lookup(abs).map(|(_, d)| (d, abs.clone())),
@@ -15,10 +16,12 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// True when `abs` names a class.
     pub(super) fn is_class(&self, abs: &str) -> bool {
         matches!(self.unit.lookup(abs).map(|(_, d)| &d.kind), Some(DefKind::Class { .. }))
     }
 
+    /// True when `abs` names an interface.
     pub(super) fn is_interface(&self, abs: &str) -> bool {
         matches!(self.unit.lookup(abs).map(|(_, d)| &d.kind), Some(DefKind::Interface { .. }))
     }
@@ -32,6 +35,7 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// True for a byte sequence mapped to `Bytes` (not `["rust:vec"]`).
     pub(super) fn is_byte_seq_bytes(&self, t: &TypeRef) -> bool {
         match self.resolved(t) {
             Some((d, _)) => match &d.kind {
@@ -44,6 +48,7 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// True when the Rust type is `Copy` (numbers, bools, enums): passed by value.
     pub(super) fn is_copy(&self, t: &TypeRef) -> bool {
         match t {
             TypeRef::Builtin(b, _) => !matches!(
@@ -55,6 +60,8 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// True when the Rust type is `Eq + Hash + Ord`: it can be a dictionary key, and a struct
+    /// of such members derives those traits.
     pub(super) fn keyable(&self, t: &TypeRef, depth: usize) -> bool {
         if depth > 32 {
             return false;
@@ -100,6 +107,8 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The smallest encoded size of a value of the type (what reserving room for a sequence
+    /// assumes).
     pub(super) fn min_size(&self, t: &TypeRef, depth: usize) -> usize {
         if depth > 32 {
             return 1;
@@ -138,6 +147,7 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// (size, alignment) of a struct of these members when it can be bulk-copied.
     pub(super) fn struct_layout(&self, members: &[Member], depth: usize) -> Option<(usize, usize)> {
         let mut offset = 0;
         let mut align = 1;
@@ -155,6 +165,7 @@ impl<'a> Gen<'a> {
         Some((offset, align))
     }
 
+    /// True when values of the type can hold class instances (or interfaces by value).
     pub(super) fn uses_class(&self, t: &TypeRef, seen: &mut HashSet<String>) -> bool {
         match t {
             TypeRef::Builtin(b, _) => matches!(b, Builtin::Object | Builtin::Value | Builtin::LocalObject),
@@ -204,6 +215,7 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The Rust type of a Slice type, as a field, a servant's parameter or a result.
     pub(super) fn rust_type(&self, t: &TypeRef) -> String {
         match t {
             TypeRef::Builtin(b, _) => match b {
@@ -268,6 +280,7 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The Rust type of a data member (`Option<…>` when it is optional).
     pub(super) fn member_type(&self, m: &Member) -> String {
         let t = self.rust_type(&m.ty);
         if m.tag.is_some() && !t.starts_with("Option<") {

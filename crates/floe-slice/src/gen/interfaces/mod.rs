@@ -36,6 +36,7 @@ enum SeparateTail {
 }
 
 impl SeparateTail {
+    /// The `floe::codegen` function that sends a request with this tail.
     fn invoke(self) -> &'static str {
         match self {
             SeparateTail::Bytes => "invoke_with_tail",
@@ -109,6 +110,7 @@ impl<'a> Gen<'a> {
         out
     }
 
+    /// The sorted type ids of the interface, its bases and `::Ice::Object`.
     fn interface_ids(&self, abs: &str) -> Vec<String> {
         let mut ids = BTreeSet::new();
         ids.insert("::Ice::Object".to_string());

@@ -81,6 +81,7 @@ impl Gen<'_> {
         self.line("");
     }
 
+    /// An operation's proxy methods: `name` (async) and `name_blocking`.
     fn gen_proxy_op(&mut self, iface: &Definition, owner: &str, o: &Operation) {
         let f = self.f.clone();
         let fname = ident(&snake(&o.name));

@@ -97,6 +97,8 @@ impl Gen<'_> {
         self.line("");
     }
 
+    /// The dispatcher's match arm for an operation: check the mode, decode the parameters,
+    /// call the servant, encode its results or exception.
     fn gen_dispatch_arm(&mut self, iface: &Definition, o: &Operation) {
         let f = self.f.clone();
         let mode = op_mode(o);
