@@ -82,14 +82,17 @@ struct Checker {
     diags: Vec<Diagnostic>,
     /// Integer constants by absolute name (enumerator values may name them).
     int_consts: HashMap<String, i128>,
+    /// Enumerators entered in their enum's enclosing scope too, which a definition there may
+    /// take over.
+    enumerator_aliases: HashSet<String>,
 }
 
 fn join(scope: &str, name: &str) -> String {
     format!("{scope}::{name}")
 }
 
-/// Checks the names definitions give as Ice's Slice compilers do: the `ice` prefix (any case)
-/// is reserved unless the file has `[["ice-prefix"]]`; an underscore never leads a name, and
+/// Checks the names definitions give as Ice's Slice compilers do: the suffixes `Helper`,
+/// `Holder`, `Prx` and `Ptr` are reserved; the `ice` prefix (any case) is reserved unless the file has `[["ice-prefix"]]`; an underscore never leads a name, and
 /// appears elsewhere only with the file's `[["underscore"]]`, and then neither at the end nor
 /// twice in a row. `file_metadata` is the global metadata of each file.
 pub fn check_identifiers(defined: &[(String, Span)], file_metadata: &[(u32, String)]) -> Vec<Diagnostic> {
@@ -116,6 +119,13 @@ pub fn check_identifiers(defined: &[(String, Span)], file_metadata: &[(u32, Stri
                 format!("illegal identifier `{name}`: {what}"),
             ));
         }
+        if let Some(suffix) = ["Helper", "Holder", "Prx", "Ptr"].into_iter().find(|s| name.ends_with(s)) {
+            diags.push(Diagnostic::error(
+                Code::ReservedSuffix,
+                *span,
+                format!("illegal identifier `{name}`: the `{suffix}` suffix is reserved"),
+            ));
+        }
         if name.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("ice")) && !allows(span.file, "ice-prefix") {
             diags.push(Diagnostic::error(
                 Code::ReservedPrefix,
@@ -129,11 +139,21 @@ pub fn check_identifiers(defined: &[(String, Span)], file_metadata: &[(u32, Stri
 
 /// Checks `defs` and resolves every name in them.
 pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<Diagnostic>) {
-    let mut c = Checker { symbols: BTreeMap::new(), diags: Vec::new(), int_consts: HashMap::new() };
+    let mut c = Checker {
+        symbols: BTreeMap::new(),
+        diags: Vec::new(),
+        int_consts: HashMap::new(),
+        enumerator_aliases: HashSet::new(),
+    };
     let mut defs = defs;
     c.collect(&defs, "", &mut Vec::new());
     collect_int_consts(&defs, "", &mut c.int_consts);
     c.resolve_defs(&mut defs, "");
+    let names = crate::names::check_names(&defs);
+    // A name with the wrong capitalization is reported as such, not also as undefined.
+    let miscased: HashSet<Span> = names.iter().filter(|d| d.code == Code::Capitalization).map(|d| d.span).collect();
+    c.diags.retain(|d| !(d.code == Code::Undefined && miscased.contains(&d.span)));
+    c.diags.extend(names);
     let unit = Unit { defs, symbols: c.symbols, global_metadata };
     let mut diags = c.diags;
     rules(&unit, &mut diags);
@@ -142,7 +162,6 @@ pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<
 
 impl Checker {
     fn collect(&mut self, defs: &[Definition], scope: &str, path: &mut Vec<usize>) {
-        let mut seen: HashMap<String, (String, Span)> = HashMap::new();
         for (i, d) in defs.iter().enumerate() {
             path.push(i);
             let abs = join(scope, &d.name);
@@ -159,19 +178,15 @@ impl Checker {
             };
             let forward =
                 matches!(d.kind, DefKind::Interface { forward: true, .. } | DefKind::Class { forward: true, .. });
-            // Case-insensitive clashes within this scope.
-            let lower = d.name.to_lowercase();
-            if let Some((other, _)) = seen.get(&lower) {
-                if *other != d.name {
-                    self.diags.push(Diagnostic::error(
-                        Code::CaseClash,
-                        d.span,
-                        format!("`{}` differs only in capitalization from `{other}`", d.name),
-                    ));
-                }
-            }
-            seen.insert(lower, (d.name.clone(), d.span));
+            // Case-insensitive clashes are checked with the other name rules (`names`).
             match self.symbols.get(&abs).cloned() {
+                // A definition takes the name from an enumerator of an enum in this scope.
+                Some(prev) if prev.kind == SymKind::Enumerator && self.enumerator_aliases.remove(&abs) => {
+                    self.symbols.insert(
+                        abs.clone(),
+                        Symbol { kind, path: path.clone(), local: d.local, forward, span: d.span },
+                    );
+                }
                 None => {
                     self.symbols.insert(
                         abs.clone(),
@@ -188,6 +203,13 @@ impl Checker {
                             Code::Redefinition,
                             d.span,
                             format!("`{abs}` is already defined (as a {:?}) at line {}", prev.kind, prev.span.line),
+                        ));
+                    } else if kind != SymKind::Module && prev.local != d.local {
+                        let (this, was) = if d.local { ("local", "non-local") } else { ("non-local", "local") };
+                        self.diags.push(Diagnostic::error(
+                            Code::Redefinition,
+                            d.span,
+                            format!("{this} `{abs}` was declared {was} at line {}", prev.span.line),
                         ));
                     } else if kind != SymKind::Module && !forward {
                         // The real definition replaces the forward declaration.
@@ -211,7 +233,11 @@ impl Checker {
                         };
                         self.symbols.insert(join(&abs, &e.name), s.clone());
                         // Slice 3.7 also puts enumerators in the enclosing scope.
-                        self.symbols.entry(join(scope, &e.name)).or_insert(s);
+                        let alias = join(scope, &e.name);
+                        if !self.symbols.contains_key(&alias) {
+                            self.symbols.insert(alias.clone(), s);
+                            self.enumerator_aliases.insert(alias);
+                        }
                     }
                 }
                 _ => {}
@@ -567,6 +593,13 @@ fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
                 DefKind::Struct { members } => {
                     member_rules(unit, d, members, diags);
                     for m in members {
+                        if matches!(&m.ty, TypeRef::Named { proxy: false, resolved: Some(r), .. } if *r == abs) {
+                            diags.push(Diagnostic::error(
+                                Code::IllegalUse,
+                                m.span,
+                                format!("struct `{}` cannot contain itself", d.name),
+                            ));
+                        }
                         if m.tag.is_some() {
                             diags.push(Diagnostic::error(
                                 Code::BadOptional,
@@ -582,34 +615,15 @@ fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
                     collect_inherited(unit, &abs, &mut all, 0);
                     check_tags(all.iter().filter_map(|m| m.tag.map(|t| (t, m.span, m.name.as_str()))), diags);
                     cycle_check(unit, &abs, d, diags);
+                    if let DefKind::Class { ops, forward: false, .. } = &d.kind {
+                        own_ops(unit, d, ops, diags);
+                    }
+                    inheritance_rules(unit, d, diags);
                 }
                 DefKind::Interface { ops, forward: false, .. } => {
                     cycle_check(unit, &abs, d, diags);
-                    let mut names: HashMap<String, &str> = HashMap::new();
-                    for o in ops {
-                        if let Some(prev) = names.insert(o.name.to_lowercase(), &o.name) {
-                            diags.push(Diagnostic::error(
-                                Code::Redefinition,
-                                o.span,
-                                format!("operation `{}` clashes with `{prev}`", o.name),
-                            ));
-                        }
-                        op_rules(unit, d, o, diags);
-                    }
-                    // Operations inherited from several bases must not clash.
-                    let mut inherited: HashMap<String, String> = HashMap::new();
-                    inherited_ops(unit, &abs, &mut inherited, &mut HashSet::new(), 0);
-                    for o in ops {
-                        if let Some(from) = inherited.get(&o.name.to_lowercase()) {
-                            if from != &abs {
-                                diags.push(Diagnostic::error(
-                                    Code::Ambiguous,
-                                    o.span,
-                                    format!("operation `{}` is already defined in base interface `{from}`", o.name),
-                                ));
-                            }
-                        }
-                    }
+                    own_ops(unit, d, ops, diags);
+                    inheritance_rules(unit, d, diags);
                 }
                 DefKind::Const { ty, value } => check_const(unit, ty, value, d.span, diags),
                 _ => {}
@@ -677,14 +691,13 @@ fn op_rules(unit: &Unit, iface: &Definition, o: &Operation, diags: &mut Vec<Diag
             diags.push(Diagnostic::error(Code::IllegalUse, r.span(), "a remote operation cannot return a local type"));
         }
     }
-    check_tags(o.params.iter().filter(|p| !p.out).filter_map(|p| p.tag.map(|t| (t, p.span, p.name.as_str()))), diags);
-    let outs = o
-        .params
-        .iter()
-        .filter(|p| p.out)
-        .filter_map(|p| p.tag.map(|t| (t, p.span, p.name.as_str())))
-        .chain(o.ret_tag.map(|t| (t, o.span, "return value")));
-    check_tags(outs, diags);
+    // In-parameters, out-parameters and the return value share one set of tags.
+    let tags = o
+        .ret_tag
+        .map(|t| (t, o.span, "return value"))
+        .into_iter()
+        .chain(o.params.iter().filter_map(|p| p.tag.map(|t| (t, p.span, p.name.as_str()))));
+    check_tags(tags, diags);
     let mut thrown = HashSet::new();
     for (n, s, _) in &o.throws {
         if !thrown.insert(n.clone()) {
@@ -742,20 +755,113 @@ fn cycle_check(unit: &Unit, abs: &str, d: &Definition, diags: &mut Vec<Diagnosti
     }
 }
 
-fn inherited_ops(unit: &Unit, abs: &str, out: &mut HashMap<String, String>, seen: &mut HashSet<String>, depth: usize) {
+/// The operations of an interface or class: its own and those of all its bases (base class
+/// and interfaces), each with the interface or class that defines it.
+fn all_ops<'a>(unit: &'a Unit, abs: &str, out: &mut Vec<(&'a str, String)>, seen: &mut HashSet<String>, depth: usize) {
     if depth > 64 || !seen.insert(abs.to_string()) {
         return;
     }
     let Some((_, d)) = unit.lookup(abs) else { return };
-    if let DefKind::Interface { ops, bases, .. } = &d.kind {
-        for (_, _, b) in bases {
-            if let Some(b) = b {
-                inherited_ops(unit, b, out, seen, depth + 1);
-            }
+    let ops = match &d.kind {
+        DefKind::Interface { ops, .. } | DefKind::Class { ops, .. } => ops,
+        _ => return,
+    };
+    for b in class_bases(d) {
+        all_ops(unit, &b, out, seen, depth + 1);
+    }
+    out.extend(ops.iter().map(|o| (o.name.as_str(), abs.to_string())));
+}
+
+/// The direct bases of an interface or class: its base class, then the interfaces it extends
+/// or implements.
+fn class_bases(d: &Definition) -> Vec<String> {
+    match &d.kind {
+        DefKind::Interface { bases, .. } => bases.iter().filter_map(|(_, _, r)| r.clone()).collect(),
+        DefKind::Class { base, implements, .. } => {
+            base.iter().chain(implements).filter_map(|(_, _, r)| r.clone()).collect()
         }
-        if depth > 0 {
-            for o in ops {
-                out.insert(o.name.to_lowercase(), abs.to_string());
+        _ => vec![],
+    }
+}
+
+/// The operations of an interface or class among themselves.
+fn own_ops(unit: &Unit, d: &Definition, ops: &[Operation], diags: &mut Vec<Diagnostic>) {
+    let mut names: HashMap<String, &str> = HashMap::new();
+    for o in ops {
+        if let Some(prev) = names.insert(o.name.to_lowercase(), &o.name) {
+            diags.push(Diagnostic::error(
+                Code::Redefinition,
+                o.span,
+                format!("operation `{}` clashes with `{prev}`", o.name),
+            ));
+        }
+        op_rules(unit, d, o, diags);
+    }
+}
+
+/// Names an interface, class or exception inherits: its operations and data members may not
+/// take (in any capitalization) the name of an inherited operation or data member, and
+/// operations inherited from unrelated bases may not clash.
+fn inheritance_rules(unit: &Unit, d: &Definition, diags: &mut Vec<Diagnostic>) {
+    // (name, what it is, where it comes from) of everything inherited.
+    let mut inherited: Vec<(&str, &str, String)> = Vec::new();
+    let (own_members, own_ops): (&[Member], &[Operation]) = match &d.kind {
+        DefKind::Exception { base, members } => {
+            if let Some((_, _, Some(b))) = base {
+                let mut all = Vec::new();
+                collect_inherited(unit, b, &mut all, 0);
+                inherited.extend(all.iter().map(|m| (m.name.as_str(), "data member", b.clone())));
+            }
+            (members, &[])
+        }
+        DefKind::Class { base, members, ops, forward: false, .. } => {
+            if let Some((_, _, Some(b))) = base {
+                let mut all = Vec::new();
+                collect_inherited(unit, b, &mut all, 0);
+                inherited.extend(all.iter().map(|m| (m.name.as_str(), "data member", b.clone())));
+            }
+            (members, ops)
+        }
+        DefKind::Interface { ops, forward: false, .. } => (&[], ops),
+        _ => return,
+    };
+    let bases = class_bases(d);
+    let mut per_base = Vec::new();
+    for b in &bases {
+        let mut ops = Vec::new();
+        all_ops(unit, b, &mut ops, &mut HashSet::new(), 0);
+        inherited.extend(ops.iter().map(|(n, from)| (*n, "operation", from.clone())));
+        per_base.push(ops);
+    }
+    let own = own_members
+        .iter()
+        .map(|m| (&m.name, m.span, "data member"))
+        .chain(own_ops.iter().map(|o| (&o.name, o.span, "operation")));
+    for (name, span, what) in own {
+        if let Some((other, kind, from)) = inherited.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(name)) {
+            let how = if other == name { "has the name of" } else { "differs only in capitalization from" };
+            diags.push(Diagnostic::error(
+                Code::Ambiguous,
+                span,
+                format!("{what} `{name}` {how} {kind} `{other}` inherited from `{from}`"),
+            ));
+        }
+    }
+    // Bases that share an ancestor share its operations; others must not bring the same name.
+    let mut reported = HashSet::new();
+    for (i, a) in per_base.iter().enumerate() {
+        for b in &per_base[i + 1..] {
+            for (na, fa) in a {
+                let clash = b.iter().find(|(nb, fb)| nb.eq_ignore_ascii_case(na) && fb != fa);
+                if let Some((nb, fb)) = clash {
+                    if reported.insert(na.to_lowercase()) {
+                        diags.push(Diagnostic::error(
+                            Code::Ambiguous,
+                            d.span,
+                            format!("`{}` inherits operation `{na}` from `{fa}` and `{nb}` from `{fb}`, which are unrelated", d.name),
+                        ));
+                    }
+                }
             }
         }
     }

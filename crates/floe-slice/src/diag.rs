@@ -63,6 +63,20 @@ pub enum Code {
     /// E0018: an underscore in a defined name: never leading; elsewhere only with the file's
     /// `[["underscore"]]`, and then neither trailing nor doubled.
     IllegalUnderscore,
+    /// E0019: a defined name that ends in `Helper`, `Holder`, `Prx` or `Ptr`, which Slice
+    /// reserves for the names its language mappings generate.
+    ReservedSuffix,
+    /// E0020: a definition other than a module outside any module.
+    GlobalDefinition,
+    /// E0021: a definition named like an enclosing module, or an operation named like its
+    /// interface or class (in any capitalization).
+    EnclosingName,
+    /// E0022: a name spelt with other capitalization than the definition it names, including
+    /// one that a case-insensitive match in an inner scope takes from the definition meant.
+    Capitalization,
+    /// E0023: a name used in a scope for one definition, then defined or used there for
+    /// another (names are compared case-insensitively).
+    ChangedMeaning,
 }
 
 impl Code {
@@ -87,6 +101,11 @@ impl Code {
             Code::Ambiguous => "E0016",
             Code::ReservedPrefix => "E0017",
             Code::IllegalUnderscore => "E0018",
+            Code::ReservedSuffix => "E0019",
+            Code::GlobalDefinition => "E0020",
+            Code::EnclosingName => "E0021",
+            Code::Capitalization => "E0022",
+            Code::ChangedMeaning => "E0023",
         }
     }
 }

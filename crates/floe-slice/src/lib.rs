@@ -7,6 +7,7 @@ pub mod check;
 pub mod diag;
 pub mod gen;
 pub mod lexer;
+mod names;
 pub mod parser;
 pub mod preprocess;
 
