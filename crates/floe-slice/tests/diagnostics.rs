@@ -52,6 +52,11 @@ fn every_code_is_reported_where_it_belongs() {
     expect("[[\"underscore\"]]\nmodule M {\n  enum E { _A };\n};", Code::IllegalUnderscore, 3);
     expect("[[\"underscore\"]]\nmodule M {\n  struct S { int a_; };\n};", Code::IllegalUnderscore, 3);
     expect("[[\"underscore\"]]\nmodule M {\n  struct S { int a__b; };\n};", Code::IllegalUnderscore, 3);
+    expect("module M {\n  struct FooPrx { int x; };\n};", Code::ReservedSuffix, 2);
+    expect("module M {};\nstruct S { int x; };", Code::GlobalDefinition, 2);
+    expect("module M {\n  struct M { int x; };\n};", Code::EnclosingName, 2);
+    expect("module M {\n  struct Data { int x; };\n  struct T { data d; };\n};", Code::Capitalization, 3);
+    expect("module M {\n  struct Data { int x; };\n  interface I { Data data(); };\n};", Code::ChangedMeaning, 3);
 }
 
 /// The rules for names are Ice's: what a file's global metadata allows, and names that only
