@@ -45,6 +45,21 @@ fn hello() {
 }
 
 #[test]
+fn hello_async() {
+    let p = free_port();
+    let ep = format!("tcp -h 127.0.0.1 -p {p}");
+    let proxy = format!("hello:{ep}");
+    let out = run_pair(
+        env!("CARGO_BIN_EXE_hello-server"),
+        &["--endpoints", &ep],
+        env!("CARGO_BIN_EXE_hello-async-client"),
+        &["--proxy", &proxy, "--shutdown"],
+    );
+    assert!(out.contains("timeout: gave up after"), "{out}");
+    assert!(out.contains("_blocking fails with BlockingInAsync, .await works"), "{out}");
+}
+
+#[test]
 fn bidirectional_callback() {
     let p = free_port();
     let ep = format!("tcp -h 127.0.0.1 -p {p}");
