@@ -1,5 +1,11 @@
 //! Object adapters: a servant map (identity and facet), default servants per category,
 //! servant locators, the endpoints it listens on, and dispatch of incoming requests.
+//!
+//! An adapter is the [`RequestHandler`] of the connections it accepts (and of those a client
+//! lends it with `Connection::set_adapter`): bound to a connection, it keeps what every request
+//! of that connection shares (its [`Origin`]) and the servant a batch's previous request went
+//! to. Its [`HoldGate`] is what `hold` closes. It also gives requests back their adapter
+//! (`Current::adapter`), an accessor that points up the layers and so lives here.
 
 use std::collections::HashMap;
 
@@ -12,15 +18,15 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 use tracing::{debug, warn};
 
-use crate::connection::{Connection, ConnectionConfig};
-use crate::dispatch::{DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
+use crate::connection::{BoundHandler, Connection, ConnectionConfig, HoldGate, RequestHandler};
+use crate::dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
 use crate::instance::{Instance, ManagedAdapter};
 use crate::protocol::request::same_bytes;
 use crate::protocol::OperationMode;
-use crate::proxy::reference::{parse_endpoint, Reference};
 use crate::proxy::ObjectPrx;
+use crate::reference::{parse_endpoint, Reference};
 use crate::transport::tcp;
 
 /// Servant maps hash with FxHash: their keys are chosen by the server, so requests cannot
@@ -47,11 +53,10 @@ struct AdapterInner {
     live: Mutex<Vec<Connection>>,
     accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     activated: AtomicBool,
-    held: AtomicBool,
+    /// Closed by `hold`: the adapter's connections stop reading, and it stops accepting.
+    gate: HoldGate,
     /// No new connection is taken any more (shutdown or deactivation).
     stopped: AtomicBool,
-    resumed: Notify,
-    held_notify: Notify,
     deactivated: AtomicBool,
     /// The deactivation finished: its connections are closed.
     deactivation_done: AtomicBool,
@@ -106,7 +111,7 @@ impl ObjectAdapter {
         };
         let mut configured = Vec::new();
         if !endpoints.trim().is_empty() {
-            let list = crate::proxy::reference::split_endpoints(endpoints)
+            let list = crate::reference::split_endpoints(endpoints)
                 .map_err(|reason| Error::Adapter(format!("{name}: invalid endpoints {endpoints:?}: {reason}")))?;
             for ep in list.into_iter().map(str::trim).filter(|e| !e.is_empty()) {
                 let ep = parse_endpoint(ep, &defaults)
@@ -132,10 +137,8 @@ impl ObjectAdapter {
                 live: Mutex::new(Vec::new()),
                 accept_tasks: Mutex::new(Vec::new()),
                 activated: AtomicBool::new(false),
-                held: AtomicBool::new(false),
+                gate: HoldGate::new(),
                 stopped: AtomicBool::new(false),
-                resumed: Notify::new(),
-                held_notify: Notify::new(),
                 deactivated: AtomicBool::new(false),
                 deactivation_done: AtomicBool::new(false),
                 deactivated_notify: Notify::new(),
@@ -318,6 +321,15 @@ impl ObjectAdapter {
         }
     }
 
+    /// What the requests arriving through `connection` (or datagrams, for `None`) share.
+    fn origin(&self, connection: Option<&Connection>) -> Origin {
+        Origin {
+            connection: connection.cloned(),
+            instance: Some(self.inner.instance.clone()),
+            adapter: Some(Box::new(self.clone())),
+        }
+    }
+
     /// A proxy for `identity`, as Ice makes it: indirect (`identity @ replica group or adapter
     /// id`) when the adapter has an `AdapterId`, else direct.
     pub fn create_proxy(&self, identity: Identity) -> ObjectPrx {
@@ -373,9 +385,7 @@ impl ObjectAdapter {
     /// Starts listening on the configured endpoints and accepting connections; on a held
     /// adapter, resumes accepting, reading and dispatching.
     pub async fn activate(&self) -> Result<()> {
-        if self.inner.held.swap(false, Ordering::AcqRel) {
-            self.inner.resumed.notify_waiters();
-        }
+        self.inner.gate.release();
         if self.inner.activated.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
@@ -473,41 +483,23 @@ impl ObjectAdapter {
     /// eventually block) until [`activate`](Self::activate) is called again. Dispatches in
     /// progress finish.
     pub fn hold(&self) {
-        self.inner.held.store(true, Ordering::Release);
-        // Readers waiting for bytes stop waiting (their read is cancel-safe).
-        self.inner.held_notify.notify_waiters();
-    }
-
-    /// Returns once the adapter is held (at once if it is).
-    pub(crate) async fn wait_until_held(&self) {
-        loop {
-            let held = self.inner.held_notify.notified();
-            if self.is_held() {
-                return;
-            }
-            held.await;
-        }
-    }
-
-    /// True when `other` is this same adapter.
-    pub(crate) fn same_as(&self, other: &ObjectAdapter) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        self.inner.gate.hold();
     }
 
     /// True while the adapter is held.
     pub fn is_held(&self) -> bool {
-        self.inner.held.load(Ordering::Acquire)
+        self.inner.gate.is_held()
     }
 
-    /// Waits until the adapter is not held (returns at once when it is not).
-    pub(crate) async fn wait_until_not_held(&self) {
-        loop {
-            let resumed = self.inner.resumed.notified();
-            if !self.is_held() || self.is_deactivated() {
-                return;
-            }
-            resumed.await;
-        }
+    /// Waits until the adapter is not held (returns at once when it is not, or once it is
+    /// deactivated).
+    async fn wait_until_not_held(&self) {
+        self.inner.gate.until_released().await;
+    }
+
+    /// The handler of incoming requests this adapter is, for `Connection::set_handler`.
+    pub fn request_handler(&self) -> Arc<dyn RequestHandler> {
+        self.inner.clone()
     }
 
     /// Receives datagrams on a `udp` endpoint and dispatches the oneway requests they carry.
@@ -515,7 +507,7 @@ impl ObjectAdapter {
         let frames = crate::protocol::FrameReader::new(self.inner.config.max_message_size);
         let mut buf = vec![0u8; crate::transport::udp::MAX_DATAGRAM];
         // Dropped with the loop, which ends with the adapter's task.
-        let origin = Arc::new(crate::dispatch::Origin { adapter: Some(self.clone()), connection: None });
+        let origin = Arc::new(self.origin(None));
         loop {
             self.wait_until_not_held().await;
             let received = match crate::transport::udp::receive(&socket, &frames, &mut buf).await {
@@ -567,7 +559,9 @@ impl ObjectAdapter {
                 // A connection accepted while the adapter is held is validated only once it
                 // is activated again (its peer sees a connect timeout meanwhile), as with Ice.
                 me.wait_until_not_held().await;
-                match Connection::establish_incoming(stream, me.inner.config.clone(), me.clone()).await {
+                let admit = |conn: &Connection| me.track(conn);
+                match Connection::establish_incoming(stream, me.inner.config.clone(), me.request_handler(), admit).await
+                {
                     Ok(conn) => {
                         conn.wait_closed().await;
                     }
@@ -622,8 +616,8 @@ impl ObjectAdapter {
             self.wait_for_deactivate().await;
             return;
         }
-        // Held connections wake up and see the deactivation.
-        self.inner.resumed.notify_waiters();
+        // Held connections and accept loops wake up and see the deactivation.
+        self.inner.gate.open_for_good();
         if let Err(e) = self.register_with_locator(false).await {
             debug!(target: "floe::adapter", "{}: could not unregister from the locator: {e}", self.inner.name);
         }
@@ -672,5 +666,68 @@ impl ManagedAdapter for ObjectAdapter {
 
     fn deactivate(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(ObjectAdapter::deactivate(self))
+    }
+}
+
+impl RequestHandler for AdapterInner {
+    fn bind(self: Arc<Self>, connection: &Connection) -> Box<dyn BoundHandler> {
+        let adapter = ObjectAdapter { inner: self };
+        let origin = Arc::new(adapter.origin(Some(connection)));
+        Box::new(AdapterOnConnection { adapter, origin, servants: ServantCache::default() })
+    }
+
+    fn gate(&self) -> Option<&HoldGate> {
+        Some(&self.gate)
+    }
+}
+
+/// An adapter bound to one connection (see [`RequestHandler::bind`]), owned by the
+/// connection's reader.
+struct AdapterOnConnection {
+    adapter: ObjectAdapter,
+    /// Shared by the connection's requests.
+    origin: Arc<Origin>,
+    /// The servant the previous request of the current batch went to.
+    servants: ServantCache,
+}
+
+impl BoundHandler for AdapterOnConnection {
+    #[inline]
+    fn dispatch(&mut self, request: crate::protocol::Request) -> DispatchFuture {
+        self.adapter.dispatch(IncomingRequest::from_request(self.origin.clone(), request))
+    }
+
+    #[inline]
+    fn dispatch_batched(&mut self, request: crate::protocol::Request, same_target: bool) -> DispatchFuture {
+        self.servants.repeats = same_target;
+        self.adapter.dispatch_cached(&self.origin, request, &mut self.servants)
+    }
+
+    fn start_batch(&mut self) {
+        self.servants = ServantCache::default();
+    }
+}
+
+impl Current {
+    /// The adapter that dispatches the request (none outside an adapter).
+    #[inline]
+    pub fn adapter(&self) -> Option<&ObjectAdapter> {
+        self.origin()?.adapter.as_ref()?.downcast_ref::<ObjectAdapter>()
+    }
+}
+
+impl Connection {
+    /// Lets the peer call back over this connection: requests that arrive on it are
+    /// dispatched to `adapter` (bidirectional connections, Ice's `Connection::setAdapter`);
+    /// `None` stops that.
+    pub fn set_adapter(&self, adapter: Option<ObjectAdapter>) {
+        self.set_handler(adapter.map(|a| a.request_handler()));
+    }
+
+    /// The adapter that dispatches requests arriving on this connection, if its handler is
+    /// one.
+    pub fn adapter(&self) -> Option<ObjectAdapter> {
+        let handler: Arc<dyn std::any::Any + Send + Sync> = self.handler()?;
+        handler.downcast::<AdapterInner>().ok().map(|inner| ObjectAdapter { inner })
     }
 }

@@ -14,8 +14,8 @@ use crate::encoding::{Context, Decoder, EndpointData, ProxyData};
 use crate::error::{Error, Result};
 use crate::instance::{connection_config, Instance};
 use crate::properties::Properties;
-use crate::proxy::reference::{ParseDefaults, Reference};
 use crate::proxy::ObjectPrx;
+use crate::reference::{ParseDefaults, Reference};
 
 /// The root object of a floe program, like `Ice::Communicator`. Cheap to clone; all clones
 /// are the same communicator.
@@ -111,7 +111,9 @@ impl Communicator {
     ///
     /// Works outside any async runtime, on the threads of a multi-thread runtime (such as
     /// `#[tokio::main]`'s: the thread is handed over with `tokio::task::block_in_place` while
-    /// it waits) and on `spawn_blocking` threads.
+    /// it waits) and on that runtime's `spawn_blocking` threads. A current-thread runtime's
+    /// threads, its `spawn_blocking` threads included (tokio does not tell them apart), get
+    /// [`Error::BlockingInAsync`].
     ///
     /// # Panics
     ///

@@ -132,8 +132,9 @@ pub enum Error {
     #[error("I/O error: {0}")]
     Io(String),
     /// A blocking call (`Communicator::block_on`, a generated `_blocking` method) was made on
-    /// the thread of a current-thread async runtime, which it would deadlock: call the async
-    /// form and `.await` it, or make the call from `tokio::task::spawn_blocking`.
+    /// a thread of a current-thread async runtime, which it could deadlock: call the async
+    /// form and `.await` it, make the call from a thread of your own, or use a multi-thread
+    /// runtime.
     #[error("blocking call on the thread of a current-thread async runtime: {0}")]
     BlockingInAsync(String),
 }

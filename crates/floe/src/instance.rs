@@ -19,7 +19,7 @@ use crate::connection::{AcmClose, AcmConfig, AcmHeartbeat, Connection, Connectio
 use crate::encoding::{Context, DecoderContext, EncodingVersion, EndpointData, ValueFactories};
 use crate::error::{Error, Result};
 use crate::properties::Properties;
-use crate::proxy::reference::{endpoint_to_string, ParseDefaults};
+use crate::reference::{endpoint_to_string, ParseDefaults};
 use crate::transport::tcp;
 
 /// What an object adapter offers the instance that created it: shutting down reaches every
@@ -291,18 +291,19 @@ impl Instance {
     }
 
     /// Runs a future to completion from synchronous code: outside any runtime, on the workers
-    /// of a multi-thread runtime (through `block_in_place`) and on `spawn_blocking` threads;
-    /// [`Error::BlockingInAsync`] on the thread of a current-thread runtime, which waiting
-    /// would deadlock.
+    /// of a multi-thread runtime (through `block_in_place`) and on its `spawn_blocking`
+    /// threads; [`Error::BlockingInAsync`] on the threads of a current-thread runtime, whose
+    /// one driving thread waiting could deadlock (tokio does not tell its `spawn_blocking`
+    /// threads apart from it).
     pub(crate) fn try_block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
         use tokio::runtime::{Handle, RuntimeFlavor};
         let Ok(current) = Handle::try_current() else {
             return Ok(self.0.handle.block_on(fut));
         };
         match current.runtime_flavor() {
-            RuntimeFlavor::CurrentThread => {
-                Err(Error::BlockingInAsync("await the async form, or call it from tokio::task::spawn_blocking".into()))
-            }
+            RuntimeFlavor::CurrentThread => Err(Error::BlockingInAsync(
+                "await the async form, call it from a thread of your own, or use a multi-thread runtime".into(),
+            )),
             // A worker thread hands its other tasks to the other workers while it waits.
             _ => Ok(tokio::task::block_in_place(|| self.0.handle.block_on(fut))),
         }

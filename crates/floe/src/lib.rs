@@ -1,20 +1,32 @@
 #![doc = include_str!("../README.md")]
 
+// The layers, from the bottom up (see the table above; tests/layers.rs checks them).
 pub mod encoding;
 pub mod protocol;
 
-pub mod adapter;
-#[doc(hidden)]
-pub mod codegen;
-pub mod communicator;
-pub mod connection;
-pub mod dispatch;
 pub mod error;
-mod instance;
 mod malloc;
 pub mod properties;
-pub mod proxy;
+
 pub mod transport;
+
+pub mod reference;
+mod response;
+
+pub mod connection;
+
+mod instance;
+
+pub mod proxy;
+
+pub mod dispatch;
+
+pub mod adapter;
+
+pub mod communicator;
+
+#[doc(hidden)]
+pub mod codegen;
 
 pub use adapter::ObjectAdapter;
 pub use communicator::Communicator;

@@ -1,12 +1,53 @@
 //! Active connection management: Ice 3.7 ACM heartbeats and idle closing, which also covers
 //! Ice 3.8's idle timeout (heartbeat always, close when nothing was heard for the timeout).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Weak;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Connection, Shared};
 use crate::error::Error;
+
+/// When a connection last read and wrote (milliseconds since its epoch), and how many
+/// heartbeats it received: what the ACM monitor looks at.
+pub(super) struct Activity {
+    epoch: Instant,
+    last_read_ms: AtomicU64,
+    last_write_ms: AtomicU64,
+    heartbeats_received: AtomicU64,
+}
+
+impl Activity {
+    pub(super) fn new(epoch: Instant) -> Self {
+        Activity {
+            epoch,
+            last_read_ms: AtomicU64::new(0),
+            last_write_ms: AtomicU64::new(0),
+            heartbeats_received: AtomicU64::new(0),
+        }
+    }
+
+    /// Microseconds since the connection's epoch.
+    pub(super) fn micros_since_epoch(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    pub(super) fn touch_read(&self) {
+        self.last_read_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn touch_write(&self) {
+        self.last_write_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn heartbeat_received(&self) {
+        self.heartbeats_received.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn heartbeats_received(&self) -> u64 {
+        self.heartbeats_received.load(Ordering::Relaxed)
+    }
+}
 
 /// When to send heartbeats (`Ice.ACM.Heartbeat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,12 +139,13 @@ pub(super) async fn monitor(shared: Weak<Shared>) {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
         let conn = Connection { shared };
-        if conn.shared.closed.load(Ordering::Acquire) {
+        if conn.shared.state.is_closed() {
             return;
         }
-        let now = conn.shared.epoch.elapsed();
-        let last_read = Duration::from_millis(conn.shared.last_read_ms.load(Ordering::Relaxed));
-        let last_write = Duration::from_millis(conn.shared.last_write_ms.load(Ordering::Relaxed));
+        let activity = &conn.shared.activity;
+        let now = activity.epoch.elapsed();
+        let last_read = Duration::from_millis(activity.last_read_ms.load(Ordering::Relaxed));
+        let last_write = Duration::from_millis(activity.last_write_ms.load(Ordering::Relaxed));
         // Silence: nothing heard from the peer. Idle: nothing sent or heard.
         let silent = now.saturating_sub(last_read);
         let idle = now.saturating_sub(last_read.max(last_write));
@@ -133,7 +175,7 @@ pub(super) async fn monitor(shared: Weak<Shared>) {
             AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
         };
         // A held adapter's connections stay silent, as with Ice.
-        let held = conn.adapter().is_some_and(|a| a.is_held());
+        let held = conn.is_held();
         if send && !held {
             let _ = conn.heartbeat().await;
         }

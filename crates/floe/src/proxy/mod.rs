@@ -3,7 +3,9 @@
 //! batched oneway, batched twoway).
 
 mod batch;
-pub mod reference;
+/// What a proxy points at, and the proxy-string syntax (defined below the proxies, which the
+/// communicator's instance also uses).
+pub use crate::reference;
 
 pub use batch::BatchWriter;
 
@@ -21,7 +23,7 @@ use crate::error::{CallError, Error, Result};
 use crate::instance::Instance;
 use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
 use crate::protocol::{BatchBuilder, OperationMode, ReplyBody, SEPARATE_TAIL_MIN};
-use reference::Reference;
+use crate::reference::Reference;
 
 struct ProxyInner {
     instance: Instance,

@@ -30,6 +30,21 @@ pub struct TransportStream {
     pub remote: Option<std::net::SocketAddr>,
 }
 
+impl TransportStream {
+    /// A transport over any byte stream (an in-memory pipe in tests, a stream a program set up
+    /// itself), split into its halves; it has no addresses.
+    pub fn from_io(io: impl AsyncRead + AsyncWrite + Send + 'static, description: impl Into<String>) -> Self {
+        let (read, write) = tokio::io::split(io);
+        TransportStream {
+            read: Box::new(read),
+            write: Box::new(write),
+            description: description.into(),
+            local: None,
+            remote: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for TransportStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TransportStream").field("description", &self.description).finish()
