@@ -41,7 +41,8 @@ struct AdapterInner {
     locators: RwLock<HashMap<String, Arc<dyn ServantLocator>>>,
     endpoints: RwLock<Vec<EndpointData>>,
     configured_endpoints: Vec<EndpointData>,
-    config: ConnectionConfig,
+    /// Shared by every connection the adapter accepts.
+    config: Arc<ConnectionConfig>,
     max_connections: usize,
     /// `<Adapter>.AdapterId` ("" for none).
     adapter_id: String,
@@ -50,7 +51,10 @@ struct AdapterInner {
     /// The locator it registers its endpoints with (`<Adapter>.Locator`, `Ice.Default.Locator`).
     locator: RwLock<Option<ObjectPrx>>,
     connection_count: Arc<AtomicUsize>,
-    live: Mutex<Vec<Connection>>,
+    /// The open incoming connections, by a number given at accept: added and removed in
+    /// constant time (a connection removes itself as it closes).
+    live: Mutex<FxHashMap<u64, Connection>>,
+    next_connection: AtomicU64,
     accept_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     activated: AtomicBool,
     /// Closed by `hold`: the adapter's connections stop reading, and it stops accepting.
@@ -128,13 +132,14 @@ impl ObjectAdapter {
                 locators: RwLock::new(HashMap::new()),
                 endpoints: RwLock::new(Vec::new()),
                 configured_endpoints: configured,
-                config,
+                config: Arc::new(config),
                 max_connections,
                 adapter_id,
                 replica_group_id,
                 locator: RwLock::new(locator),
                 connection_count: Arc::new(AtomicUsize::new(0)),
-                live: Mutex::new(Vec::new()),
+                live: Mutex::new(FxHashMap::default()),
+                next_connection: AtomicU64::new(0),
                 accept_tasks: Mutex::new(Vec::new()),
                 activated: AtomicBool::new(false),
                 gate: HoldGate::new(),
@@ -415,7 +420,8 @@ impl ObjectAdapter {
                 )));
             };
             let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("bad port {}", ip.port)))?;
-            let listener = tcp::bind(&ip.host, port, self.inner.instance.tcp_buffers()).await?;
+            let listener =
+                tcp::bind(&ip.host, port, self.inner.instance.tcp_buffers(), self.inner.instance.tcp_backlog()).await?;
             let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
             let host = if ip.host.is_empty() || ip.host == "*" || ip.host == "0.0.0.0" {
                 "127.0.0.1".to_string()
@@ -555,19 +561,18 @@ impl ObjectAdapter {
             }
             count.fetch_add(1, Ordering::AcqRel);
             let me = self.clone();
+            // The task ends once the connection is established: an open connection costs no
+            // task here (it leaves the count and the live connections as it closes).
             tokio::spawn(async move {
                 // A connection accepted while the adapter is held is validated only once it
                 // is activated again (its peer sees a connect timeout meanwhile), as with Ice.
                 me.wait_until_not_held().await;
                 let admit = |conn: &Connection| me.track(conn);
-                match Connection::establish_incoming(stream, me.inner.config.clone(), me.request_handler(), admit).await
-                {
-                    Ok(conn) => {
-                        conn.wait_closed().await;
-                    }
-                    Err(e) => debug!(target: "floe::network", "connection from {addr} failed: {e}"),
+                let config = me.inner.config.clone();
+                if let Err(e) = Connection::establish_incoming(stream, config, me.request_handler(), admit).await {
+                    debug!(target: "floe::network", "connection from {addr} failed: {e}");
+                    count.fetch_sub(1, Ordering::AcqRel);
                 }
-                count.fetch_sub(1, Ordering::AcqRel);
             });
         }
     }
@@ -576,14 +581,27 @@ impl ObjectAdapter {
     /// added) once the adapter has stopped. Checked under the same lock that
     /// [`stop_accepting`](Self::stop_accepting) takes, so a connection is either stopped and
     /// closed by the deactivation or refused here, never missed.
+    ///
+    /// Either way, the connection leaves the connection count (and the live connections) as it
+    /// closes.
     pub(crate) fn track(&self, conn: &Connection) -> bool {
-        let mut live = self.inner.live.lock().expect("live");
-        if self.inner.stopped.load(Ordering::Acquire) {
-            return false;
-        }
-        live.retain(|c| !c.is_closed());
-        live.push(conn.clone());
-        true
+        let id = self.inner.next_connection.fetch_add(1, Ordering::Relaxed);
+        let admitted = {
+            let mut live = self.inner.live.lock().expect("live");
+            let admitted = !self.inner.stopped.load(Ordering::Acquire);
+            if admitted {
+                live.insert(id, conn.clone());
+            }
+            admitted
+        };
+        let adapter = Arc::downgrade(&self.inner);
+        conn.on_closed(move || {
+            if let Some(inner) = adapter.upgrade() {
+                inner.connection_count.fetch_sub(1, Ordering::AcqRel);
+                inner.live.lock().expect("live").remove(&id);
+            }
+        });
+        admitted
     }
 
     /// Number of incoming connections currently open.
@@ -599,7 +617,7 @@ impl ObjectAdapter {
             let live = self.inner.live.lock().expect("live");
             self.inner.stopped.store(true, Ordering::Release);
             // Connections stop taking requests now; they close once their dispatches finish.
-            for c in live.iter() {
+            for c in live.values() {
                 c.stop_dispatching();
             }
         }
@@ -630,7 +648,7 @@ impl ObjectAdapter {
         for task in accept_tasks {
             let _ = task.await;
         }
-        let live: Vec<Connection> = self.inner.live.lock().expect("live").drain(..).collect();
+        let live: Vec<Connection> = self.inner.live.lock().expect("live").drain().map(|(_, c)| c).collect();
         debug!(target: "floe::adapter", "{}: deactivating, closing {} connections", self.inner.name, live.len());
         let closes = live.iter().map(|c| c.close());
         futures_util::future::join_all(closes).await;

@@ -41,7 +41,7 @@ struct Inner {
     runtime: Mutex<Option<OwnedRuntime>>,
     handle: tokio::runtime::Handle,
     defaults: ParseDefaults,
-    client_config: ConnectionConfig,
+    client_config: Arc<ConnectionConfig>,
     connections: ConnectionCache,
     adapters: Mutex<Vec<Arc<dyn ManagedAdapter>>>,
     /// `true` once shut down.
@@ -52,6 +52,8 @@ struct Inner {
     decoder_context: std::sync::OnceLock<DecoderContext>,
     connect_timeout: Option<Duration>,
     tcp_buffers: tcp::BufferSizes,
+    /// `Ice.TCP.Backlog`.
+    tcp_backlog: u32,
     accept_class_cycles: bool,
     value_factories: Arc<ValueFactories>,
     has_value_factories: AtomicBool,
@@ -201,6 +203,7 @@ pub(crate) fn connection_config(
             t if t <= 0 => None,
             t => Some(Duration::from_secs(t as u64)),
         },
+        ..ConnectionConfig::default()
     })
 }
 
@@ -255,6 +258,9 @@ impl Instance {
             value_factories: Arc::default(),
             has_value_factories: AtomicBool::new(false),
             tcp_buffers: tcp_buffer_sizes(&properties)?,
+            tcp_backlog: properties
+                .get_int("Ice.TCP.Backlog", i64::from(tcp::DEFAULT_BACKLOG))?
+                .clamp(1, i64::from(i32::MAX)) as u32,
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
             override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
@@ -262,7 +268,7 @@ impl Instance {
             runtime: Mutex::new(runtime),
             handle,
             defaults,
-            client_config,
+            client_config: Arc::new(client_config),
             connections: ConnectionCache::default(),
             adapters: Mutex::new(Vec::new()),
             shutdown: watch::Sender::new(false),
@@ -358,6 +364,12 @@ impl Instance {
     /// The socket buffer sizes for TCP connections (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`).
     pub(crate) fn tcp_buffers(&self) -> tcp::BufferSizes {
         self.0.tcp_buffers
+    }
+
+    /// The listen backlog of TCP endpoints (`Ice.TCP.Backlog`, default `SOMAXCONN` as with
+    /// Ice).
+    pub(crate) fn tcp_backlog(&self) -> u32 {
+        self.0.tcp_backlog
     }
 
     /// The implicit context, sent with every request.

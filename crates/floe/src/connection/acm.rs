@@ -2,7 +2,7 @@
 //! Ice 3.8's idle timeout (heartbeat always, close when nothing was heard for the timeout).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Weak;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Connection, Shared};
@@ -126,58 +126,131 @@ impl AcmConfig {
     }
 }
 
-/// Runs for the life of a connection: every quarter of the timeout, sends a heartbeat when
-/// the policy asks for one and closes the connection when it has been silent too long.
-pub(super) async fn monitor(shared: Weak<Shared>) {
-    let Some(first) = shared.upgrade() else { return };
-    let acm = first.config.acm;
-    drop(first);
+/// Watches the ACM of every connection made with one configuration (an adapter's, or a
+/// communicator's outgoing ones) from one task: every quarter of the timeout it checks each of
+/// them, sending heartbeats and closing silent or idle connections as their policy says. A
+/// connection costs a slot here instead of a task and a timer of its own, and nothing wakes up
+/// per connection; the task runs while connections are registered, on the runtime of the
+/// first of them.
+#[derive(Clone, Default)]
+pub(crate) struct AcmSweeper(Arc<Mutex<Sweep>>);
+
+impl std::fmt::Debug for AcmSweeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcmSweeper").finish_non_exhaustive()
+    }
+}
+
+/// The connections a sweeper watches: a slab of weak references.
+#[derive(Default)]
+struct Sweep {
+    slots: Vec<Option<Weak<Shared>>>,
+    free: Vec<usize>,
+    live: usize,
+    running: bool,
+}
+
+impl AcmSweeper {
+    /// Starts watching `shared` (whose ACM is enabled); returns its slot, for
+    /// [`unregister`](Self::unregister).
+    pub(super) fn register(&self, shared: &Arc<Shared>) -> usize {
+        let mut sweep = self.0.lock().expect("acm lock");
+        let slot = match sweep.free.pop() {
+            Some(slot) => slot,
+            None => {
+                sweep.slots.push(None);
+                sweep.slots.len() - 1
+            }
+        };
+        sweep.slots[slot] = Some(Arc::downgrade(shared));
+        sweep.live += 1;
+        if !sweep.running {
+            sweep.running = true;
+            tokio::spawn(run(Arc::downgrade(&self.0), shared.config.acm));
+        }
+        slot
+    }
+
+    /// Stops watching the connection in `slot`.
+    pub(super) fn unregister(&self, slot: usize) {
+        let mut sweep = self.0.lock().expect("acm lock");
+        if sweep.slots.get_mut(slot).and_then(Option::take).is_some() {
+            sweep.free.push(slot);
+            sweep.live -= 1;
+        }
+    }
+}
+
+/// The sweeper's task: checks its connections every quarter of `acm`'s timeout, and ends once
+/// none is left (the next registration starts it again).
+async fn run(sweep: Weak<Mutex<Sweep>>, acm: AcmConfig) {
     let period = (acm.timeout / 4).max(Duration::from_millis(10));
     let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {
         tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
-        let conn = Connection { shared };
-        if conn.shared.state.is_closed() {
+        let Some(sweep) = sweep.upgrade() else { return };
+        // Taken out of the lock first: checking may close a connection, which unregisters it.
+        let connections: Vec<Arc<Shared>> = {
+            let mut s = sweep.lock().expect("acm lock");
+            if s.live == 0 {
+                s.running = false;
+                return;
+            }
+            s.slots.iter().flatten().filter_map(Weak::upgrade).collect()
+        };
+        drop(sweep);
+        for shared in connections {
+            check(Connection { shared });
+        }
+    }
+}
+
+/// One ACM check of a connection: a heartbeat when the policy asks for one, a close when it
+/// has been silent or idle too long. Writing and closing gracefully continue as tasks of their
+/// own, so that one slow peer does not hold up the others.
+fn check(conn: Connection) {
+    let acm = conn.shared.config.acm;
+    if conn.shared.state.is_closed() || !acm.is_enabled() {
+        return;
+    }
+    let activity = &conn.shared.activity;
+    let now = activity.epoch.elapsed();
+    let last_read = Duration::from_millis(activity.last_read_ms.load(Ordering::Relaxed));
+    let last_write = Duration::from_millis(activity.last_write_ms.load(Ordering::Relaxed));
+    // Silence: nothing heard from the peer. Idle: nothing sent or heard.
+    let silent = now.saturating_sub(last_read);
+    let idle = now.saturating_sub(last_read.max(last_write));
+    let unwritten = now.saturating_sub(last_write);
+    let dispatching = conn.dispatch_count() > 0;
+    let outstanding = conn.pending_count() > 0;
+    if silent >= acm.timeout {
+        let forceful = acm.close == AcmClose::OnIdleForceful
+            || (acm.close != AcmClose::OnIdle && acm.close != AcmClose::Off && outstanding);
+        if forceful {
+            conn.close_forcefully(Error::ConnectionLost(format!("no activity for {:?} (ACM)", acm.timeout)));
             return;
         }
-        let activity = &conn.shared.activity;
-        let now = activity.epoch.elapsed();
-        let last_read = Duration::from_millis(activity.last_read_ms.load(Ordering::Relaxed));
-        let last_write = Duration::from_millis(activity.last_write_ms.load(Ordering::Relaxed));
-        // Silence: nothing heard from the peer. Idle: nothing sent or heard.
-        let silent = now.saturating_sub(last_read);
-        let idle = now.saturating_sub(last_read.max(last_write));
-        let unwritten = now.saturating_sub(last_write);
-        let dispatching = conn.dispatch_count() > 0;
-        let outstanding = conn.pending_count() > 0;
-        if silent >= acm.timeout {
-            let forceful = acm.close == AcmClose::OnIdleForceful
-                || (acm.close != AcmClose::OnIdle && acm.close != AcmClose::Off && outstanding);
-            if forceful {
-                conn.close_forcefully(Error::ConnectionLost(format!("no activity for {:?} (ACM)", acm.timeout)));
-                return;
-            }
-            if matches!(acm.close, AcmClose::OnIdle | AcmClose::OnInvocationAndIdle)
-                && idle >= acm.timeout
-                && !dispatching
-                && !outstanding
-            {
-                tokio::spawn(async move { conn.close().await });
-                return;
-            }
+        if matches!(acm.close, AcmClose::OnIdle | AcmClose::OnInvocationAndIdle)
+            && idle >= acm.timeout
+            && !dispatching
+            && !outstanding
+        {
+            tokio::spawn(async move { conn.close().await });
+            return;
         }
-        let send = match acm.heartbeat {
-            AcmHeartbeat::Off => false,
-            AcmHeartbeat::Always => true,
-            AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
-            AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
-        };
-        // A held adapter's connections stay silent, as with Ice.
-        let held = conn.is_held();
-        if send && !held {
+    }
+    let send = match acm.heartbeat {
+        AcmHeartbeat::Off => false,
+        AcmHeartbeat::Always => true,
+        AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
+        AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
+    };
+    // A held adapter's connections stay silent, as with Ice.
+    if send && !conn.is_held() {
+        tokio::spawn(async move {
             let _ = conn.heartbeat().await;
-        }
+        });
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::acm::AcmConfig;
+use super::acm::{AcmConfig, AcmSweeper};
 
 /// Settings of one connection.
 #[derive(Debug, Clone)]
@@ -27,6 +27,8 @@ pub struct ConnectionConfig {
     /// is closed (`Floe.Connection.PartialMessageTimeout`, seconds; protects against peers that
     /// send a header and stall).
     pub partial_message_timeout: Option<Duration>,
+    /// Watches the ACM of the connections made with this configuration (and its clones).
+    pub(crate) acm_sweeper: AcmSweeper,
 }
 
 impl Default for ConnectionConfig {
@@ -40,6 +42,7 @@ impl Default for ConnectionConfig {
             trace_protocol: false,
             trace_network: false,
             partial_message_timeout: Some(Duration::from_secs(30)),
+            acm_sweeper: AcmSweeper::default(),
         }
     }
 }

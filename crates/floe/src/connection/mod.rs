@@ -32,6 +32,7 @@ pub use config::ConnectionConfig;
 pub use handler::{BoundHandler, HoldGate, RequestHandler};
 pub use outgoing::Compress;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,7 +47,8 @@ use state::{CloseState, Phase};
 
 /// The state one connection's handles, reader task and helper tasks share.
 struct Shared {
-    config: ConnectionConfig,
+    /// Shared by the connections of one adapter (or of a communicator's outgoing side).
+    config: Arc<ConnectionConfig>,
     /// Where the connection is in its life.
     state: CloseState,
     /// The write half; `None` once the writing side is shut down.
@@ -64,6 +66,10 @@ struct Shared {
     local: Option<std::net::SocketAddr>,
     remote: Option<std::net::SocketAddr>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The connection's slot in its ACM sweeper (`usize::MAX`: none).
+    acm_slot: AtomicUsize,
+    /// Called once, when the connection closes.
+    on_closed: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 /// A connection to an Ice peer. Cheap to clone; all clones are the same connection.
@@ -92,7 +98,7 @@ impl Connection {
         stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>),
         write: WriteHalf,
         is_incoming: bool,
-        config: ConnectionConfig,
+        config: Arc<ConnectionConfig>,
     ) -> Self {
         let (description, local, remote) = stream;
         let conn = Connection {
@@ -109,6 +115,8 @@ impl Connection {
                 local,
                 remote,
                 reader: Mutex::new(None),
+                acm_slot: AtomicUsize::new(usize::MAX),
+                on_closed: Mutex::new(None),
             }),
         };
         conn.shared.activity.touch_read();
@@ -120,9 +128,10 @@ impl Connection {
     /// ValidateConnection message, then starts reading.
     pub async fn establish_outgoing(
         stream: TransportStream,
-        config: ConnectionConfig,
+        config: impl Into<Arc<ConnectionConfig>>,
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
+        let config = config.into();
         let TransportStream { mut read, write, description, local, remote } = stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
@@ -154,10 +163,11 @@ impl Connection {
     /// A connection not admitted (the adapter stopped) takes no request and closes.
     pub async fn establish_incoming(
         stream: TransportStream,
-        config: ConnectionConfig,
+        config: impl Into<Arc<ConnectionConfig>>,
         handler: Arc<dyn RequestHandler>,
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
+        let config = config.into();
         let TransportStream { read, mut write, description, local, remote } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
         let conn = Connection::new((description, local, remote), write, true, config);
@@ -179,9 +189,10 @@ impl Connection {
     /// transports that validate themselves.
     pub fn over_stream(
         stream: TransportStream,
-        config: ConnectionConfig,
+        config: impl Into<Arc<ConnectionConfig>>,
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Connection {
+        let config = config.into();
         let TransportStream { read, write, description, local, remote } = stream;
         let conn = Connection::new((description, local, remote), write, handler.is_some(), config);
         conn.set_handler(handler);
@@ -193,7 +204,8 @@ impl Connection {
         let reader = tokio::spawn(reader::run(self.clone(), read));
         *self.shared.reader.lock().expect("reader lock") = Some(reader.abort_handle());
         if self.shared.config.acm.is_enabled() {
-            tokio::spawn(acm::monitor(Arc::downgrade(&self.shared)));
+            let slot = self.shared.config.acm_sweeper.register(&self.shared);
+            self.shared.acm_slot.store(slot, Ordering::Release);
         }
     }
 
@@ -245,6 +257,14 @@ impl Connection {
         if let Some(r) = self.shared.reader.lock().expect("reader lock").take() {
             r.abort();
         }
+        let slot = self.shared.acm_slot.swap(usize::MAX, Ordering::AcqRel);
+        if slot != usize::MAX {
+            self.shared.config.acm_sweeper.unregister(slot);
+        }
+        let hook = self.shared.on_closed.lock().expect("close hook lock").take();
+        if let Some(hook) = hook {
+            hook();
+        }
         let shared = self.shared.clone();
         let shutdown = async move {
             if let Some(mut w) = shared.writer.lock().await.take() {
@@ -291,6 +311,18 @@ impl Connection {
         if tokio::time::timeout(self.shared.config.close_timeout, graceful).await.is_err() {
             self.close_forcefully(Error::ConnectionLost("peer did not close in time".into()));
         }
+    }
+
+    /// Calls `hook` once the connection closes (at once if it has). One hook at a time: a new
+    /// one replaces the one set before.
+    pub fn on_closed(&self, hook: impl FnOnce() + Send + 'static) {
+        let mut slot = self.shared.on_closed.lock().expect("close hook lock");
+        if self.shared.state.is_closed() {
+            drop(slot);
+            hook();
+            return;
+        }
+        *slot = Some(Box::new(hook));
     }
 
     /// Waits until the connection is closed and its writing side shut down.

@@ -21,7 +21,14 @@ use crate::error::{Error, Result};
 use crate::protocol::{BatchRequests, FrameReader, Message, MessageType, Reply, Request};
 use crate::transport::ReadHalf;
 
-const INITIAL_READ_BUFFER: usize = 1024;
+/// A new connection's read buffer holds no memory: the first read takes 64 bytes (what
+/// `BytesMut` reserves), room enough for a ping or a small request, so that an idle-ish
+/// connection costs that much. A message larger than the buffer grows it to its announced
+/// size, and a read that fills the buffer grows it to `STREAMING_READ_BUFFER` for the bytes
+/// likely to follow.
+const INITIAL_READ_BUFFER: usize = 0;
+/// What a buffer that reads fill grows to (see [`INITIAL_READ_BUFFER`]).
+const STREAMING_READ_BUFFER: usize = 8 * 1024;
 const SHRINK_ABOVE: usize = 64 * 1024;
 /// A connection that stays idle this long gives back a read buffer grown above `SHRINK_ABOVE`.
 const SHRINK_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
@@ -31,6 +38,8 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
     let mut last_size = 0;
+    // Whether the last read filled all the room the buffer had.
+    let mut filled = false;
     let mut handlers = Handlers::new(&conn);
     let mut replies = DeferredReplies::new(&conn);
     let mut timers = ReadTimers::default();
@@ -79,9 +88,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         if buf.is_empty() && buf.capacity() > SHRINK_ABOVE && last_size < buf.capacity() / 4 {
             buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
         }
-        if buf.capacity() - buf.len() < 512 {
-            let needed = frames.bytes_needed(&buf).unwrap_or(0);
-            buf.reserve(needed.max(8 * 1024));
+        // An incomplete message already has its room (the frame reader reserved it).
+        if filled && buf.capacity() - buf.len() < 512 {
+            buf.reserve(STREAMING_READ_BUFFER);
         }
         // Bound the dispatches in progress: stop reading until one completes.
         handlers.refresh(&conn);
@@ -90,6 +99,7 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         }
         // A read in progress stops when the gate is held: nothing more is read until it is
         // released.
+        let room = buf.capacity() - buf.len();
         let step = read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers);
         let step = match handlers.gate() {
             Some(gate) => tokio::select! {
@@ -118,7 +128,11 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                 conn.close_forcefully(reason);
                 return;
             }
-            Ok(_) => conn.shared.activity.touch_read(),
+            Ok(n) => {
+                // A buffer with no room reads into the 64 bytes `BytesMut` reserves.
+                filled = n >= room.max(64);
+                conn.shared.activity.touch_read();
+            }
             Err(e) => {
                 conn.close_forcefully(Error::lost(e));
                 return;

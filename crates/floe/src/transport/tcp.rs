@@ -161,17 +161,19 @@ impl BufferSizes {
     }
 }
 
+/// The listen backlog Ice uses by default (`SOMAXCONN`); the kernel caps it at
+/// `net.core.somaxconn`.
+pub const DEFAULT_BACKLOG: u32 = libc::SOMAXCONN as u32;
+
 /// Binds a listening socket for `host:port` (`*` or empty host: all IPv4 interfaces;
-/// port 0: an ephemeral port). Accepted connections inherit `sizes`.
-pub async fn bind(host: &str, port: u16, sizes: BufferSizes) -> Result<TcpListener> {
+/// port 0: an ephemeral port) with room for `backlog` connections not yet accepted
+/// (`Ice.TCP.Backlog`). Accepted connections inherit `sizes`.
+pub async fn bind(host: &str, port: u16, sizes: BufferSizes, backlog: u32) -> Result<TcpListener> {
     let host = match host {
         "" | "*" => "0.0.0.0",
         h => h.trim_start_matches('[').trim_end_matches(']'),
     };
     let fail = |e: io::Error| Error::Adapter(format!("cannot bind {host}:{port}: {e}"));
-    if sizes == BufferSizes::default() {
-        return TcpListener::bind((host, port)).await.map_err(fail);
-    }
     let addr = tokio::net::lookup_host((host, port))
         .await
         .map_err(fail)?
@@ -181,7 +183,7 @@ pub async fn bind(host: &str, port: u16, sizes: BufferSizes) -> Result<TcpListen
     socket.set_reuseaddr(true).map_err(fail)?;
     sizes.apply(&socket).map_err(fail)?;
     socket.bind(addr).map_err(fail)?;
-    socket.listen(1024).map_err(fail)
+    socket.listen(backlog.max(1)).map_err(fail)
 }
 
 /// Accepts one connection.
