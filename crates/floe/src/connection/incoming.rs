@@ -147,29 +147,33 @@ pub(super) fn dispatch_slot_free(conn: &Connection, handlers: &Handlers) -> bool
     !held && (max == 0 || conn.shared.incoming.dispatch_count.load(Ordering::SeqCst) < max)
 }
 
-/// Dispatches a request and writes its reply, if it has one.
-pub(super) async fn dispatch(
+/// Starts the dispatch of a request: the reply to write when the dispatch completed at once
+/// (see [`deliver`]); a dispatch that waits continues as a task of its own, which writes its
+/// reply. Synchronous, so that the reader's future does not hold the request across a wait.
+#[inline]
+pub(super) fn dispatch(
     conn: &Connection,
     handlers: &mut Handlers,
     request: Request,
     compression: CompressionStatus,
-    replies: &mut DeferredReplies,
-) {
-    // A dispatch that completed at once: the reader task writes its reply itself (waiting for
-    // the write is the backpressure on a peer that does not read its replies), then ends it.
-    // A small reply waits for the other requests already in the read buffer, so that their
-    // replies go out in one write.
-    if let Some((reply, tail)) = start_dispatch(conn, handlers, request, compression) {
-        if tail.is_none() && reply.len() <= DEFERRED_REPLY_MAX && replies.backlog >= DEFER_WITH_BACKLOG {
-            replies.defer(reply);
-            if replies.bytes() >= DEFERRED_REPLIES_FLUSH_AT {
-                replies.flush().await;
-            }
-        } else {
+) -> Option<ReplyParts> {
+    start_dispatch(conn, handlers, request, compression)
+}
+
+/// Writes the reply of a dispatch that completed at once, and ends the dispatch. The reader
+/// task writes it itself: waiting for the write is the backpressure on a peer that does not
+/// read its replies. A small reply waits for the other requests already in the read buffer,
+/// so that their replies go out in one write.
+pub(super) async fn deliver(conn: &Connection, (reply, tail): ReplyParts, replies: &mut DeferredReplies) {
+    if tail.is_none() && reply.len() <= DEFERRED_REPLY_MAX && replies.backlog >= DEFER_WITH_BACKLOG {
+        replies.defer(reply);
+        if replies.bytes() >= DEFERRED_REPLIES_FLUSH_AT {
             replies.flush().await;
-            write_reply(conn, (reply, tail)).await;
-            conn.shared.incoming.finish(1);
         }
+    } else {
+        replies.flush().await;
+        write_reply(conn, (reply, tail)).await;
+        conn.shared.incoming.finish(1);
     }
 }
 
@@ -415,7 +419,7 @@ fn poll_once(fut: &mut DispatchFuture) -> Option<std::thread::Result<Response>> 
 }
 
 /// A reply message to write, and the trailing bytes written right after it.
-type ReplyParts = (BytesMut, Option<Bytes>);
+pub(super) type ReplyParts = (BytesMut, Option<Bytes>);
 
 /// The reply to a twoway request's dispatch (oneway dispatches build none; their callers do
 /// not get here): the servant's response, or UnknownException for a panic. `None` when the

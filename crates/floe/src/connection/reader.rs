@@ -60,10 +60,14 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                         }
                     }
                     replies.backlog = buf.len();
-                    if let Err(e) = handle_message(&conn, msg, &mut handlers, &mut replies).await {
-                        warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
-                        conn.close_forcefully(e);
-                        return;
+                    match handle_message(&conn, msg, &mut handlers) {
+                        Ok(None) => {}
+                        Ok(Some(reply)) => incoming::deliver(&conn, reply, &mut replies).await,
+                        Err(e) => {
+                            warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
+                            conn.close_forcefully(e);
+                            return;
+                        }
                     }
                     // Nothing after a CloseConnection (or a fatal error) is dispatched.
                     if conn.shared.state.is_closed() {
@@ -240,13 +244,10 @@ impl Deadline {
     }
 }
 
-/// Routes one message.
-async fn handle_message(
-    conn: &Connection,
-    msg: Message,
-    handlers: &mut Handlers,
-    replies: &mut DeferredReplies,
-) -> Result<()> {
+/// Routes one message; returns the reply of a request whose dispatch completed at once, for
+/// the caller to write. Synchronous: the reader task's future holds no message or request
+/// while it waits, which keeps it (and so every connection) small.
+fn handle_message(conn: &Connection, msg: Message, handlers: &mut Handlers) -> Result<Option<incoming::ReplyParts>> {
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
     }
@@ -261,14 +262,14 @@ async fn handle_message(
         MessageType::Request => {
             // Ice ignores requests that arrive while closing; the client retries them.
             if !conn.shared.state.takes_requests() {
-                return Ok(());
+                return Ok(None);
             }
             let request = Request::decode(msg.body)?;
-            incoming::dispatch(conn, handlers, request, msg.header.compression, replies).await;
+            return Ok(incoming::dispatch(conn, handlers, request, msg.header.compression));
         }
         MessageType::BatchRequest => {
             if !conn.shared.state.takes_requests() {
-                return Ok(());
+                return Ok(None);
             }
             incoming::dispatch_batch(conn, handlers, BatchRequests::new(msg.body)?)?;
         }
@@ -279,7 +280,7 @@ async fn handle_message(
             conn.close_forcefully(Error::CloseConnection);
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

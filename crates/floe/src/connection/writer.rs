@@ -7,6 +7,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use std::pin::Pin;
+use std::task::Poll;
+
 use bytes::BytesMut;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
@@ -75,14 +78,35 @@ impl Connection {
 
     /// Writes one complete message given as two parts: `msg` then `tail` (a large parameter
     /// sent from its own buffer instead of being copied after the rest).
+    ///
+    /// When the write half is free and the socket takes the whole message at once, the message
+    /// is written without waiting (the common case); otherwise the write continues in a future
+    /// of its own, boxed, so that the futures that write — the reader task's above all, one per
+    /// connection — stay small.
     pub(super) async fn write_message_parts(&self, msg: &[u8], tail: &[u8]) -> Result<()> {
-        let mut guard = self.shared.writer.lock().await;
-        let Some(w) = guard.as_mut() else {
-            return Err(self.close_error());
-        };
-        // After a forceful close nothing more is sent, even before the writer is shut down.
-        if self.shared.state.is_closed() {
-            return Err(self.close_error());
+        match self.shared.writer.try_lock() {
+            Ok(guard) => match self.start_write(guard, msg, tail) {
+                Started::Done(result) => result,
+                Started::Blocked(pending) => Box::pin(self.finish_write(pending)).await,
+            },
+            Err(_) => {
+                Box::pin(async {
+                    let guard = self.shared.writer.lock().await;
+                    match self.start_write(guard, msg, tail) {
+                        Started::Done(result) => result,
+                        Started::Blocked(pending) => self.finish_write(pending).await,
+                    }
+                })
+                .await
+            }
+        }
+    }
+
+    /// Writes as much of the message as the socket takes now, holding the write half.
+    fn start_write<'a>(&self, mut guard: WriterGuard<'a>, msg: &'a [u8], tail: &'a [u8]) -> Started<'a> {
+        if guard.is_none() || self.shared.state.is_closed() {
+            // After a forceful close nothing more is sent, even before the writer is shut down.
+            return Started::Done(Err(self.close_error()));
         }
         if self.shared.config.trace_protocol {
             trace_sent(msg, tail.len());
@@ -90,41 +114,57 @@ impl Connection {
         // Oneway requests queued before this message go first, in the same write when small.
         let queued =
             if self.shared.oneways.has_queued.load(Ordering::Acquire) { self.take_queued(false) } else { None };
-        // A caller that gives up part-way through a write (a timeout, a dropped future) would
-        // leave half a message on the wire: the connection is then closed instead.
-        let abandoned = AbandonedWrite { conn: self, armed: true };
-        let write = async {
-            match queued {
-                None => write_all_two(w, msg, tail).await,
-                Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
-                    q.extend_from_slice(msg);
-                    write_all_two(w, &q, tail).await
-                }
-                Some(q) => {
-                    w.write_all(&q).await?;
-                    write_all_two(w, msg, tail).await
-                }
+        let mut job = match queued {
+            Some(mut q) if msg.len() <= QUEUE_MESSAGE_MAX => {
+                q.extend_from_slice(msg);
+                WriteJob { queued: q, msg: &[], tail, written: 0 }
             }
+            Some(q) => WriteJob { queued: q, msg, tail, written: 0 },
+            None => WriteJob { queued: BytesMut::new(), msg, tail, written: 0 },
         };
-        // Biased: a write that completes at once never registers for the close signal.
+        let w = guard.as_mut().expect("checked above");
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match job.poll_write(w, &mut cx) {
+            Poll::Ready(result) => Started::Done(self.wrote(guard, result)),
+            Poll::Pending => Started::Blocked(PendingWrite { guard, job }),
+        }
+    }
+
+    /// Finishes a write the socket could not take at once. A caller that gives up part-way
+    /// (a timeout, a dropped future) would leave half a message on the wire: the connection is
+    /// then closed instead; a forceful close ends the wait.
+    async fn finish_write(&self, pending: PendingWrite<'_>) -> Result<()> {
+        let PendingWrite { mut guard, mut job } = pending;
+        let abandoned = AbandonedWrite { conn: self, armed: true };
+        let w = guard.as_mut().expect("a pending write has its writer");
         let result = tokio::select! {
             biased;
-            r = write => r,
+            r = std::future::poll_fn(|cx| job.poll_write(w, cx)) => r,
             _ = self.shared.state.reached(Phase::Closed) => {
+                let mut abandoned = abandoned;
+                abandoned.armed = false;
                 return Err(self.close_error());
             }
         };
         let mut abandoned = abandoned;
         abandoned.armed = false;
-        if let Err(e) = result {
-            drop(guard);
-            let err = Error::lost(e);
-            self.close_forcefully(err.clone());
-            return Err(err);
-        }
+        self.wrote(guard, result)
+    }
+
+    /// Ends a write: releases the write half, and closes the connection if the write failed.
+    fn wrote(&self, guard: WriterGuard<'_>, result: std::io::Result<()>) -> Result<()> {
         drop(guard);
-        self.shared.activity.touch_write();
-        Ok(())
+        match result {
+            Ok(()) => {
+                self.shared.activity.touch_write();
+                Ok(())
+            }
+            Err(e) => {
+                let err = Error::lost(e);
+                self.close_forcefully(err.clone());
+                Err(err)
+            }
+        }
     }
 
     /// Takes the queued oneway requests, if any. With `ends_flush`, an empty queue also ends
@@ -211,25 +251,62 @@ async fn flush_queued(conn: Connection) {
     }
 }
 
-/// Writes `head` then `tail` completely, with vectored writes (one system call when the
-/// socket takes both).
-async fn write_all_two(w: &mut WriteHalf, mut head: &[u8], mut tail: &[u8]) -> std::io::Result<()> {
-    if tail.is_empty() {
-        return w.write_all(head).await;
-    }
-    while !head.is_empty() {
-        let n = w.write_vectored(&[std::io::IoSlice::new(head), std::io::IoSlice::new(tail)]).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
+/// The lock on a connection's write half.
+type WriterGuard<'a> = tokio::sync::MutexGuard<'a, Option<WriteHalf>>;
+
+/// What became of a write's first attempt.
+enum Started<'a> {
+    Done(Result<()>),
+    /// The socket took part of it: the rest waits for room, holding the write half.
+    Blocked(PendingWrite<'a>),
+}
+
+/// A write under way: the write half it holds and what is left to write.
+struct PendingWrite<'a> {
+    guard: WriterGuard<'a>,
+    job: WriteJob<'a>,
+}
+
+/// One write: the queued oneway requests (with the message appended when it is small), then
+/// the message, then its tail, with vectored writes (one system call when the socket takes
+/// them all).
+struct WriteJob<'a> {
+    queued: BytesMut,
+    msg: &'a [u8],
+    tail: &'a [u8],
+    /// Bytes of the three parts written so far.
+    written: usize,
+}
+
+impl WriteJob<'_> {
+    /// Writes until done, an error, or the socket is full (`Pending`, with the waker in `cx`
+    /// registered).
+    fn poll_write(&mut self, w: &mut WriteHalf, cx: &mut std::task::Context<'_>) -> Poll<std::io::Result<()>> {
+        loop {
+            let mut skip = self.written;
+            let mut slices = [std::io::IoSlice::new(&[]); 3];
+            let mut count = 0;
+            for part in [&self.queued[..], self.msg, self.tail] {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                slices[count] = std::io::IoSlice::new(&part[skip..]);
+                skip = 0;
+                count += 1;
+            }
+            if count == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            match Pin::new(&mut **w).poll_write_vectored(cx, &slices[..count]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.written += n,
+                Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
         }
-        if n < head.len() {
-            head = &head[n..];
-        } else {
-            tail = &tail[n - head.len()..];
-            head = &[];
-        }
     }
-    w.write_all(tail).await
 }
 
 /// Closes its connection when dropped while armed: a write was abandoned part-way.
