@@ -136,9 +136,22 @@ pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
     }
 }
 
-/// Serves the benchmark interface on `port` with `threads` runtime threads until `shutdown`.
-pub(crate) fn serve(port: u16, threads: usize) -> floe::Result<()> {
-    let communicator = Communicator::with_properties(properties(threads))?;
+/// Serves the benchmark interface on `port` with `threads` runtime threads until `shutdown`;
+/// with `None`, on floe's default configuration (runtime size, ACM) but for the message size
+/// limit and `--floe-property` settings.
+pub(crate) fn serve(port: u16, threads: Option<usize>) -> floe::Result<()> {
+    let props = match threads {
+        Some(t) => properties(t),
+        None => {
+            let p = Properties::new();
+            p.set("Ice.MessageSizeMax", "100000");
+            for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
+                p.set(name, value);
+            }
+            p
+        }
+    };
+    let communicator = Communicator::with_properties(props)?;
     let adapter = communicator.create_object_adapter_with_endpoints("Bench", &format!("tcp -h 127.0.0.1 -p {port}"))?;
     adapter.add(
         PerfServer::new(PerfI { communicator: communicator.clone(), count: AtomicI32::new(0) }),

@@ -4,6 +4,7 @@
 //! `cargo run --release --bin floe-bench -- [--quick] [--json PATH] [--html PATH] [--peers ice]`
 #![allow(clippy::approx_constant)] // 3.14 is the seeds' string-struct payload, not pi.
 
+mod connections;
 mod floe_system;
 mod pipeline;
 mod raw;
@@ -57,7 +58,36 @@ struct Args {
     /// `Floe.Runtime.BusyPoll=0` to measure floe without busy polling.
     #[arg(long = "floe-property", value_name = "NAME=VALUE")]
     floe_properties: Vec<String>,
-    /// Internal: serve a system (`raw` or `floe`) on --port.
+    /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
+    /// server's file limit caps it; the report says when it did.
+    #[arg(long)]
+    connections: Option<usize>,
+    /// The most connections one load process of the `connections` test opens (default 10,000).
+    #[arg(long, value_name = "N")]
+    conn_per_process: Option<usize>,
+    /// How long the `connections` test measures pings, in milliseconds (default 20,000, or
+    /// 8,000 with --quick).
+    #[arg(long, value_name = "MS")]
+    conn_measure_ms: Option<u64>,
+    /// Internal: run one load process of the `connections` test against --port.
+    #[arg(long, hide = true)]
+    conn_load: bool,
+    /// Internal: connections this load process opens.
+    #[arg(long, hide = true, default_value_t = 0)]
+    conn_count: usize,
+    /// Internal: the source address of this load process.
+    #[arg(long, hide = true, default_value = "127.0.0.1")]
+    conn_source: std::net::Ipv4Addr,
+    /// Internal: connections this load process opens at once.
+    #[arg(long, hide = true, default_value_t = 500)]
+    conn_burst: usize,
+    /// Internal: time between two pings of one connection, in milliseconds.
+    #[arg(long, hide = true, default_value_t = 4000)]
+    conn_interval_ms: u64,
+    /// Internal: serve floe on its default configuration (threads, ACM), not the benchmark's.
+    #[arg(long, hide = true)]
+    defaults: bool,
+    /// Internal: serve a system (`raw`, `raw-scale` or `floe`) on --port.
     #[arg(long, hide = true)]
     serve: Option<String>,
     /// Internal: run one system's client (`raw` or `floe`) against a server already on --port.
@@ -111,7 +141,10 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
-fn start_server(system: System, threads: usize, ice_dir: Option<&Path>) -> Result<Server, String> {
+/// Starts `system`'s benchmark server; `scale` starts the one of the `connections` test
+/// instead: floe and Ice C++ on their default configuration (runtime size, ACM), and the raw
+/// baseline as one epoll thread rather than a thread per connection.
+fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: bool) -> Result<Server, String> {
     let port = free_port();
     let mut cmd = match system {
         System::Ice => {
@@ -122,11 +155,19 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>) -> Resul
         _ => Command::new(std::env::current_exe().map_err(|e| e.to_string())?),
     };
     match system {
+        System::Ice if scale => {
+            // Ice's own default: ACM on, closing idle connections after 60 s.
+            cmd.arg(port.to_string()).arg("--Ice.ACM.Timeout=60");
+        }
         System::Ice => {
             cmd.arg(port.to_string()).arg(format!("--Ice.ThreadPool.Server.Size={threads}"));
         }
         s => {
-            cmd.args(["--serve", s.name(), "--port", &port.to_string(), "--threads", &threads.to_string()]);
+            let name = if scale && s == System::Raw { "raw-scale" } else { s.name() };
+            cmd.args(["--serve", name, "--port", &port.to_string(), "--threads", &threads.to_string()]);
+            if scale {
+                cmd.arg("--defaults");
+            }
             if s == System::Floe {
                 floe_system::forward_properties(&mut cmd);
             }
@@ -144,7 +185,7 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>) -> Resul
 }
 
 /// (user + system CPU seconds, peak RSS in kB) of a process.
-fn proc_stats(pid: u32) -> (f64, u64) {
+pub(crate) fn proc_stats(pid: u32) -> (f64, u64) {
     let ticks = 100.0;
     let cpu = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -377,6 +418,24 @@ fn build_ice_peer() -> Result<PathBuf, String> {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    connections::raise_fd_limit();
+    if args.conn_load {
+        let load = connections::LoadArgs {
+            port: args.port,
+            count: args.conn_count,
+            source: args.conn_source,
+            burst: args.conn_burst.max(1),
+            interval: Duration::from_millis(args.conn_interval_ms.max(1)),
+            duration: Duration::from_millis(args.duration_ms.unwrap_or(8_000)),
+        };
+        return match connections::load(load) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("floe-bench --conn-load: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     if let Err(e) = floe_system::set_properties(&args.floe_properties) {
         eprintln!("floe-bench: {e}");
         return std::process::ExitCode::from(2);
@@ -384,7 +443,10 @@ fn main() -> std::process::ExitCode {
     if let Some(system) = &args.serve {
         let r = match system.as_str() {
             "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
-            "floe" => floe_system::serve(args.port, args.threads).map_err(|e| e.to_string()),
+            "raw-scale" => connections::serve_raw_scale(args.port).map_err(|e| e.to_string()),
+            "floe" => {
+                floe_system::serve(args.port, (!args.defaults).then_some(args.threads)).map_err(|e| e.to_string())
+            }
             #[cfg(feature = "tonic")]
             "tonic" => tonic_system::serve(args.port, args.threads),
             other => Err(format!("unknown system {other}")),
@@ -426,6 +488,9 @@ fn main() -> std::process::ExitCode {
         }
         None => every_test().copied().collect(),
     };
+    let want_connections = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "connections"));
+    let conn_plan = connections::Plan::new(args.quick, args.connections, args.conn_per_process);
+    let conn_runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 }).clamp(1, 3);
     let mut notes = Vec::new();
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
@@ -455,7 +520,7 @@ fn main() -> std::process::ExitCode {
             if *s == System::Raw && threads != thread_counts[0] {
                 continue;
             }
-            match start_server(*s, threads, ice_dir.as_deref()) {
+            match start_server(*s, threads, ice_dir.as_deref(), false) {
                 Ok(srv) => servers.push(srv),
                 Err(e) => notes.push(format!("{} skipped: {e}", s.name())),
             }
@@ -543,7 +608,9 @@ fn main() -> std::process::ExitCode {
         // Every report says when floe did not run on its defaults.
         machine.push_str(&format!(", floe with {}", args.floe_properties.join(" ")));
     }
-    println!("{}", report::table(&selected, &records, &machine, started.elapsed()));
+    if !selected.is_empty() {
+        println!("{}", report::table(&selected, &records, &machine, started.elapsed()));
+    }
     for n in &notes {
         println!("note: {n}");
     }
@@ -558,6 +625,37 @@ fn main() -> std::process::ExitCode {
             eprintln!("cannot write {}: {e}", path.display());
         }
     }
+    let _: &[Record] = &records;
+    let mut connections_text = None;
+    if want_connections {
+        let plan = connections::Plan {
+            measure: args.conn_measure_ms.map(Duration::from_millis).unwrap_or(conn_plan.measure),
+            ..conn_plan
+        };
+        let (outcomes, conn_notes) = run_connections(&plan, &systems, ice_dir.as_deref(), conn_runs);
+        let text = connections::table(&plan, &outcomes, &conn_notes);
+        println!("\n{text}");
+        connections_text = Some(text.clone());
+        if let Some(path) = &args.json {
+            // The connections records join the array written above.
+            let mut all = report::json(&records);
+            let extra = connections::json_records(&outcomes);
+            if !extra.is_empty() {
+                let body = all.trim_end().trim_end_matches(']').trim_end().to_string();
+                let sep = if body.ends_with('[') { "\n" } else { ",\n" };
+                all = format!("{body}{sep}  {}\n]\n", extra.join(",\n  "));
+            }
+            if let Err(e) = std::fs::write(path, all) {
+                eprintln!("cannot write {}: {e}", path.display());
+            }
+        }
+        if let Some(path) = &args.markdown {
+            let md = std::fs::read_to_string(path).unwrap_or_default();
+            if let Err(e) = std::fs::write(path, format!("{md}\n{text}")) {
+                eprintln!("cannot write {}: {e}", path.display());
+            }
+        }
+    }
     let html = args
         .html
         .clone()
@@ -565,12 +663,75 @@ fn main() -> std::process::ExitCode {
     if let Some(dir) = html.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    match std::fs::write(&html, report::html(&selected, &records, &machine, &notes)) {
+    let mut page = report::html(&selected, &records, &machine, &notes);
+    if let Some(text) = &connections_text {
+        let section = format!("<h2>Connections</h2>\n<pre>{}</pre>\n</body>", report::html_escape(text));
+        page = page.replacen("</body>", &section, 1);
+    }
+    match std::fs::write(&html, page) {
         Ok(()) => println!("HTML report: {}", html.display()),
         Err(e) => eprintln!("cannot write {}: {e}", html.display()),
     }
-    let _: &[Record] = &records;
     std::process::ExitCode::SUCCESS
+}
+
+/// The `connections` test: `runs` rounds, each starting every system's scale server afresh and
+/// measuring it under the same load, systems interleaved within a round.
+fn run_connections(
+    plan: &connections::Plan,
+    systems: &[System],
+    ice_dir: Option<&Path>,
+    runs: usize,
+) -> (Vec<connections::Outcome>, Vec<String>) {
+    let mut outcomes = Vec::new();
+    let mut notes = Vec::new();
+    let started = Instant::now();
+    for run in 0..runs {
+        for &system in systems.iter().filter(|s| **s != System::Tonic) {
+            let server = match start_server(system, 1, ice_dir, true) {
+                Ok(s) => s,
+                Err(e) => {
+                    notes.push(format!("{} / connections run {}: {e}", system.name(), run + 1));
+                    continue;
+                }
+            };
+            match connections::run(system.name(), server.child.id(), server.port, plan) {
+                Ok(o) => {
+                    eprintln!(
+                        "[{:>4.0}s] run {} connections {:<8} {}/{} validated in {:.2} s, RSS {} → {} kB ({:.0} B/connection), {} pings, {} errors",
+                        started.elapsed().as_secs_f64(),
+                        run + 1,
+                        system.name(),
+                        o.connected,
+                        o.n,
+                        o.connect_s,
+                        o.rss_kb.0,
+                        o.rss_kb.1,
+                        o.rss_per_conn,
+                        o.latencies_us.len(),
+                        o.errors
+                    );
+                    if o.n < plan.n {
+                        let note = format!(
+                            "{}: {} connections asked, {} opened: the server's file limit allows no more",
+                            system.name(),
+                            plan.n,
+                            o.n
+                        );
+                        if !notes.contains(&note) {
+                            notes.push(note);
+                        }
+                    }
+                    if let Some(e) = &o.first_error {
+                        notes.push(format!("{} / connections run {}: first error: {e}", system.name(), run + 1));
+                    }
+                    outcomes.push(o);
+                }
+                Err(e) => notes.push(format!("{} / connections run {}: {e}", system.name(), run + 1)),
+            }
+        }
+    }
+    (outcomes, notes)
 }
 
 #[cfg(test)]

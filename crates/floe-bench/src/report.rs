@@ -474,7 +474,7 @@ fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
     s.push_str("</svg>");
 }
 
-fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 

@@ -72,3 +72,40 @@ fn quick_run_produces_a_table_and_json() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `connections` test end to end at a small scale: 300 connections spread over three load
+/// processes (100 each, from three source addresses), against floe and the raw scale server.
+#[test]
+fn connections_smoke_run_opens_every_connection_and_reports_latencies() {
+    let dir = std::env::temp_dir().join(format!("floe-bench-conn-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let html = dir.join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_floe-bench"))
+        .args(["--quick", "--runs", "1", "--peers", "none", "--tests", "connections"])
+        .args(["--connections", "300", "--conn-per-process", "100", "--conn-measure-ms", "4200"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for system in ["floe", "raw"] {
+        // Every connection validated, every connection pinged at least once, no error.
+        let row =
+            stdout.lines().find(|l| l.starts_with(&format!("| {system} |"))).unwrap_or_else(|| panic!("{stdout}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[2], "300 / 300", "{row}");
+        let pings: usize = cells[8].parse().unwrap();
+        assert!(pings >= 300, "{row}");
+        assert_eq!(cells[9], "0", "{row}\n{stdout}");
+        let record = format!("\"system\": \"{system}\", \"test\": \"connections\"");
+        assert!(std::fs::read_to_string(&json).unwrap().contains(&record), "no JSON record for {system}");
+    }
+    assert!(!stdout.contains("note:"), "{stdout}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<h2>Connections</h2>"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
