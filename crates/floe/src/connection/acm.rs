@@ -32,8 +32,10 @@ impl Activity {
         self.epoch.elapsed().as_micros() as u64
     }
 
-    pub(super) fn touch_read(&self) {
-        self.last_read_ms.store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    /// Records a read; returns the milliseconds since the read before.
+    pub(super) fn touch_read(&self) -> u64 {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_read_ms.swap(now, Ordering::Relaxed))
     }
 
     pub(super) fn touch_write(&self) {

@@ -24,13 +24,20 @@ use crate::transport::ReadHalf;
 /// A new connection's read buffer holds no memory: the first read takes 64 bytes (what
 /// `BytesMut` reserves), room enough for a ping or a small request, so that an idle-ish
 /// connection costs that much. A message larger than the buffer grows it to its announced
-/// size, and a read that fills the buffer grows it to `STREAMING_READ_BUFFER` for the bytes
-/// likely to follow.
+/// size. A read that fills the buffer, or that starts a message within `ACTIVE_GAP_MS` of the
+/// read before (the rest of a message does not count), marks the connection as streaming: from then on its reads get at least 512 bytes of room,
+/// in steps of `STREAMING_READ_BUFFER` (one allocation for many messages, where a 64-byte
+/// buffer would need one for every message or two), until it has been idle for
+/// `SHRINK_WHEN_IDLE_FOR` and gives the buffer back. A client that calls every few seconds
+/// keeps the small buffer.
 const INITIAL_READ_BUFFER: usize = 0;
 /// What a buffer that reads fill grows to (see [`INITIAL_READ_BUFFER`]).
 const STREAMING_READ_BUFFER: usize = 8 * 1024;
+/// Reads this close together (in milliseconds) make a connection streaming.
+const ACTIVE_GAP_MS: u64 = 100;
 const SHRINK_ABOVE: usize = 64 * 1024;
-/// A connection that stays idle this long gives back a read buffer grown above `SHRINK_ABOVE`.
+/// A connection that stays idle this long gives back a read buffer grown above `SHRINK_ABOVE`,
+/// and a streaming connection its buffer, whatever its size.
 const SHRINK_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
 /// Reads and handles the connection's messages until it closes.
@@ -38,8 +45,8 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
     let frames = FrameReader::new(conn.shared.config.max_message_size);
     let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
     let mut last_size = 0;
-    // Whether the last read filled all the room the buffer had.
-    let mut filled = false;
+    // Whether a read has filled all the room the buffer had, since the connection was last idle.
+    let mut streaming = false;
     let mut handlers = Handlers::new(&conn);
     let mut replies = DeferredReplies::new(&conn);
     let mut timers = ReadTimers::default();
@@ -93,7 +100,7 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
             buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
         }
         // An incomplete message already has its room (the frame reader reserved it).
-        if filled && buf.capacity() - buf.len() < 512 {
+        if streaming && buf.capacity() - buf.len() < 512 {
             buf.reserve(STREAMING_READ_BUFFER);
         }
         // Bound the dispatches in progress: stop reading until one completes.
@@ -104,7 +111,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         // A read in progress stops when the gate is held: nothing more is read until it is
         // released.
         let room = buf.capacity() - buf.len();
-        let step = read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers);
+        let starts_message = buf.is_empty();
+        let step =
+            read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming);
         let step = match handlers.gate() {
             Some(gate) => tokio::select! {
                 biased;
@@ -133,9 +142,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                 return;
             }
             Ok(n) => {
+                let gap_ms = conn.shared.activity.touch_read();
                 // A buffer with no room reads into the 64 bytes `BytesMut` reserves.
-                filled = n >= room.max(64);
-                conn.shared.activity.touch_read();
+                streaming |= n >= room.max(64) || (starts_message && gap_ms < ACTIVE_GAP_MS);
             }
             Err(e) => {
                 conn.close_forcefully(Error::lost(e));
@@ -150,32 +159,35 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
 enum ReadStep {
     /// The read finished: bytes appended, end of stream (0) or an error.
     Read(std::io::Result<usize>),
-    /// The connection stayed idle with a large buffer, which was replaced by a small one.
+    /// The connection stayed idle with a large or streaming buffer, which was given back.
     IdleShrunk,
     /// A message started but the rest did not arrive within this limit.
     PartialTimeout(Duration),
 }
 
 /// Reads more bytes into `buf`. While a message is incomplete, more of it must arrive within
-/// `partial_limit`; while the connection is idle with a buffer grown above `SHRINK_ABOVE`, the
-/// buffer is given back after `SHRINK_WHEN_IDLE_FOR`. Reading into an empty buffer is
-/// cancel-safe, so giving up on such a read loses no byte.
+/// `partial_limit`; while the connection is idle with a buffer grown above `SHRINK_ABOVE` or
+/// `streaming`, the buffer is given back after `SHRINK_WHEN_IDLE_FOR` and the connection is no
+/// longer streaming. Reading into an empty buffer is cancel-safe, so giving up on such a read
+/// loses no byte.
 async fn read_step(
     read: &mut ReadHalf,
     buf: &mut BytesMut,
     partial_limit: Option<Duration>,
     timers: &mut ReadTimers,
+    streaming: &mut bool,
 ) -> ReadStep {
     match (buf.is_empty(), partial_limit) {
         (false, Some(limit)) => match timers.partial.within(limit, read.read_buf(buf)).await {
             Some(r) => ReadStep::Read(r),
             None => ReadStep::PartialTimeout(limit),
         },
-        (true, _) if buf.capacity() > SHRINK_ABOVE => {
+        (true, _) if buf.capacity() > SHRINK_ABOVE || *streaming => {
             match timers.idle.within(SHRINK_WHEN_IDLE_FOR, read.read_buf(buf)).await {
                 Some(r) => ReadStep::Read(r),
                 None => {
                     *buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+                    *streaming = false;
                     ReadStep::IdleShrunk
                 }
             }
@@ -293,15 +305,42 @@ mod tests {
         let (mut peer, ours) = tokio::io::duplex(64 * 1024);
         let mut read: ReadHalf = Box::new(ours);
         let mut buf = BytesMut::with_capacity(4 * SHRINK_ABOVE);
-        assert!(matches!(read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await, ReadStep::IdleShrunk));
+        assert!(matches!(
+            read_step(&mut read, &mut buf, None, &mut ReadTimers::default(), &mut false).await,
+            ReadStep::IdleShrunk
+        ));
         assert!(buf.capacity() < SHRINK_ABOVE, "capacity {}", buf.capacity());
         // Bytes sent afterwards are read as usual.
         peer.write_all(b"abc").await.unwrap();
         assert!(matches!(
-            read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await,
+            read_step(&mut read, &mut buf, None, &mut ReadTimers::default(), &mut false).await,
             ReadStep::Read(Ok(3))
         ));
         assert_eq!(&buf[..], b"abc");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_streaming_connection_gives_back_its_buffer_and_stops_streaming() {
+        let (mut peer, ours) = tokio::io::duplex(64 * 1024);
+        let mut read: ReadHalf = Box::new(ours);
+        // A streaming connection's 8 KB buffer, below the size that is shrunk otherwise.
+        let mut buf = BytesMut::with_capacity(STREAMING_READ_BUFFER);
+        let mut streaming = true;
+        let step = read_step(&mut read, &mut buf, None, &mut ReadTimers::default(), &mut streaming).await;
+        assert!(matches!(step, ReadStep::IdleShrunk));
+        assert!(!streaming, "an idle connection is no longer streaming");
+        assert_eq!(buf.capacity(), INITIAL_READ_BUFFER);
+        // The same buffer on a connection that is not streaming is kept while idle.
+        let mut buf = BytesMut::with_capacity(STREAMING_READ_BUFFER);
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(SHRINK_WHEN_IDLE_FOR * 3).await;
+            peer.write_all(b"ping").await.unwrap();
+            peer
+        });
+        let step = read_step(&mut read, &mut buf, None, &mut ReadTimers::default(), &mut false).await;
+        assert!(matches!(step, ReadStep::Read(Ok(4))), "{step:?}");
+        assert!(buf.capacity() >= STREAMING_READ_BUFFER - 4);
+        drop(writer.await.unwrap());
     }
 
     #[tokio::test]
@@ -315,7 +354,7 @@ mod tests {
             peer
         });
         assert!(matches!(
-            read_step(&mut read, &mut buf, None, &mut ReadTimers::default()).await,
+            read_step(&mut read, &mut buf, None, &mut ReadTimers::default(), &mut false).await,
             ReadStep::Read(Ok(100))
         ));
         assert!(buf.capacity() >= 4 * SHRINK_ABOVE - 100);
@@ -324,7 +363,7 @@ mod tests {
         // A small buffer is never timed out while idle; end of stream is reported.
         let mut small = BytesMut::with_capacity(INITIAL_READ_BUFFER);
         assert!(matches!(
-            read_step(&mut read, &mut small, None, &mut ReadTimers::default()).await,
+            read_step(&mut read, &mut small, None, &mut ReadTimers::default(), &mut false).await,
             ReadStep::Read(Ok(0))
         ));
     }
@@ -336,7 +375,7 @@ mod tests {
         let mut buf = BytesMut::from(&b"IceP"[..]);
         let limit = Duration::from_millis(50);
         assert!(
-            matches!(read_step(&mut read, &mut buf, Some(limit), &mut ReadTimers::default()).await, ReadStep::PartialTimeout(l) if l == limit)
+            matches!(read_step(&mut read, &mut buf, Some(limit), &mut ReadTimers::default(), &mut false).await, ReadStep::PartialTimeout(l) if l == limit)
         );
         assert_eq!(&buf[..], b"IceP");
     }
@@ -413,10 +452,16 @@ mod tests {
         });
         let mut timers = ReadTimers::default();
         for _ in 0..4 {
-            assert!(matches!(read_step(&mut read, &mut buf, Some(limit), &mut timers).await, ReadStep::Read(Ok(10))));
+            assert!(matches!(
+                read_step(&mut read, &mut buf, Some(limit), &mut timers, &mut false).await,
+                ReadStep::Read(Ok(10))
+            ));
         }
         assert_eq!(buf.len(), 44);
         let _peer = writer.await.unwrap();
-        assert!(matches!(read_step(&mut read, &mut buf, Some(limit), &mut timers).await, ReadStep::PartialTimeout(_)));
+        assert!(matches!(
+            read_step(&mut read, &mut buf, Some(limit), &mut timers, &mut false).await,
+            ReadStep::PartialTimeout(_)
+        ));
     }
 }
