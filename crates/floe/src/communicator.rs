@@ -65,9 +65,11 @@ impl Communicator {
     }
 
     /// A communicator with the given properties. Inside a tokio runtime it uses that runtime;
-    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
-    /// CPUs; for one worker, a current-thread runtime on a thread of its own, on which
-    /// servants cannot use `tokio::task::block_in_place`).
+    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the size of Ice's
+    /// thread pools when they are given, else one, as in Ice; one worker is a current-thread
+    /// runtime on a thread of its own, on which servants cannot use
+    /// `tokio::task::block_in_place` and generated `_blocking` calls return
+    /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync)).
     pub fn with_properties(properties: Properties) -> Result<Communicator> {
         Ok(Communicator { instance: Instance::new(properties)? })
     }

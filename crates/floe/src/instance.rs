@@ -218,19 +218,23 @@ fn default_encoding(properties: &Properties) -> Result<EncodingVersion> {
 
 impl Instance {
     /// An instance configured by `properties`. Inside a tokio runtime it uses that runtime;
-    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the number of
-    /// CPUs; for one worker, a current-thread runtime on a thread of its own).
+    /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the size of Ice's
+    /// thread pools when they are given, else one: a current-thread runtime on a thread of
+    /// its own).
     pub(crate) fn new(properties: Properties) -> Result<Instance> {
         let (runtime, handle) = match tokio::runtime::Handle::try_current() {
             Ok(h) => (None, h),
             Err(_) => {
-                // Ice's thread pool sizes, when given, size the runtime (Floe.Runtime.Threads wins).
-                let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i64;
+                // Ice's thread pool sizes, when given, size the runtime (Floe.Runtime.Threads
+                // wins). Without either, one thread, as Ice's pools have by default: a
+                // current-thread runtime that busy-polls answers a lone request sooner and at
+                // less CPU than a multi-thread one whose idle workers are woken for it
+                // (docs/connection-scale.md has the measurements).
                 let server = properties
                     .get_int("Ice.ThreadPool.Server.SizeMax", properties.get_int("Ice.ThreadPool.Server.Size", 0)?)?;
                 let client = properties.get_int("Ice.ThreadPool.Client.Size", 0)?;
                 let from_ice = server.max(client);
-                let default = if from_ice > 0 { from_ice } else { cpus };
+                let default = if from_ice > 0 { from_ice } else { 1 };
                 let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
                 let default_spin = crate::transport::busy_poll::DEFAULT_BUDGET.as_micros() as i64;
                 let spin = properties.get_int("Floe.Runtime.BusyPoll", default_spin)?.clamp(0, 1_000_000) as u64;

@@ -1,6 +1,7 @@
 //! The runtime a communicator starts when it is made outside one: a current-thread runtime on
-//! a thread of its own for `Floe.Runtime.Threads=1`, a multi-thread runtime for more; both
-//! serve and call, and dropping the last handle on the communicator stops them.
+//! a thread of its own for `Floe.Runtime.Threads=1` (the default, as Ice's thread pools have
+//! one thread), a multi-thread runtime for more; both serve and call, and dropping the last
+//! handle on the communicator stops them.
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -54,6 +55,34 @@ fn serve_and_call(threads: usize, flavor: RuntimeFlavor) {
     }
     client.destroy_blocking();
     server.destroy_blocking();
+}
+
+/// The flavour and worker count of the runtime a communicator with `settings` starts.
+fn runtime_of(settings: &[(&str, &str)]) -> (RuntimeFlavor, usize) {
+    let props = Properties::new();
+    for (name, value) in settings {
+        props.set(name, value);
+    }
+    let communicator = Communicator::with_properties(props).unwrap();
+    let handle = communicator.runtime_handle();
+    let shape = (handle.runtime_flavor(), handle.metrics().num_workers());
+    communicator.destroy_blocking();
+    shape
+}
+
+#[test]
+fn the_default_runtime_has_one_thread_and_ice_pool_sizes_or_floe_threads_change_it() {
+    assert_eq!(runtime_of(&[]), (RuntimeFlavor::CurrentThread, 1));
+    assert_eq!(runtime_of(&[("Ice.ThreadPool.Server.Size", "3")]), (RuntimeFlavor::MultiThread, 3));
+    assert_eq!(
+        runtime_of(&[("Ice.ThreadPool.Server.Size", "2"), ("Ice.ThreadPool.Server.SizeMax", "4")]),
+        (RuntimeFlavor::MultiThread, 4)
+    );
+    assert_eq!(runtime_of(&[("Ice.ThreadPool.Client.Size", "2")]), (RuntimeFlavor::MultiThread, 2));
+    assert_eq!(
+        runtime_of(&[("Ice.ThreadPool.Server.Size", "4"), ("Floe.Runtime.Threads", "2")]),
+        (RuntimeFlavor::MultiThread, 2)
+    );
 }
 
 #[test]
