@@ -15,6 +15,8 @@ pub(super) struct Activity {
     last_read_ms: AtomicU64,
     last_write_ms: AtomicU64,
     heartbeats_received: AtomicU64,
+    /// A heartbeat of the sweeper's is being written.
+    heartbeat_in_flight: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
@@ -24,6 +26,7 @@ impl Activity {
             last_read_ms: AtomicU64::new(0),
             last_write_ms: AtomicU64::new(0),
             heartbeats_received: AtomicU64::new(0),
+            heartbeat_in_flight: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -133,9 +136,19 @@ impl AcmConfig {
 /// them, sending heartbeats and closing silent or idle connections as their policy says. A
 /// connection costs a slot here instead of a task and a timer of its own, and nothing wakes up
 /// per connection; the task runs while connections are registered, on the runtime of the
-/// first of them.
-#[derive(Clone, Default)]
+/// first of them (should that runtime stop, the next registration starts it again).
+///
+/// A clone of a configuration gets a sweeper of its own: it may have another timeout, and the
+/// sweeper ticks at the timeout of the connection that started it. Connections that share a
+/// configuration share it through an `Arc`, and so share its sweeper.
+#[derive(Default)]
 pub(crate) struct AcmSweeper(Arc<Mutex<Sweep>>);
+
+impl Clone for AcmSweeper {
+    fn clone(&self) -> Self {
+        AcmSweeper::default()
+    }
+}
 
 impl std::fmt::Debug for AcmSweeper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -186,6 +199,8 @@ impl AcmSweeper {
 /// The sweeper's task: checks its connections every quarter of `acm`'s timeout, and ends once
 /// none is left (the next registration starts it again).
 async fn run(sweep: Weak<Mutex<Sweep>>, acm: AcmConfig) {
+    // Should the task be dropped with its runtime, the next registration starts it again.
+    let mut running = NotRunningOnDrop { sweep: sweep.clone(), armed: true };
     let period = (acm.timeout / 4).max(Duration::from_millis(10));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -197,7 +212,9 @@ async fn run(sweep: Weak<Mutex<Sweep>>, acm: AcmConfig) {
         let connections: Vec<Arc<Shared>> = {
             let mut s = sweep.lock().expect("acm lock");
             if s.live == 0 {
+                // Under the lock that registrations take: one that comes next starts a task.
                 s.running = false;
+                running.armed = false;
                 return;
             }
             s.slots.iter().flatten().filter_map(Weak::upgrade).collect()
@@ -206,6 +223,35 @@ async fn run(sweep: Weak<Mutex<Sweep>>, acm: AcmConfig) {
         for shared in connections {
             check(Connection { shared });
         }
+    }
+}
+
+/// Marks the sweeper as stopped when its task is dropped with its runtime (a task that ends
+/// because no connection is left does so itself, under the lock, and disarms this).
+struct NotRunningOnDrop {
+    sweep: Weak<Mutex<Sweep>>,
+    armed: bool,
+}
+
+impl Drop for NotRunningOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(sweep) = self.sweep.upgrade() {
+            if let Ok(mut s) = sweep.lock() {
+                s.running = false;
+            }
+        }
+    }
+}
+
+/// Clears a connection's heartbeat-in-flight mark when its heartbeat task ends or is dropped.
+struct HeartbeatInFlight(Connection);
+
+impl Drop for HeartbeatInFlight {
+    fn drop(&mut self) {
+        self.0.shared.activity.heartbeat_in_flight.store(false, Ordering::Release);
     }
 }
 
@@ -249,10 +295,63 @@ fn check(conn: Connection) {
         AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
         AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
     };
-    // A held adapter's connections stay silent, as with Ice.
-    if send && !conn.is_held() {
+    // A held adapter's connections stay silent, as with Ice. One heartbeat at a time: on a
+    // peer that stops reading, a heartbeat waits for the writer, and a new one every tick
+    // would pile up behind it.
+    if send && !conn.is_held() && !activity.heartbeat_in_flight.swap(true, Ordering::AcqRel) {
         tokio::spawn(async move {
-            let _ = conn.heartbeat().await;
+            let in_flight = HeartbeatInFlight(conn);
+            let _ = in_flight.0.heartbeat().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod sweeper_tests {
+    use super::*;
+    use crate::connection::ConnectionConfig;
+    use crate::transport::TransportStream;
+
+    fn live(config: &ConnectionConfig) -> usize {
+        config.acm_sweeper.0.lock().expect("acm lock").live
+    }
+
+    #[test]
+    fn a_clone_of_a_configuration_has_a_sweeper_of_its_own() {
+        let config = ConnectionConfig::default();
+        let clone = config.clone();
+        assert!(!Arc::ptr_eq(&config.acm_sweeper.0, &clone.acm_sweeper.0));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_that_close_at_once_leave_the_sweeper() {
+        // The peer is gone before the connection starts: its reader closes it as soon as it
+        // runs, possibly on the other worker while the connection is still being started.
+        let config = Arc::new(ConnectionConfig::default());
+        for _ in 0..300 {
+            let (ours, peer) = tokio::io::duplex(1024);
+            drop(peer);
+            let conn = Connection::over_stream(TransportStream::from_io(ours, "gone"), config.clone(), None);
+            tokio::time::timeout(Duration::from_secs(5), conn.wait_closed()).await.expect("closed");
+        }
+        assert_eq!(live(&config), 0, "closed connections are still watched");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn heartbeats_to_a_peer_that_does_not_read_do_not_pile_up() {
+        // A heartbeat every 10 ms to a peer whose pipe holds 16 bytes and that never reads:
+        // the second heartbeat waits for room, and every later tick must not add another.
+        let acm =
+            AcmConfig { timeout: Duration::from_millis(40), heartbeat: AcmHeartbeat::Always, close: AcmClose::Off };
+        let config = Arc::new(ConnectionConfig { acm, ..ConnectionConfig::default() });
+        let (ours, _peer) = tokio::io::duplex(16);
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let before = metrics.num_alive_tasks();
+        let conn = Connection::over_stream(TransportStream::from_io(ours, "deaf"), config, None);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        // The reader, the sweeper and at most one heartbeat (and a heartbeat just ending).
+        let alive = metrics.num_alive_tasks() - before;
+        assert!(alive <= 4, "{alive} tasks after 40 sweeps");
+        conn.close_forcefully(Error::ConnectionLost("test".into()));
     }
 }

@@ -201,12 +201,14 @@ impl Connection {
     }
 
     fn start(&self, read: ReadHalf) {
-        let reader = tokio::spawn(reader::run(self.clone(), read));
-        *self.shared.reader.lock().expect("reader lock") = Some(reader.abort_handle());
+        // Registered before the reader starts: a reader that closes the connection at once
+        // then finds the slot to give back (nothing else can close it before this returns).
         if self.shared.config.acm.is_enabled() {
             let slot = self.shared.config.acm_sweeper.register(&self.shared);
             self.shared.acm_slot.store(slot, Ordering::Release);
         }
+        let reader = tokio::spawn(reader::run(self.clone(), read));
+        *self.shared.reader.lock().expect("reader lock") = Some(reader.abort_handle());
     }
 
     /// True once the connection is closed (or closing).
@@ -314,8 +316,9 @@ impl Connection {
     }
 
     /// Calls `hook` once the connection closes (at once if it has). One hook at a time: a new
-    /// one replaces the one set before.
-    pub fn on_closed(&self, hook: impl FnOnce() + Send + 'static) {
+    /// one replaces the one set before, which is why it is the adapter's alone (it takes the
+    /// connection out of its count and live connections).
+    pub(crate) fn on_closed(&self, hook: impl FnOnce() + Send + 'static) {
         let mut slot = self.shared.on_closed.lock().expect("close hook lock");
         if self.shared.state.is_closed() {
             drop(slot);
