@@ -155,7 +155,9 @@ pub(crate) fn run(system: &'static str, server_pid: u32, port: u16, plan: &Plan)
     let processes = plan.processes();
     let burst = plan.burst.div_ceil(processes).max(1);
     let (tx, rx) = mpsc::channel::<(usize, String)>();
-    let mut children = Vec::new();
+    // Load processes are killed if this returns early (an error); otherwise they are waited
+    // for below.
+    let mut children = KillOnDrop(Vec::new());
     let mut stdins: Vec<ChildStdin> = Vec::new();
     let started = Instant::now();
     for i in 0..processes {
@@ -184,7 +186,7 @@ pub(crate) fn run(system: &'static str, server_pid: u32, port: u16, plan: &Plan)
             }
             let _ = tx.send((i, "eof".into()));
         });
-        children.push(child);
+        children.0.push(child);
     }
     drop(tx);
     let mut connected = 0usize;
@@ -247,7 +249,7 @@ pub(crate) fn run(system: &'static str, server_pid: u32, port: u16, plan: &Plan)
     let rss_after = rss_kb(server_pid);
     let cpu = crate::proc_stats(server_pid).0 - cpu_before;
     drop(stdins);
-    for mut c in children {
+    for mut c in std::mem::take(&mut children.0) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -270,6 +272,18 @@ pub(crate) fn run(system: &'static str, server_pid: u32, port: u16, plan: &Plan)
         errors,
         first_error,
     })
+}
+
+/// Child processes killed and reaped when dropped.
+struct KillOnDrop(Vec<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// What a load process is asked to do.
@@ -540,7 +554,14 @@ pub(crate) fn serve_raw_scale(port: u16) -> std::io::Result<()> {
                             }
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        // Out of descriptors or a connection reset before it was accepted.
+                        // A connection reset before it was accepted: on to the next one (with
+                        // edge-triggered readiness, stopping here would strand the others).
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted
+                            ) => {}
+                        // Out of descriptors: the pending connections wait for the next event.
                         Err(_) => break,
                     }
                 }
