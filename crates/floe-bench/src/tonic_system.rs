@@ -57,6 +57,11 @@ pub(crate) fn supports(test: &Test) -> bool {
     )
 }
 
+/// HTTP/2 flow-control windows for both sides: room for the largest message of the suite
+/// (1 MB, plus framing) without waiting for a WINDOW_UPDATE, as gRPC users moving bulk data
+/// configure them. (hyper's adaptive windows would override these and start at 64 kB.)
+const HTTP2_WINDOW: u32 = 2 << 20;
+
 fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(threads.max(1)).enable_all().build()
 }
@@ -67,11 +72,20 @@ pub(crate) fn serve(port: u16, threads: usize) -> Result<(), String> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| e.to_string())?;
         println!("ready");
+        // The accepted sockets are ours, not tonic's: TCP_NODELAY is set on each here (the
+        // builder's `tcp_nodelay` applies only to listeners tonic makes itself). Without it,
+        // Nagle's algorithm meets delayed ACKs and every large message waits ~40 ms.
+        let incoming = tokio_stream::StreamExt::map(tokio_stream::wrappers::TcpListenerStream::new(listener), |s| {
+            s.and_then(|s| s.set_nodelay(true).map(|()| s))
+        });
         tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .initial_stream_window_size(Some(HTTP2_WINDOW))
+            .initial_connection_window_size(Some(HTTP2_WINDOW))
             .add_service(
                 PerfServer::new(PerfImpl).max_decoding_message_size(64 << 20).max_encoding_message_size(64 << 20),
             )
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .serve_with_incoming(incoming)
             .await
             .map_err(|e| e.to_string())
     })
@@ -84,6 +98,9 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> Result<(u64
     rt.block_on(async move {
         let channel = tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{port}"))
             .map_err(|e| e.to_string())?
+            .tcp_nodelay(true)
+            .initial_stream_window_size(HTTP2_WINDOW)
+            .initial_connection_window_size(HTTP2_WINDOW)
             .connect()
             .await
             .map_err(|e| e.to_string())?;
