@@ -1,0 +1,357 @@
+// ZeroC Ice 3.7 C++11 benchmark client for any server implementing Interop::Tester
+// (tests/interop/Test.ice).
+// Usage: ice-tester-client <proxy-string> [--quick] [--Ice.Prop=value ...]
+// Runs a fixed workload and prints one line per test: "RESULT <name> <value> <unit>", or
+// "RESULT <name> error <what>". Exits 0 when every test produced a value, 1 otherwise.
+// Without --quick every call count is 5 times the one below (sizes per call stay the same).
+#include <Ice/Ice.h>
+#include <Test.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace std;
+using namespace Interop;
+
+namespace
+{
+
+using Clock = chrono::steady_clock;
+using TesterHandle = shared_ptr<TesterPrx>;
+
+bool allProduced = true;
+
+double secondsSince(Clock::time_point start)
+{
+    return chrono::duration<double>(Clock::now() - start).count();
+}
+
+string oneLine(string s)
+{
+    for(auto& c : s)
+    {
+        if(c == '\n' || c == '\r')
+        {
+            c = ' ';
+        }
+    }
+    return s;
+}
+
+// Runs one test; f returns its value. Prints the RESULT line either way.
+void runTest(const string& name, const string& unit, const function<double()>& f)
+{
+    string line;
+    try
+    {
+        char value[64];
+        snprintf(value, sizeof(value), "%.2f", f());
+        line = "RESULT " + name + " " + value + " " + unit;
+    }
+    catch(const exception& e)
+    {
+        allProduced = false;
+        line = "RESULT " + name + " error " + oneLine(e.what());
+    }
+    catch(...)
+    {
+        allProduced = false;
+        line = "RESULT " + name + " error unknown exception";
+    }
+    cout << line << endl;
+}
+
+// Calls getCounter() until it returns target; gives up after 60 s.
+void awaitCounter(const TesterHandle& t, int target)
+{
+    auto deadline = Clock::now() + chrono::seconds(60);
+    for(;;)
+    {
+        int got = t->getCounter();
+        if(got == target)
+        {
+            return;
+        }
+        if(got > target)
+        {
+            throw runtime_error("getCounter returned " + to_string(got) + ", expected " + to_string(target));
+        }
+        if(Clock::now() > deadline)
+        {
+            throw runtime_error("getCounter still " + to_string(got) + " of " + to_string(target) + " after 60 s");
+        }
+    }
+}
+
+double mbits(double bytesPerCall, int calls, double seconds)
+{
+    return bytesPerCall * calls * 8 / seconds / 1e6;
+}
+
+// State shared by the AMI test's main loop and the reply callbacks.
+struct Window
+{
+    mutex m;
+    condition_variable cv;
+    int inFlight = 0;
+    int done = 0;
+    exception_ptr failure;
+};
+
+void runAll(const TesterHandle& t, int scale)
+{
+    const int warmup = 5000 * scale;
+    try
+    {
+        for(int i = 0; i < warmup; ++i)
+        {
+            t->ping();
+        }
+    }
+    catch(const exception& e)
+    {
+        allProduced = false;
+        cerr << "ice-tester-client: warm-up failed: " << oneLine(e.what()) << endl;
+    }
+
+    runTest("twoway", "calls/s", [&] {
+        const int n = 10000 * scale;
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            t->ping();
+        }
+        return n / secondsSince(start);
+    });
+
+    runTest("oneway", "msg/s", [&] {
+        const int n = 40000 * scale;
+        auto oneway = t->ice_oneway();
+        t->resetCounter();
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            oneway->incCounter(1);
+        }
+        awaitCounter(t, n);
+        return n / secondsSince(start);
+    });
+
+    runTest("batch_oneway", "msg/s", [&] {
+        const int n = 200000 * scale;
+        const int flushEvery = 10000;
+        auto batch = t->ice_batchOneway();
+        t->resetCounter();
+        auto start = Clock::now();
+        for(int i = 1; i <= n; ++i)
+        {
+            batch->incCounter(1);
+            if(i % flushEvery == 0)
+            {
+                batch->ice_flushBatchRequests();
+            }
+        }
+        batch->ice_flushBatchRequests(); // no-op unless n is not a multiple of flushEvery
+        awaitCounter(t, n);
+        return n / secondsSince(start);
+    });
+
+    runTest("ami", "calls/s", [&] {
+        const int n = 20000 * scale;
+        const int maxInFlight = 1000;
+        auto w = make_shared<Window>();
+        auto deadline = Clock::now() + chrono::seconds(120);
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            {
+                unique_lock<mutex> lock(w->m);
+                if(!w->cv.wait_until(lock, deadline, [&] { return w->inFlight < maxInFlight || w->failure; }))
+                {
+                    throw runtime_error("no reply for 120 s");
+                }
+                if(w->failure)
+                {
+                    rethrow_exception(w->failure);
+                }
+                ++w->inFlight;
+            }
+            // Not under the lock: a callback may run on this thread.
+            t->pingAsync(
+                [w] {
+                    lock_guard<mutex> lock(w->m);
+                    --w->inFlight;
+                    ++w->done;
+                    w->cv.notify_one();
+                },
+                [w](exception_ptr e) {
+                    lock_guard<mutex> lock(w->m);
+                    --w->inFlight;
+                    ++w->done;
+                    if(!w->failure)
+                    {
+                        w->failure = e;
+                    }
+                    w->cv.notify_one();
+                });
+        }
+        unique_lock<mutex> lock(w->m);
+        if(!w->cv.wait_until(lock, deadline, [&] { return w->done == n; }))
+        {
+            throw runtime_error("no reply for 120 s");
+        }
+        double seconds = secondsSince(start);
+        if(w->failure)
+        {
+            rethrow_exception(w->failure);
+        }
+        return n / seconds;
+    });
+
+    const int byteSize = 500000;
+    runTest("bytes_send", "Mbit/s", [&] {
+        const int n = 200 * scale;
+        ByteSeq payload(byteSize);
+        for(size_t k = 0; k < payload.size(); ++k)
+        {
+            payload[k] = static_cast<Ice::Byte>(k);
+        }
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            t->sendByteSeq(payload);
+        }
+        return mbits(byteSize, n, secondsSince(start));
+    });
+
+    runTest("bytes_recv", "Mbit/s", [&] {
+        const int n = 200 * scale;
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            if(t->recvByteSeq(byteSize).size() != static_cast<size_t>(byteSize))
+            {
+                throw runtime_error("recvByteSeq returned the wrong size");
+            }
+        }
+        return mbits(byteSize, n, secondsSince(start));
+    });
+
+    const int fixedCount = 50000;
+    const double fixedBytes = 800000; // 16 bytes per Fixed
+    runTest("fixed_send", "Mbit/s", [&] {
+        const int n = 40 * scale;
+        FixedSeq payload(fixedCount);
+        for(int k = 0; k < fixedCount; ++k)
+        {
+            payload[static_cast<size_t>(k)] = Fixed{k, -k, k * 0.5};
+        }
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            t->sendFixedSeq(payload);
+        }
+        return mbits(fixedBytes, n, secondsSince(start));
+    });
+
+    runTest("fixed_recv", "Mbit/s", [&] {
+        const int n = 40 * scale;
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            if(t->recvFixedSeq(fixedCount).size() != static_cast<size_t>(fixedCount))
+            {
+                throw runtime_error("recvFixedSeq returned the wrong size");
+            }
+        }
+        return mbits(fixedBytes, n, secondsSince(start));
+    });
+
+    const int sdCount = 50000;
+    const double sdBytes = 650000; // counted as 13 bytes per {"hello", 3.14}
+    runTest("sd_send", "Mbit/s", [&] {
+        const int n = 20 * scale;
+        StringDoubleSeq payload(sdCount, StringDouble{"hello", 3.14});
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            t->sendStringDoubleSeq(payload);
+        }
+        return mbits(sdBytes, n, secondsSince(start));
+    });
+
+    runTest("sd_recv", "Mbit/s", [&] {
+        const int n = 20 * scale;
+        auto start = Clock::now();
+        for(int i = 0; i < n; ++i)
+        {
+            if(t->recvStringDoubleSeq(sdCount).size() != static_cast<size_t>(sdCount))
+            {
+                throw runtime_error("recvStringDoubleSeq returned the wrong size");
+            }
+        }
+        return mbits(sdBytes, n, secondsSince(start));
+    });
+}
+
+}
+
+int main(int argc, char* argv[])
+{
+    try
+    {
+        Ice::InitializationData init;
+        init.properties = Ice::createProperties(argc, argv); // takes the --Ice.* arguments out of argv
+        string proxy;
+        bool quick = false;
+        for(int i = 1; i < argc; ++i)
+        {
+            string a = argv[i];
+            if(a == "--quick")
+            {
+                quick = true;
+            }
+            else if(proxy.empty() && a.compare(0, 2, "--") != 0)
+            {
+                proxy = a;
+            }
+            else
+            {
+                proxy.clear();
+                break;
+            }
+        }
+        if(proxy.empty())
+        {
+            cerr << "usage: ice-tester-client <proxy-string> [--quick] [--Ice.Prop=value ...]" << endl;
+            return 2;
+        }
+        if(init.properties->getProperty("Ice.MessageSizeMax").empty())
+        {
+            init.properties->setProperty("Ice.MessageSizeMax", "100000"); // kB
+        }
+
+        Ice::CommunicatorHolder ich(init);
+        auto tester = Ice::uncheckedCast<TesterPrx>(ich->stringToProxy(proxy));
+        if(!tester)
+        {
+            cerr << "ice-tester-client: null proxy" << endl;
+            return 1;
+        }
+        runAll(tester, quick ? 1 : 5);
+    }
+    catch(const exception& e)
+    {
+        cerr << "ice-tester-client: " << oneLine(e.what()) << endl;
+        return 1;
+    }
+    return allProduced ? 0 : 1;
+}
