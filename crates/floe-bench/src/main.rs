@@ -4,7 +4,9 @@
 //! `cargo run --release --bin floe-bench -- [--quick] [--json PATH] [--html PATH] [--peers ice]`
 #![allow(clippy::approx_constant)] // 3.14 is the seeds' string-struct payload, not pi.
 
+mod against;
 mod connections;
+mod cross;
 mod floe_system;
 mod pipeline;
 mod raw;
@@ -19,6 +21,13 @@ pub mod generated {
     include!(concat!(env!("OUT_DIR"), "/Bench.rs"));
 }
 pub(crate) use generated::bench;
+
+/// The Rust mapping of tests/interop/Test.ice, for `--against`.
+#[allow(missing_docs, unreachable_pub)]
+pub mod interop_generated {
+    include!(concat!(env!("OUT_DIR"), "/Test.rs"));
+}
+pub(crate) use interop_generated::interop;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -58,6 +67,11 @@ struct Args {
     /// `Floe.Runtime.BusyPoll=0` to measure floe without busy polling.
     #[arg(long = "floe-property", value_name = "NAME=VALUE")]
     floe_properties: Vec<String>,
+    /// Run floe's client side of the seed tests against the server of this proxy (any
+    /// implementation of `Interop::Tester` in tests/interop/Test.ice) and print one line per
+    /// test, `RESULT <name> <value> <unit>`; `--quick` for the short workload.
+    #[arg(long, value_name = "PROXY")]
+    against: Option<String>,
     /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
     /// server's file limit caps it; the report says when it did.
     #[arg(long)]
@@ -137,7 +151,7 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
@@ -377,7 +391,7 @@ fn calls_only(short: ClientUsage, long: ClientUsage) -> ClientUsage {
 
 /// The Ice peer gets the allocator settings floe applies to itself (the tuning ZeroC recommends
 /// for large messages), so that both run as their users would run them.
-fn ice_malloc_env(cmd: &mut Command) {
+pub(crate) fn ice_malloc_env(cmd: &mut Command) {
     cmd.env("MALLOC_MMAP_THRESHOLD_", (64u32 << 20).to_string())
         .env("MALLOC_TRIM_THRESHOLD_", (128u32 << 20).to_string());
 }
@@ -419,6 +433,16 @@ fn build_ice_peer() -> Result<PathBuf, String> {
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     connections::raise_fd_limit();
+    if let Some(proxy) = &args.against {
+        return match against::run(proxy, args.quick) {
+            Ok(true) => std::process::ExitCode::SUCCESS,
+            Ok(false) => std::process::ExitCode::from(1),
+            Err(e) => {
+                eprintln!("floe-bench --against: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     if args.conn_load {
         let load = connections::LoadArgs {
             port: args.port,
@@ -491,6 +515,10 @@ fn main() -> std::process::ExitCode {
     let want_connections = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "connections"));
     let conn_plan = connections::Plan::new(args.quick, args.connections, args.conn_per_process);
     let conn_runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 }).clamp(1, 3);
+    // Each side alone needs the Ice peer: it runs where Ice C++ is a peer.
+    let want_cross = args.peers.split(',').any(|p| p.trim() == "ice")
+        && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "cross"));
+    let cross_runs = args.runs.unwrap_or(3).clamp(1, 5);
     let mut notes = Vec::new();
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
@@ -614,19 +642,23 @@ fn main() -> std::process::ExitCode {
     for n in &notes {
         println!("note: {n}");
     }
-    if let Some(path) = &args.json {
-        if let Err(e) = std::fs::write(path, report::json(&records)) {
-            eprintln!("cannot write {}: {e}", path.display());
-        }
-    }
-    if let Some(path) = &args.markdown {
-        let md = report::markdown(&records, &machine, started.elapsed(), std::time::SystemTime::now());
-        if let Err(e) = std::fs::write(path, md) {
-            eprintln!("cannot write {}: {e}", path.display());
-        }
-    }
     let _: &[Record] = &records;
-    let mut connections_text = None;
+    // The stages after the rate tests add sections (title, text) to every report, and records
+    // to the JSON array.
+    let mut sections: Vec<(&str, String)> = Vec::new();
+    let mut extra_json: Vec<String> = Vec::new();
+    if want_cross {
+        match cross::build_tester_peer() {
+            Ok(dir) => {
+                let (series, cross_notes) = cross::run(args.quick, cross_runs, &dir);
+                let text = cross::table(&series, args.quick, cross_runs, &cross_notes);
+                println!("\n{text}");
+                extra_json.extend(cross::json_records(&series));
+                sections.push(("Each side alone", text));
+            }
+            Err(e) => println!("note: cross pairs skipped: {e}"),
+        }
+    }
     if want_connections {
         let plan = connections::Plan {
             measure: args.conn_measure_ms.map(Duration::from_millis).unwrap_or(conn_plan.measure),
@@ -635,25 +667,28 @@ fn main() -> std::process::ExitCode {
         let (outcomes, conn_notes) = run_connections(&plan, &systems, ice_dir.as_deref(), conn_runs);
         let text = connections::table(&plan, &outcomes, &conn_notes);
         println!("\n{text}");
-        connections_text = Some(text.clone());
-        if let Some(path) = &args.json {
-            // The connections records join the array written above.
-            let mut all = report::json(&records);
-            let extra = connections::json_records(&outcomes);
-            if !extra.is_empty() {
-                let body = all.trim_end().trim_end_matches(']').trim_end().to_string();
-                let sep = if body.ends_with('[') { "\n" } else { ",\n" };
-                all = format!("{body}{sep}  {}\n]\n", extra.join(",\n  "));
-            }
-            if let Err(e) = std::fs::write(path, all) {
-                eprintln!("cannot write {}: {e}", path.display());
-            }
+        extra_json.extend(connections::json_records(&outcomes));
+        sections.push(("Connections", text));
+    }
+    if let Some(path) = &args.json {
+        let mut all = report::json(&records);
+        if !extra_json.is_empty() {
+            let body = all.trim_end().trim_end_matches(']').trim_end().to_string();
+            let sep = if body.ends_with('[') { "\n" } else { ",\n" };
+            all = format!("{body}{sep}  {}\n]\n", extra_json.join(",\n  "));
         }
-        if let Some(path) = &args.markdown {
-            let md = std::fs::read_to_string(path).unwrap_or_default();
-            if let Err(e) = std::fs::write(path, format!("{md}\n{text}")) {
-                eprintln!("cannot write {}: {e}", path.display());
-            }
+        if let Err(e) = std::fs::write(path, all) {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
+    }
+    if let Some(path) = &args.markdown {
+        let mut md = report::markdown(&records, &machine, started.elapsed(), std::time::SystemTime::now());
+        for (_, text) in &sections {
+            md.push('\n');
+            md.push_str(text);
+        }
+        if let Err(e) = std::fs::write(path, md) {
+            eprintln!("cannot write {}: {e}", path.display());
         }
     }
     let html = args
@@ -664,8 +699,8 @@ fn main() -> std::process::ExitCode {
         let _ = std::fs::create_dir_all(dir);
     }
     let mut page = report::html(&selected, &records, &machine, &notes);
-    if let Some(text) = &connections_text {
-        let section = format!("<h2>Connections</h2>\n<pre>{}</pre>\n</body>", report::html_escape(text));
+    for (title, text) in &sections {
+        let section = format!("<h2>{title}</h2>\n<pre>{}</pre>\n</body>", report::html_escape(text));
         page = page.replacen("</body>", &section, 1);
     }
     match std::fs::write(&html, page) {

@@ -109,3 +109,57 @@ fn connections_smoke_run_opens_every_connection_and_reports_latencies() {
     assert!(std::fs::read_to_string(&html).unwrap().contains("<h2>Connections</h2>"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each side alone, one quick round: Ice C++'s and floe's clients against floe's and Ice's
+/// Tester servers, every pair giving every test a value. floe's server is the workspace's
+/// `floe-interop-server`, which `cargo test --workspace` builds beside floe-bench.
+#[test]
+fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    let server = exe.with_file_name("floe-interop-server");
+    assert!(
+        server.exists(),
+        "{} is not built: run `cargo build -p floe-interop --bin floe-interop-server` (cargo test --workspace does)",
+        server.display()
+    );
+    let dir = std::env::temp_dir().join(format!("floe-bench-cross-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(exe)
+        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "cross"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "a pair failed:\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for test in [
+        "twoway",
+        "oneway",
+        "batch_oneway",
+        "ami",
+        "bytes_send",
+        "bytes_recv",
+        "fixed_send",
+        "fixed_recv",
+        "sd_send",
+        "sd_recv",
+    ] {
+        let row = stdout.lines().find(|l| l.starts_with(&format!("| {test} |"))).unwrap_or_else(|| panic!("{stdout}"));
+        assert!(!row.contains('–'), "a pair has no value for {test}: {row}");
+        for pair in [
+            "ice-cpp client → floe server",
+            "floe client → ice-cpp server",
+            "floe client → floe server",
+            "ice-cpp client → ice-cpp server",
+        ] {
+            let needle = format!("\"system\": \"{pair}\", \"test\": \"cross/{test}\"");
+            assert!(text.contains(&needle), "no JSON record {needle}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
