@@ -1,5 +1,6 @@
-//! The interop matrix, run by `cargo test`: floe client ↔ floe server, floe client ↔ a real
-//! ZeroC Ice 3.7 server (Python), and real Ice 3.7 clients (Python and C++) ↔ floe server.
+//! The interop matrix, run by `cargo test`: floe client ↔ floe server, floe client ↔ real
+//! ZeroC Ice 3.7 servers (Python, and C++: floe-bench's `peers/ice-tester`), and real Ice 3.7
+//! clients (Python and C++) ↔ floe server.
 //! The Ice programs come from Debian's packages, installed by scripts/install-deps.
 
 mod common;
@@ -8,14 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{free_port, start, Server};
+use common::{free_port, start, start_until, Server};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
-/// A floe program on one runtime thread, which busy-polls before it sleeps (its default).
-const ONE_BUSY_POLLING_THREAD: &str = "--Floe.Runtime.Threads=1";
+/// A floe program on a multi-thread runtime of two workers. Its default is one thread, which
+/// busy-polls before it sleeps; the tests run both.
+const TWO_THREADS: &str = "--Floe.Runtime.Threads=2";
 
 fn floe_server(port: u16, extra: &[&str]) -> Server {
     common::floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), extra)
@@ -101,14 +103,53 @@ fn floe_client_against_python_server(client_args: &[&str]) {
     wait_exit(&mut server);
 }
 
+/// The Ice C++ server of tests/interop/Test.ice (floe-bench's `peers/ice-tester`, built once
+/// per test process against Debian's libzeroc-ice-dev).
+fn cpp_server(port: u16) -> Server {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let binary = BUILT.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-server");
+        let status = Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(root().join("../../crates/floe-bench/peers/ice-tester"))
+            .arg(format!("OUT={}", out.display()))
+            .status()
+            .expect("make runs");
+        assert!(status.success(), "building the C++ server failed");
+        out.join("ice-tester-server")
+    });
+    let mut cmd = Command::new(binary);
+    cmd.arg(port.to_string());
+    start_until(cmd, "ready")
+}
+
+#[test]
+fn floe_client_against_ice_cpp_server() {
+    let port = free_port();
+    let mut server = cpp_server(port);
+    run_client(floe_client(port), 160);
+    wait_exit(&mut server);
+}
+
+#[test]
+fn floe_client_on_two_threads_against_ice_cpp_server() {
+    let port = free_port();
+    let mut server = cpp_server(port);
+    let mut client = floe_client(port);
+    client.arg(TWO_THREADS);
+    run_client(client, 160);
+    wait_exit(&mut server);
+}
+
 #[test]
 fn floe_client_against_ice_python_server() {
     floe_client_against_python_server(&[]);
 }
 
 #[test]
-fn floe_client_on_one_busy_polling_thread_against_ice_python_server() {
-    floe_client_against_python_server(&[ONE_BUSY_POLLING_THREAD]);
+fn floe_client_on_two_threads_against_ice_python_server() {
+    floe_client_against_python_server(&[TWO_THREADS]);
 }
 
 #[test]
@@ -117,8 +158,8 @@ fn ice_python_client_against_floe_server() {
 }
 
 #[test]
-fn ice_python_client_against_floe_server_on_one_busy_polling_thread() {
-    against_floe_server(python_client, 140, &[ONE_BUSY_POLLING_THREAD]);
+fn ice_python_client_against_floe_server_on_two_threads() {
+    against_floe_server(python_client, 140, &[TWO_THREADS]);
 }
 
 #[test]
@@ -127,8 +168,8 @@ fn ice_cpp_client_against_floe_server() {
 }
 
 #[test]
-fn ice_cpp_client_against_floe_server_on_one_busy_polling_thread() {
-    against_floe_server(cpp_client, 60, &[ONE_BUSY_POLLING_THREAD]);
+fn ice_cpp_client_against_floe_server_on_two_threads() {
+    against_floe_server(cpp_client, 60, &[TWO_THREADS]);
 }
 
 /// Builds the C++ client against Debian's libzeroc-ice-dev into target/.

@@ -30,14 +30,19 @@ impl Server {
 }
 
 /// Starts `cmd` and waits (up to 30 s) for it to print `TestAdapter ready`.
-pub fn start(mut cmd: Command) -> Server {
+pub fn start(cmd: Command) -> Server {
+    start_until(cmd, "TestAdapter ready")
+}
+
+/// Starts `cmd` and waits (up to 30 s) for it to print `marker`.
+pub fn start_until(mut cmd: Command, marker: &str) -> Server {
     cmd.stdout(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let mut out = child.stdout.take().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("TestAdapter ready") {
+    while !String::from_utf8_lossy(&seen).contains(marker) {
         assert!(Instant::now() < deadline, "{cmd:?} did not get ready: {:?}", String::from_utf8_lossy(&seen));
         let n = out.read(&mut buf).unwrap();
         assert!(n > 0, "{cmd:?} exited: {:?}", String::from_utf8_lossy(&seen));
