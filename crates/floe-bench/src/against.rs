@@ -43,7 +43,10 @@ pub(crate) fn run(proxy: &str, quick: bool) -> Result<bool, String> {
     let communicator = Communicator::with_properties(Properties::new()).map_err(|e| e.to_string())?;
     let tester = TesterPrx::from_object(communicator.string_to_proxy(proxy).map_err(|e| e.to_string())?);
     let scale = if quick { 1 } else { 5 };
-    let all_ok = communicator.block_on(async move {
+    // The workload runs as a task of the communicator's runtime, as async code using floe
+    // does: awaited from this thread instead, every reply would wake this thread from the
+    // runtime's.
+    let workload = communicator.runtime_handle().spawn(async move {
         for _ in 0..5_000 * scale {
             tester.ping().await.map_err(|e| format!("warm-up: {e}"))?;
         }
@@ -59,6 +62,7 @@ pub(crate) fn run(proxy: &str, quick: bool) -> Result<bool, String> {
         }
         Ok::<bool, String>(all_ok)
     });
+    let all_ok = communicator.block_on(workload).map_err(|e| e.to_string()).and_then(|r| r);
     communicator.destroy_blocking();
     all_ok
 }
