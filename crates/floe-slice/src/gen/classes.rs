@@ -24,35 +24,17 @@ impl Gen<'_> {
             "#[derive(Debug, Clone, PartialEq, Default)]"
         });
         self.line(&format!("pub struct {name} {{"));
-        self.depth += 1;
         if let Some(b) = &base {
-            self.line("/// The base class's part (also reachable through `Deref`).");
+            self.line("    /// The base class's part (also reachable through `Deref`).");
             let bp = self.path(b);
-            self.line(&format!("pub base: {bp},"));
+            self.line(&format!("    pub base: {bp},"));
         }
-        for m in members {
-            self.doc(&m.doc);
-            let t = self.member_type(m);
-            self.line(&format!("pub {}: {t},", ident(&snake(&m.name))));
-        }
-        self.depth -= 1;
+        self.member_fields(members);
         self.line("}");
         self.line("");
         if has_defaults {
-            self.line(&format!("impl Default for {name} {{"));
-            self.line("    fn default() -> Self {");
-            self.line("        Self {");
-            if base.is_some() {
-                self.line("            base: Default::default(),");
-            }
-            for m in members {
-                let v = self.member_default(m);
-                self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
-            }
-            self.line("        }");
-            self.line("    }");
-            self.line("}");
-            self.line("");
+            let lead: &[&str] = if base.is_some() { &["base: Default::default()"] } else { &[] };
+            self.default_impl(&name, lead, members, &[]);
         }
         self.line(&format!("impl {name} {{"));
         self.line("    /// The Slice type id.");

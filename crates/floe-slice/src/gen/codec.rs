@@ -149,6 +149,47 @@ impl Gen<'_> {
         lines
     }
 
+    /// The fields of a struct, class or exception: one `pub name: Type,` per member, each after
+    /// its doc comment, one level deeper than the current line.
+    pub(super) fn member_fields<'m>(&mut self, members: impl IntoIterator<Item = &'m Member>) {
+        self.depth += 1;
+        for m in members {
+            self.doc(&m.doc);
+            let t = self.member_type(m);
+            self.line(&format!("pub {}: {t},", ident(&snake(&m.name))));
+        }
+        self.depth -= 1;
+    }
+
+    /// `impl Default for name`, for types with a member that has a default value: the fields
+    /// `lead` first (a class's base), then each member's default, then `tail` (an exception's
+    /// preserved slices).
+    pub(super) fn default_impl<'m>(
+        &mut self,
+        name: &str,
+        lead: &[&str],
+        members: impl IntoIterator<Item = &'m Member>,
+        tail: &[&str],
+    ) {
+        self.line(&format!("impl Default for {name} {{"));
+        self.line("    fn default() -> Self {");
+        self.line("        Self {");
+        for field in lead {
+            self.line(&format!("            {field},"));
+        }
+        for m in members {
+            let v = self.member_default(m);
+            self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
+        }
+        for field in tail {
+            self.line(&format!("            {field},"));
+        }
+        self.line("        }");
+        self.line("    }");
+        self.line("}");
+        self.line("");
+    }
+
     /// The initial value of a member: its Slice default (inside `Some` for an optional one),
     /// or the type's default.
     pub(super) fn member_default(&self, m: &Member) -> String {

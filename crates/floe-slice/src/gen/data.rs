@@ -135,27 +135,11 @@ impl Gen<'_> {
             self.line("#[repr(C)]");
         }
         self.line(&format!("pub struct {name} {{"));
-        self.depth += 1;
-        for m in members {
-            self.doc(&m.doc);
-            let t = self.member_type(m);
-            self.line(&format!("pub {}: {t},", ident(&snake(&m.name))));
-        }
-        self.depth -= 1;
+        self.member_fields(members);
         self.line("}");
         self.line("");
         if has_defaults {
-            self.line(&format!("impl Default for {name} {{"));
-            self.line("    fn default() -> Self {");
-            self.line("        Self {");
-            for m in members {
-                let v = self.member_default(m);
-                self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
-            }
-            self.line("        }");
-            self.line("    }");
-            self.line("}");
-            self.line("");
+            self.default_impl(&name, &[], members, &[]);
         }
         let min: usize = members.iter().map(|m| self.min_size(&m.ty, 0)).sum::<usize>().max(1);
         self.line(&format!("impl {f}::encoding::Encode for {name} {{"));

@@ -27,13 +27,7 @@ impl<'a> Gen<'a> {
             "#[derive(Debug, Clone, PartialEq, Default)]"
         });
         self.line(&format!("pub struct {name} {{"));
-        for m in &all {
-            self.depth += 1;
-            self.doc(&m.doc);
-            self.depth -= 1;
-            let t = self.member_type(m);
-            self.line(&format!("    pub {}: {t},", ident(&snake(&m.name))));
-        }
+        self.member_fields(all.iter().copied());
         if preserves {
             self.line("    /// Slices of more derived exception types this program does not know, kept");
             self.line("    /// (`[\"preserve-slice\"]`) and written back when the exception is raised again.");
@@ -42,20 +36,8 @@ impl<'a> Gen<'a> {
         self.line("}");
         self.line("");
         if has_defaults {
-            self.line(&format!("impl Default for {name} {{"));
-            self.line("    fn default() -> Self {");
-            self.line("        Self {");
-            for m in &all {
-                let v = self.member_default(m);
-                self.line(&format!("            {}: {v},", ident(&snake(&m.name))));
-            }
-            if preserves {
-                self.line("            preserved_slices: Vec::new(),");
-            }
-            self.line("        }");
-            self.line("    }");
-            self.line("}");
-            self.line("");
+            let tail: &[&str] = if preserves { &["preserved_slices: Vec::new()"] } else { &[] };
+            self.default_impl(&name, &[], all.iter().copied(), tail);
         }
         self.line(&format!("impl {name} {{"));
         self.line("    /// The Slice type id.");
