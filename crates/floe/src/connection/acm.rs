@@ -35,10 +35,14 @@ impl Activity {
         self.epoch.elapsed().as_micros() as u64
     }
 
-    /// Records a read; returns the milliseconds since the read before.
+    /// Records a read; returns the milliseconds since the read before. Only the connection's
+    /// reader records reads (and the connection once, before its reader starts), so a load and
+    /// a store do: no read-modify-write on every read.
     pub(super) fn touch_read(&self) -> u64 {
         let now = self.epoch.elapsed().as_millis() as u64;
-        now.saturating_sub(self.last_read_ms.swap(now, Ordering::Relaxed))
+        let before = self.last_read_ms.load(Ordering::Relaxed);
+        self.last_read_ms.store(now, Ordering::Relaxed);
+        now.saturating_sub(before)
     }
 
     pub(super) fn touch_write(&self) {
