@@ -408,6 +408,11 @@ async fn load_async(args: LoadArgs) -> Result<(), String> {
                             let mut h = [0u8; 14];
                             s.read_exact(&mut h).await?;
                             let size = i32::from_le_bytes([h[10], h[11], h[12], h[13]]).max(14) as usize;
+                            // A reply to a ping is 25 bytes; a server announcing more than a
+                            // megabyte is broken, and gets an error rather than an allocation.
+                            if size > 1 << 20 {
+                                return Err(std::io::Error::other(format!("a message of {size} bytes")));
+                            }
                             body.resize(size - 14, 0);
                             s.read_exact(&mut body).await?;
                             match h[8] {

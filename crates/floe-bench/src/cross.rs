@@ -60,23 +60,7 @@ impl Series {
 
 /// Builds the Ice C++ Tester peer (`peers/ice-tester`) into target/floe-bench/ice-tester.
 pub(crate) fn build_tester_peer() -> Result<PathBuf, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ice-tester");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/floe-bench/ice-tester");
-    if Command::new("slice2cpp").arg("--version").output().is_err() {
-        return Err("slice2cpp is not installed (bash scripts/install-deps installs ZeroC Ice 3.7)".into());
-    }
-    eprintln!("building the Ice C++ Tester peer…");
-    let status = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&src)
-        .arg(format!("OUT={}", out.display()))
-        .status()
-        .map_err(|e| format!("make: {e}"))?;
-    if !status.success() {
-        return Err("building the Ice C++ Tester peer failed".into());
-    }
-    Ok(out)
+    crate::build_cpp_peer("ice-tester", "Ice C++ Tester peer")
 }
 
 /// floe's interop server, built beside this binary (`cargo build --release -p floe-interop`,

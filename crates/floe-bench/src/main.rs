@@ -411,12 +411,17 @@ fn ice_steps(v: Option<(f64, f64, f64, f64)>) -> Option<(f64, f64, f64, f64)> {
 
 /// Builds the Ice C++ peer if Ice's compiler and libraries are installed.
 fn build_ice_peer() -> Result<PathBuf, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ice");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/floe-bench/ice");
+    build_cpp_peer("ice", "Ice C++ peer")
+}
+
+/// Builds the C++ peer in `peers/<dir>` into `target/floe-bench/<dir>` with its Makefile.
+pub(crate) fn build_cpp_peer(dir: &str, what: &str) -> Result<PathBuf, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers").join(dir);
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/floe-bench").join(dir);
     if Command::new("slice2cpp").arg("--version").output().is_err() {
         return Err("slice2cpp is not installed (bash scripts/install-deps installs ZeroC Ice 3.7)".into());
     }
-    eprintln!("building the Ice C++ peer…");
+    eprintln!("building the {what}…");
     let status = Command::new("make")
         .arg("-s")
         .arg("-C")
@@ -425,7 +430,7 @@ fn build_ice_peer() -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("make: {e}"))?;
     if !status.success() {
-        return Err("building the Ice C++ peer failed".into());
+        return Err(format!("building the {what} failed"));
     }
     Ok(out)
 }
