@@ -101,11 +101,15 @@ fn payload_call(variant: &str) -> Option<fn(&mut PerfBatch)> {
     }
 }
 
-fn properties(threads: usize) -> Properties {
+/// The benchmark's properties: `threads` runtime threads and ACM off, or with `None` floe's
+/// defaults for both; the message size limit and `--floe-property` settings either way.
+fn properties(threads: Option<usize>) -> Properties {
     let p = Properties::new();
-    p.set("Floe.Runtime.Threads", &threads.to_string());
+    if let Some(threads) = threads {
+        p.set("Floe.Runtime.Threads", &threads.to_string());
+        p.set("Ice.ACM.Timeout", "0");
+    }
     p.set("Ice.MessageSizeMax", "100000");
-    p.set("Ice.ACM.Timeout", "0");
     for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
         p.set(name, value);
     }
@@ -140,18 +144,7 @@ pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
 /// with `None`, on floe's default configuration (runtime size, ACM) but for the message size
 /// limit and `--floe-property` settings.
 pub(crate) fn serve(port: u16, threads: Option<usize>) -> floe::Result<()> {
-    let props = match threads {
-        Some(t) => properties(t),
-        None => {
-            let p = Properties::new();
-            p.set("Ice.MessageSizeMax", "100000");
-            for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
-                p.set(name, value);
-            }
-            p
-        }
-    };
-    let communicator = Communicator::with_properties(props)?;
+    let communicator = Communicator::with_properties(properties(threads))?;
     let adapter = communicator.create_object_adapter_with_endpoints("Bench", &format!("tcp -h 127.0.0.1 -p {port}"))?;
     adapter.add(
         PerfServer::new(PerfI { communicator: communicator.clone(), count: AtomicI32::new(0) }),
@@ -168,7 +161,7 @@ pub(crate) fn serve(port: u16, threads: Option<usize>) -> floe::Result<()> {
 
 /// Runs `test` against a server on `port` for about `duration`; returns `(operations, seconds)`.
 pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<(u64, f64)> {
-    let communicator = Communicator::with_properties(properties(1))?;
+    let communicator = Communicator::with_properties(properties(Some(1)))?;
     let proxy = PerfPrx::from_object(communicator.string_to_proxy(&format!("a:tcp -h 127.0.0.1 -p {port}"))?);
     let test = *test;
     let handle = communicator.runtime_handle().clone();
