@@ -101,15 +101,16 @@ fn payload_call(variant: &str) -> Option<fn(&mut PerfBatch)> {
     }
 }
 
-/// The benchmark's properties: `threads` runtime threads and ACM off, or with `None` floe's
-/// defaults for both; the message size limit and `--floe-property` settings either way.
+/// The benchmark's properties: `threads` runtime threads, ACM off and a 100 MB message size
+/// limit, or with `None` floe's defaults (the connections test); `--floe-property` settings
+/// either way.
 fn properties(threads: Option<usize>) -> Properties {
     let p = Properties::new();
     if let Some(threads) = threads {
         p.set("Floe.Runtime.Threads", &threads.to_string());
         p.set("Ice.ACM.Timeout", "0");
+        p.set("Ice.MessageSizeMax", "100000");
     }
-    p.set("Ice.MessageSizeMax", "100000");
     for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
         p.set(name, value);
     }

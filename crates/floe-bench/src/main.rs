@@ -98,7 +98,8 @@ struct Args {
     /// Internal: time between two pings of one connection, in milliseconds.
     #[arg(long, hide = true, default_value_t = 4000)]
     conn_interval_ms: u64,
-    /// Internal: serve floe on its default configuration (threads, ACM), not the benchmark's.
+    /// Internal: serve floe on its default configuration (runtime, ACM, message size limit),
+    /// not the benchmark's.
     #[arg(long, hide = true)]
     defaults: bool,
     /// Internal: serve a system (`raw`, `raw-scale` or `floe`) on --port.
