@@ -13,7 +13,7 @@
 //! stage, one pair after another in each round, rounds interleaved.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,12 +104,11 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
         }
     };
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut line = String::new();
-    let ready = BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string());
-    let server = Server { child, port };
-    ready?;
+    let child = cmd.spawn().map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
+    // Killed when dropped, on the error paths too.
+    let mut server = Server { child, port };
+    let line = crate::first_line(&mut server.child, crate::READY_LIMIT)
+        .map_err(|e| format!("the {} server: {e}", side.name()))?;
     if !line.contains("ready") {
         return Err(format!("the {} server did not start: {line:?}", side.name()));
     }

@@ -193,14 +193,35 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: b
         }
     }
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {} server: {e}", system.name()))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+    let child = cmd.spawn().map_err(|e| format!("cannot start {} server: {e}", system.name()))?;
+    // Killed when dropped, on the error paths too.
+    let mut server = Server { system, threads, child, port };
+    let line = first_line(&mut server.child, READY_LIMIT)?;
     if line.trim() != "ready" {
         return Err(format!("{} server did not start: {line:?}", system.name()));
     }
-    Ok(Server { system, threads, child, port })
+    Ok(server)
+}
+
+/// How long a server may take to say it is ready.
+pub(crate) const READY_LIMIT: Duration = Duration::from_secs(30);
+
+/// The first line `child` prints on stdout (a server's ready line), waiting at most `limit`.
+/// The rest of its output is read and dropped, so that it never blocks on a full pipe.
+pub(crate) fn first_line(child: &mut Child, limit: Duration) -> Result<String, String> {
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = tx.send(reader.read_line(&mut line).map(|_| line));
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(line)) => Ok(line),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("printed nothing within {limit:?}")),
+    }
 }
 
 /// (user + system CPU seconds, peak RSS in kB) of a process.
@@ -782,6 +803,19 @@ fn run_connections(
 #[cfg(test)]
 mod client_process_tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_prints_nothing_is_given_up_on_within_the_limit() {
+        let mut silent = Command::new("sleep").arg("10").stdout(Stdio::piped()).spawn().unwrap();
+        let started = Instant::now();
+        let r = first_line(&mut silent, Duration::from_millis(200));
+        assert!(r.is_err() && started.elapsed() < Duration::from_secs(5), "{r:?}");
+        let _ = silent.kill();
+        let _ = silent.wait();
+        let mut ready = Command::new("echo").arg("ready").stdout(Stdio::piped()).spawn().unwrap();
+        assert_eq!(first_line(&mut ready, Duration::from_secs(10)).unwrap(), "ready\n");
+        let _ = ready.wait();
+    }
 
     #[test]
     fn the_calls_of_a_client_are_what_a_longer_run_adds() {
