@@ -29,6 +29,65 @@ use crate::proxy::ObjectPrx;
 use crate::reference::{parse_endpoint, Reference};
 use crate::transport::tcp;
 
+/// A socket an adapter bound at creation.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Udp(tokio::net::UdpSocket),
+}
+
+/// Binds the adapter's endpoints, as Ice does when it creates an adapter: proxies made
+/// before activation then carry the ports actually bound. Returns the endpoints as proxies
+/// show them (a wildcard host shown as 127.0.0.1) and the bound sockets.
+fn bind_endpoints(
+    instance: &Instance,
+    name: &str,
+    configured: &[EndpointData],
+) -> Result<(Vec<EndpointData>, Vec<Listener>)> {
+    // tokio's sockets register with the runtime's reactor as they are made.
+    let _runtime = instance.runtime_handle().enter();
+    let shown = |host: &str| {
+        if host.is_empty() || host == "*" || host == "0.0.0.0" {
+            "127.0.0.1".to_string()
+        } else {
+            host.to_string()
+        }
+    };
+    let mut bound = Vec::new();
+    let mut listeners = Vec::new();
+    for ep in configured {
+        match ep {
+            EndpointData::Udp { host, port, compress } => {
+                let port = u16::try_from(*port).map_err(|_| Error::Adapter(format!("{name}: bad port {port}")))?;
+                let socket = crate::transport::udp::bind(host, port)?;
+                let local = socket.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
+                bound.push(EndpointData::Udp { host: shown(host), port: local.port() as i32, compress: *compress });
+                debug!(target: "floe::network", "{name} bound udp {local}");
+                listeners.push(Listener::Udp(socket));
+            }
+            EndpointData::Tcp(ip) => {
+                let port =
+                    u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("{name}: bad port {}", ip.port)))?;
+                let listener = tcp::bind(&ip.host, port, instance.tcp_buffers(), instance.tcp_backlog())?;
+                let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
+                bound.push(EndpointData::Tcp(IpEndpointData {
+                    host: shown(&ip.host),
+                    port: local.port() as i32,
+                    ..ip.clone()
+                }));
+                debug!(target: "floe::network", "{name} listening on {local}");
+                listeners.push(Listener::Tcp(listener));
+            }
+            other => {
+                return Err(Error::Adapter(format!(
+                    "{name}: endpoint type {} is not supported yet",
+                    other.type_number()
+                )))
+            }
+        }
+    }
+    Ok((bound, listeners))
+}
+
 /// Servant maps hash with FxHash: their keys are chosen by the server, so requests cannot
 /// degrade them, and the lookup is on every request's path.
 type FacetMap = FxHashMap<String, Arc<dyn Dispatcher>>;
@@ -41,6 +100,13 @@ struct AdapterInner {
     locators: RwLock<HashMap<String, Arc<dyn ServantLocator>>>,
     endpoints: RwLock<Vec<EndpointData>>,
     configured_endpoints: Vec<EndpointData>,
+    /// The endpoints its proxies carry when they are not those it listens on: a routed
+    /// adapter's are its router's server endpoints.
+    published_endpoints: RwLock<Option<Vec<EndpointData>>>,
+    /// The router it is routed through (the router proxy's string), if any.
+    router: Mutex<Option<String>>,
+    /// Sockets bound at creation, waiting for activation to accept on them.
+    listeners: Mutex<Vec<Listener>>,
     /// Shared by every connection the adapter accepts.
     config: Arc<ConnectionConfig>,
     max_connections: usize,
@@ -123,6 +189,7 @@ impl ObjectAdapter {
                 configured.push(ep);
             }
         }
+        let (bound, listeners) = bind_endpoints(&instance, name, &configured)?;
         Ok(ObjectAdapter {
             inner: Arc::new(AdapterInner {
                 name: name.to_string(),
@@ -130,8 +197,11 @@ impl ObjectAdapter {
                 servants: RwLock::new(FxHashMap::default()),
                 default_servants: RwLock::new(FxHashMap::default()),
                 locators: RwLock::new(HashMap::new()),
-                endpoints: RwLock::new(Vec::new()),
+                endpoints: RwLock::new(bound),
                 configured_endpoints: configured,
+                published_endpoints: RwLock::new(None),
+                router: Mutex::new(None),
+                listeners: Mutex::new(listeners),
                 config: Arc::new(config),
                 max_connections,
                 adapter_id,
@@ -353,15 +423,50 @@ impl ObjectAdapter {
     }
 
     fn indirect_proxy(&self, identity: Identity, adapter_id: &str) -> ObjectPrx {
-        let mut r = Reference::new(identity);
-        r.wire.encoding = self.inner.instance.parse_defaults().encoding;
+        let mut r = self.new_reference(identity);
         r.wire.adapter_id = adapter_id.to_string();
         ObjectPrx::new(self.inner.instance.clone(), r)
+    }
+
+    /// A reference for one of its objects, with the communicator's defaults and the
+    /// adapter's locator.
+    fn new_reference(&self, identity: Identity) -> Reference {
+        let mut r = Reference::new(identity);
+        let defaults = self.inner.instance.parse_defaults();
+        r.wire.encoding = defaults.encoding;
+        r.apply_local_defaults(defaults);
+        r.locator = self.inner.locator.read().expect("locator").as_ref().map(|l| Box::new(l.reference().clone()));
+        r
     }
 
     /// The adapter id (`<Adapter>.AdapterId`, "" for none).
     pub fn adapter_id(&self) -> &str {
         &self.inner.adapter_id
+    }
+
+    /// Routes the adapter through `router` (Ice's `createObjectAdapterWithRouter`): its
+    /// proxies carry the router's server endpoints (`getServerProxy`), and it serves the
+    /// requests that come back over the connection to the router's client endpoints, which
+    /// is opened now so that callbacks can arrive before any call is made.
+    pub(crate) async fn route_through(&self, router: &ObjectPrx) -> Result<()> {
+        let router = &router.ice_router(None);
+        let outcome = router
+            .invoke("getServerProxy", OperationMode::Idempotent, None, |_| {})
+            .await?
+            .ok_or_else(|| Error::TwowayOnly("getServerProxy".into()))?;
+        let instance = self.inner.instance.clone();
+        let server = outcome.decode(|d| ObjectPrx::decode_for(&instance, d))?;
+        let endpoints = server.map(|p| p.reference().wire.endpoints.clone()).unwrap_or_default();
+        if endpoints.is_empty() {
+            return Err(Error::Adapter(format!("{}: the router has no server endpoints", self.inner.name)));
+        }
+        *self.inner.published_endpoints.write().expect("published endpoints") = Some(endpoints);
+        let key = router.reference().to_string();
+        self.inner.instance.set_routed_handler(&key, Some(self.request_handler()));
+        *self.inner.router.lock().expect("router") = Some(key);
+        let connection = router.connect_to_router_clients().await?;
+        connection.set_handler(Some(self.request_handler()));
+        Ok(())
     }
 
     /// Sets the locator whose registry the adapter registers its endpoints with on activation.
@@ -371,14 +476,17 @@ impl ObjectAdapter {
 
     /// A proxy for `identity` with this adapter's endpoints.
     pub fn create_direct_proxy(&self, identity: Identity) -> ObjectPrx {
-        let mut r = Reference::new(identity);
-        r.wire.encoding = self.inner.instance.parse_defaults().encoding;
+        let mut r = self.new_reference(identity);
         r.wire.endpoints = self.endpoints();
         ObjectPrx::new(self.inner.instance.clone(), r)
     }
 
-    /// The endpoints it listens on (with the ports actually bound once activated).
+    /// The endpoints its proxies carry: those it listens on (with the ports actually bound
+    /// once activated), or its router's server endpoints when it is routed.
     pub fn endpoints(&self) -> Vec<EndpointData> {
+        if let Some(published) = self.inner.published_endpoints.read().expect("published endpoints").as_ref() {
+            return published.clone();
+        }
         let eps = self.inner.endpoints.read().expect("endpoints");
         if eps.is_empty() {
             self.inner.configured_endpoints.clone()
@@ -387,54 +495,22 @@ impl ObjectAdapter {
         }
     }
 
-    /// Starts listening on the configured endpoints and accepting connections; on a held
-    /// adapter, resumes accepting, reading and dispatching.
+    /// Starts accepting connections (and datagrams) on the endpoints bound at creation; on a
+    /// held adapter, resumes accepting, reading and dispatching.
     pub async fn activate(&self) -> Result<()> {
         self.inner.gate.release();
         if self.inner.activated.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let mut bound = Vec::new();
-        for ep in &self.inner.configured_endpoints {
-            if let EndpointData::Udp { host, port, compress } = ep {
-                let port = u16::try_from(*port).map_err(|_| Error::Adapter(format!("bad port {port}")))?;
-                let socket = crate::transport::udp::bind(host, port).await?;
-                let local = socket.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
-                let shown = if host.is_empty() || host == "*" || host == "0.0.0.0" { "127.0.0.1" } else { host };
-                bound.push(EndpointData::Udp {
-                    host: shown.to_string(),
-                    port: local.port() as i32,
-                    compress: *compress,
-                });
-                let me = self.clone();
-                let task = tokio::spawn(async move { me.datagram_loop(socket).await });
-                self.inner.accept_tasks.lock().expect("accept tasks").push(task);
-                debug!(target: "floe::network", "{} listening on udp {local}", self.inner.name);
-                continue;
-            }
-            let EndpointData::Tcp(ip) = ep else {
-                return Err(Error::Adapter(format!(
-                    "{}: endpoint type {} is not supported yet",
-                    self.inner.name,
-                    ep.type_number()
-                )));
-            };
-            let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("bad port {}", ip.port)))?;
-            let listener =
-                tcp::bind(&ip.host, port, self.inner.instance.tcp_buffers(), self.inner.instance.tcp_backlog()).await?;
-            let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
-            let host = if ip.host.is_empty() || ip.host == "*" || ip.host == "0.0.0.0" {
-                "127.0.0.1".to_string()
-            } else {
-                ip.host.clone()
-            };
-            bound.push(EndpointData::Tcp(IpEndpointData { host, port: local.port() as i32, ..ip.clone() }));
+        let listeners: Vec<Listener> = self.inner.listeners.lock().expect("listeners").drain(..).collect();
+        for listener in listeners {
             let me = self.clone();
-            let task = tokio::spawn(async move { me.accept_loop(listener).await });
+            let task = match listener {
+                Listener::Tcp(l) => tokio::spawn(async move { me.accept_loop(l).await }),
+                Listener::Udp(socket) => tokio::spawn(async move { me.datagram_loop(socket).await }),
+            };
             self.inner.accept_tasks.lock().expect("accept tasks").push(task);
-            debug!(target: "floe::network", "{} listening on {local}", self.inner.name);
         }
-        *self.inner.endpoints.write().expect("endpoints") = bound;
         self.register_with_locator(true).await?;
         if self.inner.instance.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
             use std::io::Write;
@@ -636,6 +712,10 @@ impl ObjectAdapter {
         }
         // Held connections and accept loops wake up and see the deactivation.
         self.inner.gate.open_for_good();
+        self.inner.listeners.lock().expect("listeners").clear();
+        if let Some(router) = self.inner.router.lock().expect("router").take() {
+            self.inner.instance.set_routed_handler(&router, None);
+        }
         if let Err(e) = self.register_with_locator(false).await {
             debug!(target: "floe::adapter", "{}: could not unregister from the locator: {e}", self.inner.name);
         }

@@ -176,6 +176,35 @@ impl Communicator {
         Ok(a)
     }
 
+    /// The default locator (`Ice.Default.Locator`), if any.
+    pub fn default_locator(&self) -> Option<ObjectPrx> {
+        let r = self.instance.parse_defaults().locator.as_deref()?;
+        Some(ObjectPrx::new(self.instance.clone(), r.clone()))
+    }
+
+    /// The default router (`Ice.Default.Router`), if any.
+    pub fn default_router(&self) -> Option<ObjectPrx> {
+        let r = self.instance.parse_defaults().router.as_deref()?;
+        Some(ObjectPrx::new(self.instance.clone(), r.clone()))
+    }
+
+    /// Creates an object adapter routed through `router` (Ice's
+    /// `createObjectAdapterWithRouter`): it listens on nothing; its proxies carry the router's
+    /// server endpoints, and the requests that come back over the connection to the router
+    /// (callbacks through a Glacier2 router) are dispatched to it.
+    pub async fn create_object_adapter_with_router(&self, name: &str, router: &ObjectPrx) -> Result<ObjectAdapter> {
+        if self.instance.is_destroyed() {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let props = self.instance.properties();
+        let config = connection_config(props, name, "Server", 2)?;
+        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 100_000)?.max(0) as usize;
+        let a = ObjectAdapter::new(self.instance.clone(), name, "", config, max_connections)?;
+        a.route_through(router).await?;
+        self.instance.register_adapter(Arc::new(a.clone()))?;
+        Ok(a)
+    }
+
     /// Returns a connection to `endpoint`, reusing an open one.
     pub async fn connect(&self, endpoint: &EndpointData) -> Result<Connection> {
         self.instance.connect(endpoint).await
@@ -217,7 +246,10 @@ impl ObjectPrx {
     /// A proxy read from the wire (`None` for the null proxy). Proxies received on a
     /// connection without endpoints use that connection (bidirectional callbacks).
     pub fn from_proxy_data(communicator: Communicator, data: Option<ProxyData>) -> Option<Self> {
-        data.map(|d| ObjectPrx::new(communicator.instance, Reference::from_proxy_data(d)))
+        data.map(|d| {
+            let r = Reference::from_wire(d, communicator.instance.parse_defaults());
+            ObjectPrx::new(communicator.instance, r)
+        })
     }
 
     /// Reads a proxy (or the null proxy) from a decoder.

@@ -137,6 +137,24 @@ pub enum Error {
     /// runtime.
     #[error("blocking call on the thread of a current-thread async runtime: {0}")]
     BlockingInAsync(String),
+    /// The locator knows no object adapter or object of that id (Ice's
+    /// `NotRegisteredException`).
+    #[error("no {kind} with id `{id}` is registered with the locator")]
+    NotRegistered {
+        /// `object adapter` or `object`.
+        kind: String,
+        /// The adapter id, or the object's identity as a string.
+        id: String,
+    },
+    /// A datagram request is larger than a UDP datagram can carry (Ice's
+    /// `DatagramLimitException`).
+    #[error("datagram of {size} bytes exceeds the limit of {max} bytes")]
+    DatagramLimit {
+        /// Message size.
+        size: usize,
+        /// Largest datagram this endpoint sends.
+        max: usize,
+    },
 }
 
 impl Error {
@@ -167,6 +185,8 @@ impl Error {
             Error::Property { .. } => "::Ice::InitializationException",
             Error::UserException(_) => "::Ice::UserException",
             Error::BlockingInAsync(_) => "::Ice::InitializationException",
+            Error::NotRegistered { .. } => "::Ice::NotRegisteredException",
+            Error::DatagramLimit { .. } => "::Ice::DatagramLimitException",
         }
     }
 

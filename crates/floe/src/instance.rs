@@ -15,11 +15,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::connection::{AcmClose, AcmConfig, AcmHeartbeat, Connection, ConnectionConfig};
+use crate::connection::{AcmClose, AcmConfig, AcmHeartbeat, Connection, ConnectionConfig, RequestHandler};
 use crate::encoding::{Context, DecoderContext, EncodingVersion, EndpointData, ValueFactories};
 use crate::error::{Error, Result};
 use crate::properties::Properties;
-use crate::reference::{endpoint_to_string, ParseDefaults};
+use crate::reference::{endpoint_to_string, EndpointSelection, ParseDefaults, Reference};
+use crate::routing::{LocatorTable, RouterTable};
 use crate::transport::tcp;
 
 /// What an object adapter offers the instance that created it: shutting down reaches every
@@ -60,6 +61,15 @@ struct Inner {
     retries: usize,
     batch_auto_flush: usize,
     override_compress: Option<bool>,
+    /// The locator cache.
+    locators: LocatorTable,
+    /// What is known of the routers.
+    routers: RouterTable,
+    /// Sockets of datagram (udp) proxies, by endpoint.
+    datagram_sockets: Mutex<HashMap<String, Arc<tokio::net::UdpSocket>>>,
+    /// The object adapters routed through a router (by the router proxy's string): they serve
+    /// the requests that come back over connections to that router.
+    routed_handlers: Mutex<HashMap<String, Arc<dyn RequestHandler>>>,
 }
 
 impl Drop for Inner {
@@ -123,6 +133,38 @@ impl OwnedRuntime {
 
 /// What decoders carry to find their instance (weakly: no reference cycle).
 struct InstanceRef(std::sync::Weak<Inner>);
+
+/// The defaults of new proxies, from `Ice.Default.*`: the default router's proxy has no
+/// router or locator, and the default locator's proxy has the default router (as in Ice).
+fn parse_defaults(properties: &Properties) -> Result<ParseDefaults> {
+    let selection = match properties.get("Ice.Default.EndpointSelection") {
+        None => EndpointSelection::Random,
+        Some(v) => EndpointSelection::parse(&v).ok_or_else(|| Error::Property {
+            name: "Ice.Default.EndpointSelection".into(),
+            reason: format!("{v:?} is neither Random nor Ordered"),
+        })?,
+    };
+    let mut defaults = ParseDefaults {
+        host: properties.get_or("Ice.Default.Host", ""),
+        protocol: properties.get_or("Ice.Default.Protocol", "tcp"),
+        timeout: properties.get_int("Ice.Default.Timeout", 60_000)? as i32,
+        encoding: default_encoding(properties)?,
+        locator_cache_timeout: properties.get_int("Ice.Default.LocatorCacheTimeout", -1)?.clamp(-1, i32::MAX as i64)
+            as i32,
+        endpoint_selection: selection,
+        prefer_secure: properties.get_int("Ice.Default.PreferSecure", 0)? > 0,
+        ..ParseDefaults::default()
+    };
+    let proxy = |name: &str, defaults: &ParseDefaults| -> Result<Option<Box<Reference>>> {
+        match properties.get(name).filter(|s| !s.trim().is_empty()) {
+            Some(s) => Ok(Some(Box::new(Reference::parse(&s, defaults)?))),
+            None => Ok(None),
+        }
+    };
+    defaults.router = proxy("Ice.Default.Router", &defaults)?;
+    defaults.locator = proxy("Ice.Default.Locator", &defaults)?;
+    Ok(defaults)
+}
 
 /// A duration property in milliseconds; negative means none.
 fn millis(props: &Properties, name: &str, default: i64) -> Result<Option<Duration>> {
@@ -242,12 +284,7 @@ impl Instance {
                 (Some(rt), h)
             }
         };
-        let defaults = ParseDefaults {
-            host: properties.get_or("Ice.Default.Host", ""),
-            protocol: properties.get_or("Ice.Default.Protocol", "tcp"),
-            timeout: properties.get_int("Ice.Default.Timeout", 60_000)? as i32,
-            encoding: default_encoding(&properties)?,
-        };
+        let defaults = parse_defaults(&properties)?;
         let client_config = connection_config(&properties, "", "Client", 3)?;
         if properties.get_bool("Floe.Malloc.Tune", true)? {
             crate::malloc::tune(client_config.max_message_size);
@@ -281,6 +318,10 @@ impl Instance {
             implicit_context_set: AtomicBool::new(false),
             decoder_context: std::sync::OnceLock::new(),
             connect_timeout,
+            locators: LocatorTable::default(),
+            routers: RouterTable::default(),
+            datagram_sockets: Mutex::new(HashMap::new()),
+            routed_handlers: Mutex::new(HashMap::new()),
         };
         Ok(Instance(Arc::new(inner)))
     }
@@ -293,6 +334,50 @@ impl Instance {
     /// Defaults used when parsing proxy strings.
     pub(crate) fn parse_defaults(&self) -> &ParseDefaults {
         &self.0.defaults
+    }
+
+    /// The locator cache.
+    pub(crate) fn locator_table(&self) -> &LocatorTable {
+        &self.0.locators
+    }
+
+    /// What is known of the routers.
+    pub(crate) fn router_table(&self) -> &RouterTable {
+        &self.0.routers
+    }
+
+    /// The handler of the object adapter routed through `router` (the router proxy's string).
+    pub(crate) fn routed_handler(&self, router: &str) -> Option<Arc<dyn RequestHandler>> {
+        self.0.routed_handlers.lock().expect("routed handlers").get(router).cloned()
+    }
+
+    /// Makes `handler` serve the requests that come back over connections to `router`.
+    pub(crate) fn set_routed_handler(&self, router: &str, handler: Option<Arc<dyn RequestHandler>>) {
+        let mut handlers = self.0.routed_handlers.lock().expect("routed handlers");
+        match handler {
+            Some(h) => handlers.insert(router.to_string(), h),
+            None => handlers.remove(router),
+        };
+    }
+
+    /// A socket that sends datagrams to `endpoint` (connected to it), made once and shared by
+    /// every datagram proxy of the communicator.
+    pub(crate) async fn datagram_socket(&self, endpoint: &EndpointData) -> Result<Arc<tokio::net::UdpSocket>> {
+        if self.is_destroyed() {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let EndpointData::Udp { host, port, .. } = endpoint else {
+            return Err(Error::NoEndpoint(format!("{} is not a udp endpoint", endpoint_to_string(endpoint))));
+        };
+        let key = endpoint_to_string(endpoint);
+        if let Some(s) = self.0.datagram_sockets.lock().expect("datagram sockets").get(&key) {
+            return Ok(s.clone());
+        }
+        let port = u16::try_from(*port).map_err(|_| Error::NoEndpoint(format!("bad port in {key}")))?;
+        let socket = crate::transport::udp::connect(host, port).await?;
+        let socket = Arc::new(socket);
+        let mut sockets = self.0.datagram_sockets.lock().expect("datagram sockets");
+        Ok(sockets.entry(key).or_insert(socket).clone())
     }
 
     /// The runtime that runs this instance's connections.

@@ -12,6 +12,7 @@ pub mod transport;
 
 pub mod reference;
 mod response;
+mod routing;
 
 pub mod connection;
 

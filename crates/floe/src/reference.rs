@@ -22,11 +22,52 @@ pub struct ParseDefaults {
     pub timeout: i32,
     /// `Ice.Default.EncodingVersion`.
     pub encoding: EncodingVersion,
+    /// `Ice.Default.Locator`: the locator of new proxies.
+    pub locator: Option<Box<Reference>>,
+    /// `Ice.Default.Router`: the router of new proxies.
+    pub router: Option<Box<Reference>>,
+    /// `Ice.Default.LocatorCacheTimeout` in seconds (−1: entries never expire; 0: no cache).
+    pub locator_cache_timeout: i32,
+    /// `Ice.Default.EndpointSelection`.
+    pub endpoint_selection: EndpointSelection,
+    /// `Ice.Default.PreferSecure`.
+    pub prefer_secure: bool,
 }
 
 impl Default for ParseDefaults {
     fn default() -> Self {
-        ParseDefaults { host: String::new(), protocol: "tcp".into(), timeout: 60_000, encoding: EncodingVersion::V1_1 }
+        ParseDefaults {
+            host: String::new(),
+            protocol: "tcp".into(),
+            timeout: 60_000,
+            encoding: EncodingVersion::V1_1,
+            locator: None,
+            router: None,
+            locator_cache_timeout: -1,
+            endpoint_selection: EndpointSelection::Random,
+            prefer_secure: false,
+        }
+    }
+}
+
+/// The order in which a proxy tries its endpoints (`ice_endpointSelection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndpointSelection {
+    /// A random order for each new connection (Ice's default).
+    #[default]
+    Random,
+    /// The order of the proxy's endpoints.
+    Ordered,
+}
+
+impl EndpointSelection {
+    /// Parses `Random` or `Ordered` (Ice's property values).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "Random" => Some(EndpointSelection::Random),
+            "Ordered" => Some(EndpointSelection::Ordered),
+            _ => None,
+        }
     }
 }
 
@@ -41,6 +82,17 @@ pub struct Reference {
     pub invocation_timeout: Option<Duration>,
     /// Per-proxy context (`ice_context`).
     pub context: Context,
+    /// The locator that resolves the proxy when it is indirect (`ice_locator`).
+    pub locator: Option<Box<Reference>>,
+    /// The router every invocation goes through (`ice_router`).
+    pub router: Option<Box<Reference>>,
+    /// How long resolved endpoints stay cached, in seconds (`ice_locatorCacheTimeout`; −1:
+    /// forever, 0: always ask the locator).
+    pub locator_cache_timeout: i32,
+    /// The order in which endpoints are tried (`ice_endpointSelection`).
+    pub endpoint_selection: EndpointSelection,
+    /// Secure endpoints first (`ice_preferSecure`).
+    pub prefer_secure: bool,
 }
 
 impl Reference {
@@ -60,12 +112,42 @@ impl Reference {
             compress: None,
             invocation_timeout: None,
             context: Context::new(),
+            locator: None,
+            router: None,
+            locator_cache_timeout: -1,
+            endpoint_selection: EndpointSelection::Random,
+            prefer_secure: false,
         }
     }
 
-    /// From the wire form.
+    /// From the wire form, with no locator or router.
     pub fn from_proxy_data(wire: ProxyData) -> Self {
-        Reference { wire, compress: None, invocation_timeout: None, context: Context::new() }
+        let mut r = Reference::new(Identity::default());
+        r.wire = wire;
+        r
+    }
+
+    /// From the wire form, with the local settings (locator, router, cache timeout, endpoint
+    /// selection) a new proxy gets from `defaults`.
+    pub fn from_wire(wire: ProxyData, defaults: &ParseDefaults) -> Self {
+        let mut r = Reference::from_proxy_data(wire);
+        r.apply_local_defaults(defaults);
+        r
+    }
+
+    /// Gives the reference the local settings of a new proxy from `defaults`.
+    pub fn apply_local_defaults(&mut self, defaults: &ParseDefaults) {
+        self.locator = defaults.locator.clone();
+        self.router = defaults.router.clone();
+        self.locator_cache_timeout = defaults.locator_cache_timeout;
+        self.endpoint_selection = defaults.endpoint_selection;
+        self.prefer_secure = defaults.prefer_secure;
+    }
+
+    /// True for an indirect proxy: no endpoints, resolved through a locator by adapter id or
+    /// (without one) as a well-known object.
+    pub fn is_indirect(&self) -> bool {
+        self.wire.endpoints.is_empty()
     }
 
     /// Whether requests should be compressed: the `ice_compress` override, else the first
@@ -98,6 +180,7 @@ impl Reference {
         }
         let mut r = Reference::new(identity);
         r.wire.encoding = defaults.encoding;
+        r.apply_local_defaults(defaults);
         while let Some(opt) = it.next() {
             match opt.as_str() {
                 "-f" => {
@@ -591,6 +674,7 @@ mod tests {
             protocol: "tcp".into(),
             timeout: 10000,
             encoding: EncodingVersion::V1_0,
+            ..ParseDefaults::default()
         };
         let r = Reference::parse("x:default -p 3", &d).unwrap();
         assert_eq!(r.to_string(), "x -t -e 1.0:tcp -h 10.0.0.1 -p 3 -t 10000");

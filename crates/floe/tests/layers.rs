@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["properties", "malloc"],
     &["transport"],
-    &["reference", "response"],
+    &["reference", "response", "routing"],
     &["connection"],
     &["instance"],
     &["proxy"],

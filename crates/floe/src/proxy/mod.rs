@@ -3,6 +3,7 @@
 //! batched oneway, batched twoway).
 
 mod batch;
+mod locate;
 /// What a proxy points at, and the proxy-string syntax (defined below the proxies, which the
 /// communicator's instance also uses).
 pub use crate::reference;
@@ -255,7 +256,9 @@ impl ObjectPrx {
 
     /// Reads a proxy (or the null proxy) made by `instance` from a decoder.
     pub(crate) fn decode_for(instance: &Instance, dec: &mut Decoder) -> crate::encoding::Result<Option<Self>> {
-        Ok(ProxyData::decode_nullable(dec)?.map(|d| ObjectPrx::new(instance.clone(), Reference::from_proxy_data(d))))
+        let defaults = instance.parse_defaults();
+        Ok(ProxyData::decode_nullable(dec)?
+            .map(|d| ObjectPrx::new(instance.clone(), Reference::from_wire(d, defaults))))
     }
 
     /// The instance that made the proxy.
@@ -303,9 +306,88 @@ impl ObjectPrx {
         self.derive(|r| r.wire.mode = InvocationMode::BatchOneway)
     }
 
-    /// A datagram copy (reserved: UDP is not implemented yet, invocations fail).
+    /// A datagram copy: requests go as UDP datagrams to the proxy's `udp` endpoints, and
+    /// nothing is answered.
     pub fn ice_datagram(&self) -> Self {
         self.derive(|r| r.wire.mode = InvocationMode::Datagram)
+    }
+
+    /// A batch-datagram copy: requests queue until [`ObjectPrx::ice_flush_batch_requests`]
+    /// sends them together in one datagram.
+    pub fn ice_batch_datagram(&self) -> Self {
+        self.derive(|r| r.wire.mode = InvocationMode::BatchDatagram)
+    }
+
+    /// True for a datagram or batch-datagram proxy.
+    pub fn ice_is_datagram(&self) -> bool {
+        matches!(self.inner.reference.wire.mode, InvocationMode::Datagram | InvocationMode::BatchDatagram)
+    }
+
+    /// A copy that resolves through `locator` when it is indirect (`None`: no locator).
+    pub fn ice_locator(&self, locator: Option<&ObjectPrx>) -> Self {
+        let locator = locator.map(|l| Box::new(l.reference().clone()));
+        self.derive(|r| r.locator = locator)
+    }
+
+    /// The locator that resolves this proxy, if any.
+    pub fn ice_get_locator(&self) -> Option<ObjectPrx> {
+        let r = self.inner.reference.locator.as_deref()?;
+        Some(ObjectPrx::new(self.inner.instance.clone(), r.clone()))
+    }
+
+    /// A copy whose invocations all go through `router` (`None`: directly).
+    pub fn ice_router(&self, router: Option<&ObjectPrx>) -> Self {
+        let router = router.map(|l| Box::new(l.reference().clone()));
+        self.derive(|r| r.router = router)
+    }
+
+    /// The router this proxy's invocations go through, if any.
+    pub fn ice_get_router(&self) -> Option<ObjectPrx> {
+        let r = self.inner.reference.router.as_deref()?;
+        Some(ObjectPrx::new(self.inner.instance.clone(), r.clone()))
+    }
+
+    /// A copy whose locator answers stay cached `seconds` (−1: forever, 0: never cached).
+    pub fn ice_locator_cache_timeout(&self, seconds: i32) -> Self {
+        self.derive(|r| r.locator_cache_timeout = seconds.max(-1))
+    }
+
+    /// How long this proxy's locator answers stay cached, in seconds (−1: forever).
+    pub fn ice_get_locator_cache_timeout(&self) -> i32 {
+        self.inner.reference.locator_cache_timeout
+    }
+
+    /// A copy that tries its endpoints in this order.
+    pub fn ice_endpoint_selection(&self, selection: crate::reference::EndpointSelection) -> Self {
+        self.derive(|r| r.endpoint_selection = selection)
+    }
+
+    /// The order in which the proxy tries its endpoints.
+    pub fn ice_get_endpoint_selection(&self) -> crate::reference::EndpointSelection {
+        self.inner.reference.endpoint_selection
+    }
+
+    /// A copy that uses only secure endpoints (ssl, wss), or any.
+    pub fn ice_secure(&self, secure: bool) -> Self {
+        self.derive(|r| r.wire.secure = secure)
+    }
+
+    /// A copy that tries secure endpoints first (or last).
+    pub fn ice_prefer_secure(&self, prefer: bool) -> Self {
+        self.derive(|r| r.prefer_secure = prefer)
+    }
+
+    /// A copy with these endpoints (none: an indirect proxy).
+    pub fn ice_endpoints(&self, endpoints: Vec<crate::encoding::EndpointData>) -> Self {
+        self.derive(|r| r.wire.endpoints = endpoints)
+    }
+
+    /// A copy that is indirect through this adapter id (its endpoints are dropped).
+    pub fn ice_adapter_id(&self, adapter_id: &str) -> Self {
+        self.derive(|r| {
+            r.wire.adapter_id = adapter_id.to_string();
+            r.wire.endpoints.clear();
+        })
     }
 
     /// A copy that compresses its requests (or not).
@@ -376,24 +458,49 @@ impl ObjectPrx {
                 return Ok(c.clone());
             }
         }
-        let r = &self.inner.reference;
-        if r.wire.endpoints.is_empty() {
-            return Err(Error::NoEndpoint(format!(
-                "{} is an indirect proxy and no locator is configured",
-                self.inner.reference
-            )));
-        }
+        let (endpoints, how) = self.resolve_endpoints().await?;
+        let connection = match self.connect_first(&endpoints).await {
+            Err(e) if how == locate::Resolution::Cached => {
+                // The cached endpoints may be stale: ask the locator again, once.
+                tracing::debug!(target: "floe::locator", "cached endpoints of {} failed ({e}): resolving again", self);
+                self.forget_resolution();
+                let (endpoints, _) = self.resolve_endpoints().await?;
+                self.connect_first(&endpoints).await?
+            }
+            other => other?,
+        };
+        self.attach_routed_adapter(&connection);
+        *self.inner.connection.lock().expect("proxy connection") = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// A connection to the first of `endpoints` that connects.
+    async fn connect_first(&self, endpoints: &[crate::encoding::EndpointData]) -> Result<Connection> {
         let mut last = None;
-        for ep in &r.wire.endpoints {
+        for ep in endpoints {
             match self.inner.instance.connect(ep).await {
-                Ok(c) => {
-                    *self.inner.connection.lock().expect("proxy connection") = Some(c.clone());
-                    return Ok(c);
-                }
+                Ok(c) => return Ok(c),
                 Err(e) => last = Some(e),
             }
         }
         Err(last.unwrap_or_else(|| Error::NoEndpoint(self.inner.reference.to_string())))
+    }
+
+    /// Sends a request message (a oneway request, or a batch) as one datagram to the first
+    /// of the proxy's udp endpoints.
+    async fn send_datagram(&self, msg: &[u8], tail: Option<&[u8]>) -> Result<()> {
+        let (endpoints, _) = self.resolve_endpoints().await?;
+        let endpoint = endpoints.first().ok_or_else(|| Error::NoEndpoint(format!("{self} has no udp endpoint")))?;
+        let socket = self.inner.instance.datagram_socket(endpoint).await?;
+        match tail {
+            None => crate::transport::udp::send(&socket, msg).await,
+            Some(tail) => {
+                let mut whole = Vec::with_capacity(msg.len() + tail.len());
+                whole.extend_from_slice(msg);
+                whole.extend_from_slice(tail);
+                crate::transport::udp::send(&socket, &whole).await
+            }
+        }
     }
 
     fn context_for<'a>(&'a self, explicit: Option<&'a Context>) -> std::borrow::Cow<'a, Context> {
@@ -561,10 +668,10 @@ impl ObjectPrx {
     ) -> Result<Option<Outcome>> {
         let ctx = self.context_for(context);
         match self.inner.reference.wire.mode {
-            InvocationMode::Datagram | InvocationMode::BatchDatagram => {
-                Err(Error::NoEndpoint("datagram invocations need UDP, which is not implemented yet".into()))
-            }
-            InvocationMode::Oneway | InvocationMode::BatchOneway => {
+            InvocationMode::Oneway
+            | InvocationMode::BatchOneway
+            | InvocationMode::Datagram
+            | InvocationMode::BatchDatagram => {
                 let msg = self.encode_request(operation, mode, &ctx, write, tail.map_or(0, <[u8]>::len));
                 self.send_with_retry(msg, tail, mode, false).await.map(|_| None)
             }
@@ -589,9 +696,15 @@ impl ObjectPrx {
         mode: OperationMode,
         twoway: bool,
     ) -> Result<Option<ReplyBody>> {
+        if self.ice_is_datagram() && self.inner.fixed.is_none() {
+            let sent = self.send_datagram(&msg, tail).await;
+            crate::encoding::pool::give(msg);
+            return sent.map(|_| None);
+        }
         let retries = if self.inner.fixed.is_some() { 0 } else { self.inner.instance.retries() };
         let compress = self.compress();
         let mut attempt = 0;
+        let mut relocated = false;
         loop {
             let result = async {
                 let conn = self.ice_get_connection().await?;
@@ -607,6 +720,20 @@ impl ObjectPrx {
                     attempt += 1;
                     *self.inner.connection.lock().expect("proxy connection") = None;
                     tracing::debug!(target: "floe::retry", "retrying after {e}");
+                }
+                // An indirect proxy's object is not where the locator cache said: as Ice
+                // does, forget the cached answer and try once more with a fresh one.
+                Ok(Some(ReplyBody::ObjectNotExist(_)))
+                    if !relocated
+                        && self.inner.fixed.is_none()
+                        && self.inner.reference.is_indirect()
+                        && self.inner.reference.locator.is_some()
+                        && self.inner.reference.router.is_none() =>
+                {
+                    relocated = true;
+                    self.forget_resolution();
+                    *self.inner.connection.lock().expect("proxy connection") = None;
+                    tracing::debug!(target: "floe::locator", "{self}: object not found at the cached endpoints, resolving again");
                 }
                 other => {
                     crate::encoding::pool::give(msg);

@@ -168,14 +168,17 @@ pub const DEFAULT_BACKLOG: u32 = libc::SOMAXCONN as u32;
 /// Binds a listening socket for `host:port` (`*` or empty host: all IPv4 interfaces;
 /// port 0: an ephemeral port) with room for `backlog` connections not yet accepted
 /// (`Ice.TCP.Backlog`). Accepted connections inherit `sizes`.
-pub async fn bind(host: &str, port: u16, sizes: BufferSizes, backlog: u32) -> Result<TcpListener> {
+///
+/// Synchronous, as object adapters bind when they are created (so that their proxies carry
+/// the bound port before activation); it must run in the context of a tokio runtime, and
+/// resolves `host` with the system resolver.
+pub fn bind(host: &str, port: u16, sizes: BufferSizes, backlog: u32) -> Result<TcpListener> {
     let host = match host {
         "" | "*" => "0.0.0.0",
         h => h.trim_start_matches('[').trim_end_matches(']'),
     };
     let fail = |e: io::Error| Error::Adapter(format!("cannot bind {host}:{port}: {e}"));
-    let addr = tokio::net::lookup_host((host, port))
-        .await
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
         .map_err(fail)?
         .next()
         .ok_or_else(|| fail(io::Error::new(io::ErrorKind::NotFound, "no address")))?;

@@ -1,6 +1,6 @@
 //! UDP, the datagram transport: each datagram is one whole Ice message (a oneway request or a
-//! batch of them); nothing is answered. This side receives, for object adapters listening on
-//! `udp` endpoints.
+//! batch of them); nothing is answered. Object adapters receive on `udp` endpoints; datagram
+//! proxies (`ice_datagram`, `ice_batchDatagram`) send through a socket connected to one.
 
 use std::net::SocketAddr;
 
@@ -15,13 +15,63 @@ use crate::protocol::{BatchRequests, FrameReader, MessageType, Request};
 pub const MAX_DATAGRAM: usize = 65507;
 
 /// Binds a UDP socket for `host:port` (`*` or empty host: all IPv4 interfaces; port 0: an
-/// ephemeral port).
-pub async fn bind(host: &str, port: u16) -> Result<UdpSocket> {
+/// ephemeral port). Synchronous, like [`super::tcp::bind`]: it must run in the context of a
+/// tokio runtime.
+pub fn bind(host: &str, port: u16) -> Result<UdpSocket> {
     let host = match host {
         "" | "*" => "0.0.0.0",
         h => h.trim_start_matches('[').trim_end_matches(']'),
     };
-    UdpSocket::bind((host, port)).await.map_err(|e| Error::Adapter(format!("cannot bind udp {host}:{port}: {e}")))
+    let fail = |e: std::io::Error| Error::Adapter(format!("cannot bind udp {host}:{port}: {e}"));
+    let socket = std::net::UdpSocket::bind((host, port)).map_err(fail)?;
+    socket.set_nonblocking(true).map_err(fail)?;
+    UdpSocket::from_std(socket).map_err(fail)
+}
+
+/// The largest datagram sent to `addr`: what one IP packet carries after the IP and UDP
+/// headers (65,507 bytes over IPv4, 65,487 over IPv6), as Ice limits it; a larger request
+/// fails with [`Error::DatagramLimit`].
+pub fn max_datagram_to(addr: &SocketAddr) -> usize {
+    if addr.is_ipv4() {
+        65_535 - 20 - 8
+    } else {
+        65_535 - 40 - 8
+    }
+}
+
+/// A UDP socket bound to an ephemeral port and connected to `host:port`, for sending
+/// datagrams there.
+pub async fn connect(host: &str, port: u16) -> Result<UdpSocket> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = if host.is_empty() { "127.0.0.1" } else { host };
+    let fail = |e: std::io::Error| Error::ConnectFailed {
+        endpoint: format!("udp -h {host} -p {port}"),
+        reason: e.to_string(),
+    };
+    let addr = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(fail)?
+        .next()
+        .ok_or_else(|| fail(std::io::Error::new(std::io::ErrorKind::NotFound, "no address")))?;
+    let local: SocketAddr =
+        if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let socket = UdpSocket::bind(local).await.map_err(fail)?;
+    socket.connect(addr).await.map_err(fail)?;
+    Ok(socket)
+}
+
+/// Sends one whole message as a datagram on a connected socket.
+pub async fn send(socket: &UdpSocket, message: &[u8]) -> Result<()> {
+    let peer = socket.peer_addr().map_err(|e| Error::Io(e.to_string()))?;
+    let max = max_datagram_to(&peer);
+    if message.len() > max {
+        return Err(Error::DatagramLimit { size: message.len(), max });
+    }
+    let sent = socket.send(message).await.map_err(|e| Error::ConnectionLost(format!("udp send to {peer}: {e}")))?;
+    if sent != message.len() {
+        return Err(Error::ConnectionLost(format!("udp send to {peer}: {sent} of {} bytes sent", message.len())));
+    }
+    Ok(())
 }
 
 /// Receives one datagram and returns the requests it carries. Datagrams that are not a whole,
