@@ -201,7 +201,10 @@ def main(argv):
             rest.append(argv[i])
         i += 1
     init = Ice.InitializationData()
-    init.properties = Ice.createProperties(rest)
+    # createProperties takes the first element as the program name and reads Ice's own
+    # prefixes only; parseCommandLineOptions("") reads every other --Name=value.
+    init.properties = Ice.createProperties([argv[0]] + rest)
+    init.properties.parseCommandLineOptions("", rest)
     init.properties.setProperty("Ice.Warn.Connections", "0")
     with Ice.initialize(init) as communicator:
         t = Interop.TesterPrx.checkedCast(communicator.stringToProxy(proxy))

@@ -243,7 +243,10 @@ def main(argv):
         rest.append(argv[i])
         i += 1
     init = Ice.InitializationData()
-    init.properties = Ice.createProperties(rest)
+    # createProperties takes the first element as the program name and reads Ice's own
+    # prefixes only; parseCommandLineOptions("") reads every other --Name=value.
+    init.properties = Ice.createProperties([argv[0]] + rest)
+    init.properties.parseCommandLineOptions("", rest)
     init.properties.setProperty("Ice.ThreadPool.Server.SizeMax", "4")
     with Ice.initialize(init) as communicator:
         adapter = build_adapter(communicator, endpoints)

@@ -1035,6 +1035,7 @@ impl<P: Proxy> Decode for Option<P> {
             .context()
             .and_then(Instance::from_decoder_context)
             .ok_or(crate::encoding::DecodeError::Malformed("a proxy can only be decoded with a communicator"))?;
-        Ok(Some(P::from_object(ObjectPrx::new(instance, Reference::from_proxy_data(data)))))
+        let reference = Reference::from_wire(data, instance.parse_defaults());
+        Ok(Some(P::from_object(ObjectPrx::new(instance, reference))))
     }
 }

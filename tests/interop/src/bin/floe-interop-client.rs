@@ -558,6 +558,49 @@ async fn futures_join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
     out.into_iter().map(|o| o.expect("every future completed")).collect()
 }
 
+/// Echoes, for callbacks.
+struct CallbackEcho;
+
+impl Echo for CallbackEcho {
+    async fn echo_string(&self, s: String, _: &floe::Current) -> floe::Result<String> {
+        Ok(format!("callback {s}"))
+    }
+}
+
+/// With `Ice.Default.Router` (a Glacier2 router): creates a session (any user and password
+/// pass the router's null permissions verifier), then has the server call back an object of
+/// an adapter routed through the router, in the category the router gives this client.
+async fn routed_checks(c: &mut Checks, communicator: &Communicator, router: &ObjectPrx, t: &TesterPrx) {
+    c.run("glacier2 createSession", async {
+        let outcome = router
+            .invoke("createSession", OperationMode::Normal, None, |e| {
+                e.write_str("floe");
+                e.write_str("secret");
+            })
+            .await
+            .map_err(fail)?
+            .ok_or("no reply")?;
+        outcome.decode(|d| ObjectPrx::decode(communicator, d)).map_err(fail)?;
+        Ok(())
+    })
+    .await;
+    c.run("glacier2 callback through a routed adapter", async {
+        let category = router
+            .invoke("getCategoryForClient", OperationMode::Idempotent, None, |_| {})
+            .await
+            .map_err(fail)?
+            .ok_or("no reply")?
+            .decode(String::decode)
+            .map_err(fail)?;
+        let adapter = communicator.create_object_adapter_with_router("Callbacks", router).await.map_err(fail)?;
+        let echo = adapter.add(EchoServer::new(CallbackEcho), Identity::with_category(&category, "echo"));
+        adapter.activate().await.map_err(fail)?;
+        let echo = EchoPrx::unchecked_cast(&echo);
+        eq(t.call_echo(Some(&echo), "through the router").await.map_err(fail)?, "callback through the router".into())
+    })
+    .await;
+}
+
 fn main() -> std::process::ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -590,6 +633,9 @@ fn main() -> std::process::ExitCode {
     let mut checks = Checks { passed: 0, failed: 0 };
     communicator.block_on(async {
         let t = TesterPrx::from_object(base);
+        if let Some(router) = communicator.default_router() {
+            routed_checks(&mut checks, &communicator, &router, &t).await;
+        }
         run(&mut checks, &communicator, &t, false).await;
         let t10 = t.ice_encoding_version(EncodingVersion::V1_0);
         run(&mut checks, &communicator, &t10, true).await;
