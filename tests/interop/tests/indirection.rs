@@ -167,6 +167,51 @@ fn floe_resolves_through_a_real_icegrid_registry() {
     drop(python);
 }
 
+/// Ice's Python interop server in a replica group.
+fn python_replica(locator: &str, adapter_id: &str, group: &str) -> Server {
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(root().join("python/server.py"))
+        .args(["--endpoints", "tcp -h 127.0.0.1"])
+        .arg(format!("--TestAdapter.AdapterId={adapter_id}"))
+        .arg(format!("--TestAdapter.ReplicaGroupId={group}"))
+        .arg(locator)
+        .stderr(Stdio::null());
+    start(cmd)
+}
+
+#[test]
+fn floe_uses_an_icegrid_replica_group() {
+    let data = TempDir::new("icegrid-replicas");
+    let port = free_port();
+    let _registry = icegrid_registry(port, &data.0);
+    let locator = locator_property(port);
+    // Adapters with a ReplicaGroupId form the group as they register.
+    let first = python_replica(&locator, "Tester-1", "TesterGroup");
+    let _second = python_replica(&locator, "Tester-2", "TesterGroup");
+    let props = Properties::new();
+    props.set("Ice.Default.Locator", &format!("TestGrid/Locator:tcp -h 127.0.0.1 -p {port}"));
+    let communicator = Communicator::with_properties(props).unwrap();
+    runtime().block_on(async {
+        // Each member, and the group, which IceGrid resolves to both members' endpoints.
+        for proxy in ["tester @ Tester-1", "tester @ Tester-2", "tester @ TesterGroup"] {
+            let p = communicator.string_to_proxy(proxy).unwrap();
+            p.ice_ping().await.unwrap_or_else(|e| panic!("{proxy}: {e}"));
+        }
+        // One replica dies: a new proxy of the group still reaches the other.
+        drop(first);
+        let survivor = communicator.string_to_proxy("tester @ TesterGroup").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match survivor.ice_ping().await {
+                Ok(()) => break,
+                Err(e) => assert!(Instant::now() < deadline, "the surviving replica was not reached: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        communicator.destroy().await;
+    });
+}
+
 /// glacier2router with a null permissions verifier, forwarding contexts, on `port`.
 fn glacier2_router(port: u16) -> Server {
     let mut cmd = Command::new("glacier2router");
