@@ -340,12 +340,13 @@ impl ObjectAdapter {
                         && same_bytes(id.category.as_bytes(), request.identity.category.as_bytes())
                         && same_bytes(facet.as_bytes(), request.facet.as_bytes())))
             {
-                // Made as the call's argument, the request is built where the servant's
-                // dispatcher takes it from.
-                return servant.dispatch(IncomingRequest::from_request(origin.clone(), request));
+                let mut request = IncomingRequest::from_request(origin.clone(), request);
+                request.current.mark_batched();
+                return servant.dispatch(request);
             }
         }
-        let request = IncomingRequest::from_request(origin.clone(), request);
+        let mut request = IncomingRequest::from_request(origin.clone(), request);
+        request.current.mark_batched();
         match self.find(&request) {
             Some(servant) => {
                 let c = &request.current;

@@ -62,6 +62,8 @@ pub struct Current {
     pub request_id: i32,
     /// Encoding of the parameters (results are encoded the same way).
     pub encoding: EncodingVersion,
+    /// The request came in a batch (see [`is_batched`](Self::is_batched)).
+    batched: bool,
 }
 
 impl Current {
@@ -76,7 +78,19 @@ impl Current {
             ctx: RequestContext::new(),
             request_id: 1,
             encoding: EncodingVersion::V1_1,
+            batched: false,
         }
+    }
+
+    /// True for a request that came in a batch (a batched oneway request, rather than a plain
+    /// oneway one): a router, for instance, forwards such requests as a batch.
+    pub fn is_batched(&self) -> bool {
+        self.batched
+    }
+
+    /// Marks the request as one that came in a batch.
+    pub(crate) fn mark_batched(&mut self) {
+        self.batched = true;
     }
 
     /// Where the request came from (none outside a connection or adapter).
@@ -288,8 +302,17 @@ impl IncomingRequest {
     pub(crate) fn from_request(origin: Arc<Origin>, request: crate::protocol::Request) -> Self {
         let crate::protocol::Request { request_id, identity, facet, operation, mode, context, encoding, params } =
             request;
-        let current =
-            Current { origin: Some(origin), id: identity, facet, operation, mode, ctx: context, request_id, encoding };
+        let current = Current {
+            origin: Some(origin),
+            id: identity,
+            facet,
+            operation,
+            mode,
+            ctx: context,
+            request_id,
+            encoding,
+            batched: false,
+        };
         IncomingRequest { current, params }
     }
 

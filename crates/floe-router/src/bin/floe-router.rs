@@ -1,0 +1,57 @@
+//! `floe-router`: a drop-in for glacier2router 3.7.
+//!
+//! `floe-router [--Ice.Config=FILE] [--Glacier2.Client.Endpoints=...] [--Name=value ...]`
+//! Prints `floe-router ready` once it accepts clients; exits 0 on SIGTERM or SIGINT.
+
+use floe::Communicator;
+use floe_router::{RouterConfig, RouterCore};
+
+fn main() -> std::process::ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
+    let (communicator, _rest) = match Communicator::from_args(std::env::args()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("floe-router: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let config = match RouterConfig::from_properties(communicator.properties()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("floe-router: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let result = communicator.block_on(async {
+        let core = RouterCore::new(communicator.clone(), config)?;
+        core.activate().await?;
+        println!("floe-router ready");
+        wait_for_signal().await;
+        communicator.destroy().await;
+        Ok::<(), floe::Error>(())
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("floe-router: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// Waits for SIGTERM or SIGINT.
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        // Without signal handlers, run until killed.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

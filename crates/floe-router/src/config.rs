@@ -1,0 +1,81 @@
+//! The router's configuration, read from Glacier2's properties.
+
+use std::time::Duration;
+
+use floe::{Error, Properties};
+
+/// What `floe-router` reads from its properties (Glacier2's names).
+#[derive(Debug, Clone)]
+pub struct RouterConfig {
+    /// `Glacier2.InstanceName`: the category of the router's own objects.
+    pub instance_name: String,
+    /// `Glacier2.Client.Endpoints`: where clients connect.
+    pub client_endpoints: String,
+    /// `Glacier2.Server.Endpoints`: where servers call back (none: no callbacks).
+    pub server_endpoints: String,
+    /// `Glacier2.SessionTimeout`: a session without traffic, refresh or heartbeat for this
+    /// long is destroyed (`None`: never).
+    pub session_timeout: Option<Duration>,
+    /// `Glacier2.Client.ForwardContext`: forward the contexts of clients' requests.
+    pub client_forward_context: bool,
+    /// `Glacier2.Server.ForwardContext`: forward the contexts of callbacks.
+    pub server_forward_context: bool,
+    /// `Glacier2.AddConnectionContext`: add the client connection's addresses to the
+    /// context of forwarded requests (`_con.*` entries).
+    pub add_connection_context: bool,
+    /// `Glacier2.PermissionsVerifier`: a proxy string (or `<InstanceName>/NullPermissionsVerifier`).
+    pub permissions_verifier: Option<String>,
+    /// `Glacier2.CryptPasswords`: a file of `user crypt-hash` lines.
+    pub crypt_passwords: Option<String>,
+    /// `Glacier2.SessionManager`: a proxy string.
+    pub session_manager: Option<String>,
+    /// `Glacier2.Filter.Category.Accept`: categories clients may call (empty: any).
+    pub accept_categories: Vec<String>,
+    /// `Glacier2.Filter.Identity.Accept`: identities clients may call.
+    pub accept_identities: Vec<String>,
+    /// `Glacier2.Filter.AdapterId.Accept`: adapter ids of the proxies clients may add.
+    pub accept_adapter_ids: Vec<String>,
+    /// `Glacier2.Filter.Address.Accept`: host patterns the endpoints of added proxies must match.
+    pub accept_addresses: Vec<String>,
+    /// `Glacier2.Filter.Address.Reject`: host patterns they must not match.
+    pub reject_addresses: Vec<String>,
+    /// `Glacier2.RoutingTable.MaxSize`: proxies kept per session; the oldest are evicted.
+    pub routing_table_max: usize,
+}
+
+fn words(props: &Properties, name: &str) -> Vec<String> {
+    props.get(name).map(|v| v.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+}
+
+fn non_empty(props: &Properties, name: &str) -> Option<String> {
+    props.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+impl RouterConfig {
+    /// Reads the configuration; `Glacier2.Client.Endpoints` is required.
+    pub fn from_properties(props: &Properties) -> Result<Self, Error> {
+        let client_endpoints = non_empty(props, "Glacier2.Client.Endpoints").ok_or_else(|| Error::Property {
+            name: "Glacier2.Client.Endpoints".into(),
+            reason: "the router needs the endpoints its clients connect to".into(),
+        })?;
+        let timeout = props.get_int("Glacier2.SessionTimeout", 0)?;
+        Ok(RouterConfig {
+            instance_name: non_empty(props, "Glacier2.InstanceName").unwrap_or_else(|| "Glacier2".into()),
+            client_endpoints,
+            server_endpoints: non_empty(props, "Glacier2.Server.Endpoints").unwrap_or_default(),
+            session_timeout: (timeout > 0).then(|| Duration::from_secs(timeout as u64)),
+            client_forward_context: props.get_int("Glacier2.Client.ForwardContext", 0)? > 0,
+            server_forward_context: props.get_int("Glacier2.Server.ForwardContext", 0)? > 0,
+            add_connection_context: props.get_int("Glacier2.AddConnectionContext", 0)? > 0,
+            permissions_verifier: non_empty(props, "Glacier2.PermissionsVerifier"),
+            crypt_passwords: non_empty(props, "Glacier2.CryptPasswords"),
+            session_manager: non_empty(props, "Glacier2.SessionManager"),
+            accept_categories: words(props, "Glacier2.Filter.Category.Accept"),
+            accept_identities: words(props, "Glacier2.Filter.Identity.Accept"),
+            accept_adapter_ids: words(props, "Glacier2.Filter.AdapterId.Accept"),
+            accept_addresses: words(props, "Glacier2.Filter.Address.Accept"),
+            reject_addresses: words(props, "Glacier2.Filter.Address.Reject"),
+            routing_table_max: props.get_int("Glacier2.RoutingTable.MaxSize", 1000)?.max(1) as usize,
+        })
+    }
+}

@@ -1,0 +1,464 @@
+//! The router: the `Glacier2::Router` object clients talk to, the forwarding of clients'
+//! requests to servers, and of servers' callbacks back over the clients' connections.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use floe::encoding::{Decoder, EncodingVersion};
+use floe::protocol::ReplyBody;
+use floe::reference::{identity_to_string, Reference};
+use floe::{
+    CallError, Communicator, Context, Current, DispatchFuture, Dispatcher, Error, IncomingRequest, ObjectAdapter,
+    ObjectPrx, Outcome, Proxy, Response,
+};
+use tracing::{debug, info};
+
+use crate::config::RouterConfig;
+use crate::sessions::{Session, Sessions};
+use crate::slice::glacier2::{
+    self, CannotCreateSessionException, PermissionDeniedException, PermissionsVerifierCheckPermissionsError,
+    PermissionsVerifierPrx, SessionManagerCreateError, SessionManagerPrx, SessionNotExistException, SessionPrx,
+};
+use crate::slice::ice;
+use crate::verify::CryptPasswords;
+
+/// How the router checks user ids and passwords.
+enum Verifier {
+    /// Everyone is let in (`<InstanceName>/NullPermissionsVerifier`).
+    Null,
+    /// `Glacier2.CryptPasswords`.
+    Crypt(CryptPasswords),
+    /// A `Glacier2::PermissionsVerifier` object.
+    Remote(PermissionsVerifierPrx),
+    /// Nothing configured: nobody is let in, as with Glacier2.
+    None,
+}
+
+/// The router's shared state.
+pub struct RouterCore {
+    communicator: Communicator,
+    config: RouterConfig,
+    sessions: Sessions,
+    verifier: Verifier,
+    session_manager: Option<SessionManagerPrx>,
+    client_adapter: ObjectAdapter,
+    server_adapter: Option<ObjectAdapter>,
+}
+
+impl RouterCore {
+    /// Creates the router's adapters (bound, not yet active) and its objects.
+    pub fn new(communicator: Communicator, config: RouterConfig) -> Result<Arc<RouterCore>, Error> {
+        let props = communicator.properties().clone();
+        let verifier = if let Some(file) = &config.crypt_passwords {
+            Verifier::Crypt(CryptPasswords::load(file)?)
+        } else if let Some(v) = &config.permissions_verifier {
+            let null = format!("{}/NullPermissionsVerifier", config.instance_name);
+            let proxy = communicator.string_to_proxy(v)?;
+            if identity_to_string(proxy.ice_get_identity()) == null {
+                Verifier::Null
+            } else {
+                Verifier::Remote(PermissionsVerifierPrx::from_object(proxy))
+            }
+        } else {
+            Verifier::None
+        };
+        let session_manager = match &config.session_manager {
+            Some(s) => Some(SessionManagerPrx::from_object(communicator.string_to_proxy(s)?)),
+            None => None,
+        };
+        // Ice's names for the two adapters, so that `Ice.PrintAdapterReady` prints what
+        // glacier2router prints.
+        if props.get("Glacier2.Client.ACM.Timeout").is_none() {
+            if let Some(t) = config.session_timeout {
+                props.set("Glacier2.Client.ACM.Timeout", &t.as_secs().to_string());
+            }
+        }
+        let client_adapter =
+            communicator.create_object_adapter_with_endpoints("Glacier2.Client", &config.client_endpoints)?;
+        let server_adapter = if config.server_endpoints.is_empty() {
+            None
+        } else {
+            Some(communicator.create_object_adapter_with_endpoints("Glacier2.Server", &config.server_endpoints)?)
+        };
+        let core = Arc::new(RouterCore {
+            communicator,
+            config,
+            sessions: Sessions::new(),
+            verifier,
+            session_manager,
+            client_adapter,
+            server_adapter,
+        });
+        let router_id = floe::Identity::with_category(&core.config.instance_name, "router");
+        core.client_adapter.add(glacier2::RouterServer::new(RouterServant(core.clone())), router_id);
+        core.client_adapter.add_default_servant(Arc::new(ClientForwarder(core.clone())), "");
+        if let Some(server) = &core.server_adapter {
+            server.add_default_servant(Arc::new(ServerForwarder(core.clone())), "");
+        }
+        Ok(core)
+    }
+
+    /// Starts accepting clients (and callbacks), and the session-timeout sweeper.
+    pub async fn activate(self: &Arc<Self>) -> Result<(), Error> {
+        if let Some(server) = &self.server_adapter {
+            server.activate().await?;
+        }
+        self.client_adapter.activate().await?;
+        if let Some(timeout) = self.config.session_timeout {
+            let core = Arc::downgrade(self);
+            let period = (timeout / 4).max(Duration::from_millis(250));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(period).await;
+                    let Some(core) = core.upgrade() else { return };
+                    for s in core.sessions.expired(timeout.as_millis() as u64) {
+                        info!(target: "floe::router", "session of {} timed out", s.user);
+                        core.end_session(&s.connection).await;
+                        s.connection.close_forcefully(Error::ConnectionLost("Glacier2 session timed out".into()));
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// The sessions.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// Ends the session of a connection (if it has one), destroying the session manager's
+    /// session with it.
+    async fn end_session(&self, connection: &floe::Connection) -> bool {
+        let Some(s) = self.sessions.remove(connection) else { return false };
+        debug!(target: "floe::router", "session of {} ended", s.user);
+        if let Some(managed) = &s.managed {
+            if let Err(e) = managed.destroy().await {
+                debug!(target: "floe::router", "destroying the session manager's session failed: {e}");
+            }
+        }
+        true
+    }
+
+    async fn check_permissions(&self, user: &str, password: &str) -> Result<(), Error> {
+        let denied = |reason: String| Error::user(PermissionDeniedException { reason, ..Default::default() });
+        match &self.verifier {
+            Verifier::Null => Ok(()),
+            Verifier::Crypt(c) => {
+                if c.verify(user, password) {
+                    Ok(())
+                } else {
+                    Err(denied("password check failed".into()))
+                }
+            }
+            Verifier::Remote(v) => match v.check_permissions(user, password).await {
+                Ok((true, _)) => Ok(()),
+                Ok((false, reason)) => Err(denied(reason)),
+                Err(CallError::User(PermissionsVerifierCheckPermissionsError::PermissionDeniedException(e))) => {
+                    Err(Error::user(e))
+                }
+                Err(CallError::Local(e)) => Err(denied(format!("permissions verifier failed: {e}"))),
+            },
+            Verifier::None => Err(denied("no permissions verifier is configured".into())),
+        }
+    }
+
+    /// The context of a forwarded request.
+    fn forward_context(&self, current: &Current, forward: bool) -> Option<Context> {
+        let mut ctx = if forward { current.ctx.clone().into_context() } else { Context::new() };
+        if self.config.add_connection_context {
+            if let Some(c) = current.connection() {
+                ctx.insert("_con.type".into(), "tcp".into());
+                if let Some(a) = c.local_address() {
+                    ctx.insert("_con.localAddress".into(), a.ip().to_string());
+                    ctx.insert("_con.localPort".into(), a.port().to_string());
+                }
+                if let Some(a) = c.remote_address() {
+                    ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
+                    ctx.insert("_con.remotePort".into(), a.port().to_string());
+                }
+            }
+        }
+        (!ctx.is_empty()).then_some(ctx)
+    }
+
+    /// Whether the client's filters let a request for `identity` through.
+    fn accepts_identity(&self, identity: &floe::Identity) -> bool {
+        let c = &self.config;
+        if c.accept_categories.is_empty() && c.accept_identities.is_empty() {
+            return true;
+        }
+        c.accept_categories.iter().any(|cat| *cat == identity.category)
+            || c.accept_identities.iter().any(|id| *id == identity_to_string(identity))
+    }
+
+    /// Whether a proxy a client adds passes the adapter-id and address filters.
+    fn accepts_proxy(&self, proxy: &ObjectPrx) -> bool {
+        let c = &self.config;
+        let r = proxy.reference();
+        if !c.accept_adapter_ids.is_empty()
+            && !r.wire.adapter_id.is_empty()
+            && !c.accept_adapter_ids.contains(&r.wire.adapter_id)
+        {
+            return false;
+        }
+        let hosts: Vec<String> = r.wire.endpoints.iter().filter_map(endpoint_host).collect();
+        if hosts.iter().any(|h| c.reject_addresses.iter().any(|p| host_matches(p, h))) {
+            return false;
+        }
+        if !c.accept_addresses.is_empty()
+            && !hosts.iter().all(|h| c.accept_addresses.iter().any(|p| host_matches(p, h)))
+        {
+            return false;
+        }
+        true
+    }
+}
+
+fn endpoint_host(e: &floe::encoding::EndpointData) -> Option<String> {
+    use floe::encoding::EndpointData;
+    match e {
+        EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _) => {
+            Some(ip.host.clone())
+        }
+        EndpointData::Udp { host, .. } => Some(host.clone()),
+        _ => None,
+    }
+}
+
+/// Glacier2's address patterns: a host with an optional `:port`, where `*` matches anything;
+/// the port is not checked here.
+fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.rsplit_once(':').map_or(pattern, |(h, _)| h);
+    pattern == "*" || pattern == host
+}
+
+/// Sends a request on to `target` and turns what comes back into the reply for `current`:
+/// results and user exceptions are relayed byte for byte, in their encoding.
+async fn forward(
+    current: &Current,
+    params: &[u8],
+    target: ObjectPrx,
+    context: Option<Context>,
+    encoding: EncodingVersion,
+) -> Response {
+    let mut target = target.ice_facet(&current.facet).ice_encoding_version(encoding);
+    if current.is_oneway() {
+        target = target.ice_oneway();
+    }
+    let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
+    match outcome {
+        Ok(None) => Response::none(),
+        Ok(Some(Outcome::Ok(d))) => current.reply_body(ReplyBody::Ok { encoding: d.encoding(), payload: rest(&d) }),
+        Ok(Some(Outcome::UserException(d))) => {
+            current.reply_body(ReplyBody::UserException { encoding: d.encoding(), payload: rest(&d) })
+        }
+        Err(e) => {
+            debug!(target: "floe::router", "forwarding {} to {} failed: {e}", current.operation, identity_to_string(&current.id));
+            current.error(&e)
+        }
+    }
+}
+
+fn rest(d: &Decoder) -> floe::bytes::Bytes {
+    d.buffer().slice(d.position()..)
+}
+
+/// The default servant of the client adapter: forwards a client's requests to the proxies it
+/// added to its routing table.
+struct ClientForwarder(Arc<RouterCore>);
+
+impl Dispatcher for ClientForwarder {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let core = self.0.clone();
+        Box::pin(async move {
+            let c = &request.current;
+            let Some(session) = c.connection().and_then(|conn| core.sessions.of_connection(conn)) else {
+                debug!(target: "floe::router", "request for {} without a session", identity_to_string(&c.id));
+                return c.object_not_exist();
+            };
+            core.sessions.touch(&session);
+            if !core.accepts_identity(&c.id) {
+                return c.object_not_exist();
+            }
+            let Some(target) = session.route(&c.id) else {
+                return c.object_not_exist();
+            };
+            let context = core.forward_context(c, core.config.client_forward_context);
+            if c.is_batched() {
+                // Queued with the other batched requests for the same target, and sent
+                // together once the requests read with it are queued too, as a batch.
+                let key = format!("{target} -f {:?} -e {}", c.facet.as_str(), c.encoding);
+                let batch = session.batch_proxy(key.clone(), || {
+                    target.ice_facet(&c.facet).ice_encoding_version(c.encoding).ice_batch_oneway()
+                });
+                if let Err(e) =
+                    batch.invoke(&c.operation, c.mode, context.as_ref(), |e| e.write_raw(&request.params)).await
+                {
+                    debug!(target: "floe::router", "forwarding {} failed: {e}", c.operation);
+                }
+                if session.queued(&key) {
+                    tokio::spawn(async move { session.flush_oneways().await });
+                }
+                return Response::none();
+            }
+            // Any other request goes after the batched requests the client sent before it.
+            session.flush_oneways().await;
+            forward(c, &request.params, target, context, c.encoding).await
+        })
+    }
+}
+
+/// The default servant of the server adapter: forwards callbacks to the client whose
+/// category they are for, over that client's connection.
+struct ServerForwarder(Arc<RouterCore>);
+
+impl Dispatcher for ServerForwarder {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        let core = self.0.clone();
+        Box::pin(async move {
+            let c = &request.current;
+            let Some(session) = core.sessions.of_category(&c.id.category) else {
+                return c.object_not_exist();
+            };
+            let reference = Reference::new(c.id.clone());
+            let target =
+                ObjectPrx::from_reference(core.communicator.clone(), reference).ice_fixed(session.connection.clone());
+            let context = if core.config.server_forward_context { Some(c.ctx.clone().into_context()) } else { None };
+            let context = context.filter(|ctx| !ctx.is_empty());
+            forward(c, &request.params, target, context, c.encoding).await
+        })
+    }
+}
+
+/// `<InstanceName>/router`.
+struct RouterServant(Arc<RouterCore>);
+
+impl RouterServant {
+    fn session(&self, current: &Current) -> Option<Arc<Session>> {
+        current.connection().and_then(|c| self.0.sessions.of_connection(c))
+    }
+
+    fn no_session() -> Error {
+        Error::user(SessionNotExistException::default())
+    }
+}
+
+impl ice::Router for RouterServant {
+    async fn get_client_proxy(&self, _: &Current) -> floe::Result<(Option<ObjectPrx>, Option<bool>)> {
+        let client = self.0.client_adapter.create_direct_proxy(floe::Identity::new("dummy"));
+        Ok((Some(client), Some(true)))
+    }
+
+    async fn get_server_proxy(&self, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        Ok(self.0.server_adapter.as_ref().map(|a| a.create_direct_proxy(floe::Identity::new("dummy"))))
+    }
+
+    async fn add_proxies(&self, proxies: ice::ObjectProxySeq, current: &Current) -> floe::Result<ice::ObjectProxySeq> {
+        let Some(session) = self.session(current) else {
+            // Glacier2 refuses routing-table changes without a session.
+            return Err(Error::ObjectNotExist {
+                identity: current.id.clone(),
+                facet: current.facet.to_string(),
+                operation: current.operation.to_string(),
+            });
+        };
+        self.0.sessions.touch(&session);
+        let mut evicted = Vec::new();
+        for p in proxies.into_iter().flatten() {
+            if !self.0.accepts_proxy(&p) {
+                debug!(target: "floe::router", "proxy {p} refused by the filters");
+                continue;
+            }
+            evicted.extend(session.add_route(p, self.0.config.routing_table_max).into_iter().map(Some));
+        }
+        Ok(evicted)
+    }
+}
+
+impl glacier2::Router for RouterServant {
+    async fn get_category_for_client(&self, current: &Current) -> floe::Result<String> {
+        Ok(self.session(current).map(|s| s.category.clone()).unwrap_or_default())
+    }
+
+    async fn create_session(
+        &self,
+        user_id: String,
+        password: String,
+        current: &Current,
+    ) -> floe::Result<Option<SessionPrx>> {
+        let core = &self.0;
+        let Some(connection) = current.connection().cloned() else {
+            return Err(Error::user(CannotCreateSessionException {
+                reason: "no connection".into(),
+                ..Default::default()
+            }));
+        };
+        if core.sessions.of_connection(&connection).is_some() {
+            return Err(Error::user(CannotCreateSessionException {
+                reason: "session exists".into(),
+                ..Default::default()
+            }));
+        }
+        core.check_permissions(&user_id, &password).await?;
+        let managed = match &core.session_manager {
+            None => None,
+            Some(m) => match m.create(&user_id, None).await {
+                Ok(s) => s,
+                Err(CallError::User(SessionManagerCreateError::CannotCreateSessionException(e))) => {
+                    return Err(Error::user(e))
+                }
+                Err(CallError::Local(e)) => {
+                    return Err(Error::user(CannotCreateSessionException {
+                        reason: format!("session manager failed: {e}"),
+                        ..Default::default()
+                    }))
+                }
+            },
+        };
+        let category = if core.server_adapter.is_some() { uuid::Uuid::new_v4().to_string() } else { String::new() };
+        if core.sessions.create(&connection, category, user_id.clone(), managed.clone()).is_none() {
+            return Err(Error::user(CannotCreateSessionException {
+                reason: "session exists".into(),
+                ..Default::default()
+            }));
+        }
+        info!(target: "floe::router", "session created for {user_id}");
+        // The session ends with its connection.
+        let watcher = core.clone();
+        tokio::spawn(async move {
+            connection.wait_closed().await;
+            watcher.end_session(&connection).await;
+        });
+        Ok(managed)
+    }
+
+    async fn create_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<SessionPrx>> {
+        Err(Error::user(PermissionDeniedException {
+            reason: "no SSL permissions verifier is configured".into(),
+            ..Default::default()
+        }))
+    }
+
+    async fn refresh_session(&self, current: &Current) -> floe::Result<()> {
+        let session = self.session(current).ok_or_else(Self::no_session)?;
+        self.0.sessions.touch(&session);
+        Ok(())
+    }
+
+    async fn destroy_session(&self, current: &Current) -> floe::Result<()> {
+        let connection = current.connection().cloned().ok_or_else(Self::no_session)?;
+        if !self.0.end_session(&connection).await {
+            return Err(Self::no_session());
+        }
+        Ok(())
+    }
+
+    async fn get_session_timeout(&self, _: &Current) -> floe::Result<i64> {
+        Ok(self.0.config.session_timeout.map_or(0, |t| t.as_secs() as i64))
+    }
+
+    async fn get_acm_timeout(&self, _: &Current) -> floe::Result<i32> {
+        Ok(self.0.config.session_timeout.map_or(0, |t| t.as_secs() as i32))
+    }
+}
