@@ -245,7 +245,17 @@ fn floe_calls_through_a_real_glacier2_router() {
         "--proxy",
         &format!("tester:tcp -h 127.0.0.1 -p {server_port}"),
         &format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"),
+        "--no-shutdown",
     ]);
     let summary = run_client(client, 180);
     eprintln!("floe client through glacier2router: {summary}");
+    // The checks Ice's own Python client makes through floe-router (tests/router.rs) pass
+    // through glacier2router too.
+    let mut ice_client = Command::new("/usr/bin/python3");
+    ice_client.arg(root().join("python/glacier2_client.py")).args([
+        "--proxy",
+        &format!("tester:tcp -h 127.0.0.1 -p {server_port}"),
+        &format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"),
+    ]);
+    eprintln!("Ice Python client through glacier2router: {}", run_client(ice_client, 9));
 }
