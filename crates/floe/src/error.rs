@@ -137,6 +137,13 @@ pub enum Error {
     /// runtime.
     #[error("blocking call on the thread of a current-thread async runtime: {0}")]
     BlockingInAsync(String),
+    /// An ssl or wss connection failed its security checks (Ice's `SecurityException`): the
+    /// peer's certificate did not verify against `IceSSL.CAs`, did not match the host name
+    /// under `IceSSL.CheckCertName`, had too long a chain (`IceSSL.VerifyDepthMax`), or was
+    /// missing where `IceSSL.VerifyPeer=2` requires one; or the peer refused this side's
+    /// certificate. The connection is closed, never used.
+    #[error("security error: {0}")]
+    Security(String),
 }
 
 impl Error {
@@ -167,6 +174,7 @@ impl Error {
             Error::Property { .. } => "::Ice::InitializationException",
             Error::UserException(_) => "::Ice::UserException",
             Error::BlockingInAsync(_) => "::Ice::InitializationException",
+            Error::Security(_) => "::Ice::SecurityException",
         }
     }
 

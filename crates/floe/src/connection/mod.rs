@@ -65,6 +65,8 @@ struct Shared {
     description: String,
     local: Option<std::net::SocketAddr>,
     remote: Option<std::net::SocketAddr>,
+    /// The peer's certificate chain (DER), for ssl and wss connections.
+    peer_certificates: Vec<Vec<u8>>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
     /// The connection's slot in its ACM sweeper (`usize::MAX`: none).
     acm_slot: AtomicUsize,
@@ -95,12 +97,12 @@ impl PartialEq for Connection {
 
 impl Connection {
     fn new(
-        stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>),
+        stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>, Vec<Vec<u8>>),
         write: WriteHalf,
         is_incoming: bool,
         config: Arc<ConnectionConfig>,
     ) -> Self {
-        let (description, local, remote) = stream;
+        let (description, local, remote, peer_certificates) = stream;
         let conn = Connection {
             shared: Arc::new(Shared {
                 config,
@@ -114,6 +116,7 @@ impl Connection {
                 description,
                 local,
                 remote,
+                peer_certificates,
                 reader: Mutex::new(None),
                 acm_slot: AtomicUsize::new(usize::MAX),
                 on_closed: Mutex::new(None),
@@ -132,7 +135,7 @@ impl Connection {
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { mut read, write, description, local, remote } = stream;
+        let TransportStream { mut read, write, description, local, remote, peer_certificates } = stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -149,7 +152,7 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new((description, local, remote), write, false, config);
+        let conn = Connection::new((description, local, remote, peer_certificates), write, false, config);
         conn.start(read);
         net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
@@ -168,9 +171,9 @@ impl Connection {
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { read, mut write, description, local, remote } = stream;
+        let TransportStream { read, mut write, description, local, remote, peer_certificates } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
-        let conn = Connection::new((description, local, remote), write, true, config);
+        let conn = Connection::new((description, local, remote, peer_certificates), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {
             conn.stop_dispatching();
@@ -193,8 +196,8 @@ impl Connection {
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Connection {
         let config = config.into();
-        let TransportStream { read, write, description, local, remote } = stream;
-        let conn = Connection::new((description, local, remote), write, handler.is_some(), config);
+        let TransportStream { read, write, description, local, remote, peer_certificates } = stream;
+        let conn = Connection::new((description, local, remote, peer_certificates), write, handler.is_some(), config);
         conn.set_handler(handler);
         conn.start(read);
         conn
@@ -224,6 +227,14 @@ impl Connection {
     /// The peer's address (Ice's `IPConnectionInfo.remoteAddress/remotePort`).
     pub fn remote_address(&self) -> Option<std::net::SocketAddr> {
         self.shared.remote
+    }
+
+    /// The certificate chain the peer presented over ssl or wss (DER, the peer's own
+    /// certificate first, as Ice's `IceSSL::ConnectionInfo.certs`): verified against
+    /// `IceSSL.CAs` unless `IceSSL.VerifyPeer` is 0. Empty for other transports and for a
+    /// client that sent no certificate.
+    pub fn peer_certificates(&self) -> &[Vec<u8>] {
+        &self.shared.peer_certificates
     }
 
     /// True for a connection accepted by an object adapter.
