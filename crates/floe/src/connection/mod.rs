@@ -173,6 +173,7 @@ impl Connection {
         let config = config.into();
         let TransportStream { read, mut write, description, local, remote, peer_certificates } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
+        write.flush().await.map_err(Error::lost)?;
         let conn = Connection::new((description, local, remote, peer_certificates), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {

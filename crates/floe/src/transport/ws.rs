@@ -5,8 +5,10 @@
 //! `Sec-WebSocket-Version: 13` and a random `Sec-WebSocket-Key`); the server answers `101
 //! Switching Protocols` with the matching `Sec-WebSocket-Accept`. Ice's messages then travel
 //! as the payload of binary frames, masked from client to server and unmasked the other way;
-//! the bytes form one stream, so frame and message boundaries need not agree (Ice itself
-//! sends each message as one frame, and so does [`WsStream`] for each write). Pings are
+//! the bytes form one stream. Frames end where Ice messages end, as Ice's own frames do: Ice
+//! 3.7 unmasks a frame relative to the message it starts in, so a masked frame that ran on
+//! into the next message would be garbled there. [`WsStream`] finds the boundaries from the
+//! size in each message's header. Pings are
 //! answered with pongs, text frames are refused as Ice refuses them, fragmented messages
 //! (continuation frames) are read, and closing exchanges close frames.
 //!
@@ -80,6 +82,58 @@ pub struct WsStream<S> {
     close_sent: bool,
     /// State of the generator of masking keys.
     seed: u64,
+    /// Where the written bytes are in the Ice message sequence.
+    messages: Boundaries,
+}
+
+/// Finds where Ice messages end in the stream of written bytes, so that frames end there.
+#[derive(Debug, Default)]
+struct Boundaries {
+    /// Bytes left in the current message (0: at a header; `u64::MAX`: not Ice messages,
+    /// frames end where writes do).
+    remaining: u64,
+    header: [u8; 14],
+    have: usize,
+}
+
+impl Boundaries {
+    /// How many bytes of `data` belong in the next frame: up to the end of the current
+    /// message, or all of it.
+    fn frame_len(&mut self, data: &[u8]) -> usize {
+        let mut i = 0;
+        while i < data.len() {
+            if self.remaining == u64::MAX {
+                return data.len();
+            }
+            if self.remaining == 0 {
+                let take = (14 - self.have).min(data.len() - i);
+                self.header[self.have..self.have + take].copy_from_slice(&data[i..i + take]);
+                self.have += take;
+                i += take;
+                if self.have < 14 {
+                    return i;
+                }
+                self.have = 0;
+                let size = i32::from_le_bytes([self.header[10], self.header[11], self.header[12], self.header[13]]);
+                if &self.header[..4] != b"IceP" || size < 14 {
+                    self.remaining = u64::MAX;
+                    continue;
+                }
+                self.remaining = size as u64 - 14;
+                if self.remaining == 0 {
+                    return i;
+                }
+            } else {
+                let take = self.remaining.min((data.len() - i) as u64) as usize;
+                i += take;
+                self.remaining -= take as u64;
+                if self.remaining == 0 {
+                    return i;
+                }
+            }
+        }
+        i
+    }
 }
 
 impl<S> std::fmt::Debug for WsStream<S> {
@@ -111,6 +165,7 @@ impl<S> WsStream<S> {
             opos: 0,
             close_sent: false,
             seed,
+            messages: Boundaries::default(),
         }
     }
 
@@ -378,23 +433,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "WebSocket closed")));
         }
         ready!(this.poll_drain(cx))?;
-        // One frame for what is given (up to MAX_FRAME): Ice never sees an empty data frame.
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(bufs.len());
-        let mut total = 0;
+        // What is given (up to MAX_FRAME), one frame per Ice message or part of one; Ice
+        // never sees an empty data frame.
+        let mut data: Vec<u8> = Vec::new();
         for b in bufs {
-            if total == MAX_FRAME {
+            let take = b.len().min(MAX_FRAME - data.len());
+            data.extend_from_slice(&b[..take]);
+            if data.len() == MAX_FRAME {
                 break;
             }
-            let take = b.len().min(MAX_FRAME - total);
-            if take > 0 {
-                parts.push(&b[..take]);
-                total += take;
-            }
         }
-        if total == 0 {
+        if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        this.push_frame(OP_BINARY, &parts);
+        let mut start = 0;
+        while start < data.len() {
+            let len = this.messages.frame_len(&data[start..]).max(1);
+            let end = (start + len).min(data.len());
+            this.push_frame(OP_BINARY, &[&data[start..end]]);
+            start = end;
+        }
+        let total = data.len();
         // Start sending; what does not fit now goes with the next write or flush.
         if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
             return Poll::Ready(Err(e));
@@ -612,6 +671,27 @@ mod tests {
         let mut rest = Vec::new();
         s.read_to_end(&mut rest).await.unwrap();
         assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn frames_end_where_messages_end() {
+        let mut b = Boundaries::default();
+        let mut msg = |size: i32| {
+            let mut m = b"IceP\x01\x00\x01\x00\x00\x00".to_vec();
+            m.extend_from_slice(&size.to_le_bytes());
+            m.resize(size as usize, 9);
+            m
+        };
+        let (a, v, c) = (msg(20), msg(14), msg(30));
+        let all = [a.clone(), v.clone(), c.clone()].concat();
+        assert_eq!(b.frame_len(&all), 20);
+        assert_eq!(b.frame_len(&all[20..]), 14);
+        // A message split across writes, its header too.
+        assert_eq!(b.frame_len(&all[34..40]), 6);
+        assert_eq!(b.frame_len(&all[40..50]), 10);
+        assert_eq!(b.frame_len(&all[50..]), 14);
+        // Not Ice: frames end where writes do.
+        assert_eq!(b.frame_len(b"GET / HTTP/1.1 and more"), 23);
     }
 
     #[tokio::test]
