@@ -67,6 +67,8 @@ struct Shared {
     remote: Option<std::net::SocketAddr>,
     /// The peer's certificate chain (DER), for ssl and wss connections.
     peer_certificates: Vec<Vec<u8>>,
+    /// The header fields of the WebSocket upgrade, for ws and wss connections.
+    ws_headers: Vec<(String, String)>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
     /// The connection's slot in its ACM sweeper (`usize::MAX`: none).
     acm_slot: AtomicUsize,
@@ -97,12 +99,18 @@ impl PartialEq for Connection {
 
 impl Connection {
     fn new(
-        stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>, Vec<Vec<u8>>),
+        stream: (
+            String,
+            Option<std::net::SocketAddr>,
+            Option<std::net::SocketAddr>,
+            Vec<Vec<u8>>,
+            Vec<(String, String)>,
+        ),
         write: WriteHalf,
         is_incoming: bool,
         config: Arc<ConnectionConfig>,
     ) -> Self {
-        let (description, local, remote, peer_certificates) = stream;
+        let (description, local, remote, peer_certificates, ws_headers) = stream;
         let conn = Connection {
             shared: Arc::new(Shared {
                 config,
@@ -117,6 +125,7 @@ impl Connection {
                 local,
                 remote,
                 peer_certificates,
+                ws_headers,
                 reader: Mutex::new(None),
                 acm_slot: AtomicUsize::new(usize::MAX),
                 on_closed: Mutex::new(None),
@@ -135,7 +144,7 @@ impl Connection {
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { mut read, write, description, local, remote, peer_certificates } = stream;
+        let TransportStream { mut read, write, description, local, remote, peer_certificates, headers } = stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -152,7 +161,7 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new((description, local, remote, peer_certificates), write, false, config);
+        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, false, config);
         conn.start(read);
         net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
@@ -171,10 +180,10 @@ impl Connection {
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { read, mut write, description, local, remote, peer_certificates } = stream;
+        let TransportStream { read, mut write, description, local, remote, peer_certificates, headers } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
         write.flush().await.map_err(Error::lost)?;
-        let conn = Connection::new((description, local, remote, peer_certificates), write, true, config);
+        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {
             conn.stop_dispatching();
@@ -197,8 +206,9 @@ impl Connection {
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Connection {
         let config = config.into();
-        let TransportStream { read, write, description, local, remote, peer_certificates } = stream;
-        let conn = Connection::new((description, local, remote, peer_certificates), write, handler.is_some(), config);
+        let TransportStream { read, write, description, local, remote, peer_certificates, headers } = stream;
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, headers), write, handler.is_some(), config);
         conn.set_handler(handler);
         conn.start(read);
         conn
@@ -236,6 +246,13 @@ impl Connection {
     /// client that sent no certificate.
     pub fn peer_certificates(&self) -> &[Vec<u8>] {
         &self.shared.peer_certificates
+    }
+
+    /// The header fields of the WebSocket upgrade of a ws or wss connection (names as sent):
+    /// the client's request on an incoming connection, the server's response on an outgoing
+    /// one, as Ice's `WSConnectionInfo.headers`. Empty for other transports.
+    pub fn ws_headers(&self) -> &[(String, String)] {
+        &self.shared.ws_headers
     }
 
     /// True for a connection accepted by an object adapter.

@@ -34,6 +34,9 @@ pub struct TransportStream {
     /// The certificate chain the peer presented (DER, the peer's own certificate first);
     /// empty unless the transport is ssl or wss and the peer sent one.
     pub peer_certificates: Vec<Vec<u8>>,
+    /// The header fields of a WebSocket upgrade (ws and wss): the client's request on the
+    /// server side, the server's response on the client side. Empty for other transports.
+    pub headers: Vec<(String, String)>,
 }
 
 impl TransportStream {
@@ -48,6 +51,7 @@ impl TransportStream {
             local: None,
             remote: None,
             peer_certificates: Vec::new(),
+            headers: Vec::new(),
         }
     }
 }
@@ -88,6 +92,11 @@ fn over<S: AsyncRead + AsyncWrite + Send + 'static>(
     t
 }
 
+fn with_headers(mut t: TransportStream, headers: Vec<(String, String)>) -> TransportStream {
+    t.headers = headers;
+    t
+}
+
 async fn client_tls(
     ctx: &ssl::SslContext,
     stream: tokio::net::TcpStream,
@@ -119,7 +128,8 @@ pub async fn connect_layers(
         Layers::Ws(resource) => {
             let _ = stream.set_nodelay(true);
             let ws = ws::client_handshake(stream, &http_host, resource).await?;
-            (over(ws, local, remote, Vec::new()), None)
+            let headers = ws.headers().to_vec();
+            (with_headers(over(ws, local, remote, Vec::new()), headers), None)
         }
         Layers::Wss(ctx, resource) => {
             let (s, certs) = client_tls(ctx, stream, host).await?;
@@ -128,7 +138,8 @@ pub async fn connect_layers(
                 Ok(ws) => ws,
                 Err(e) => return Err(failure.get().map(|m| crate::error::Error::Security(m.clone())).unwrap_or(e)),
             };
-            (over(ws, local, remote, certs), Some(failure))
+            let headers = ws.headers().to_vec();
+            (with_headers(over(ws, local, remote, certs), headers), Some(failure))
         }
     })
 }
@@ -147,13 +158,17 @@ pub async fn accept_layers(stream: tokio::net::TcpStream, layers: &Layers) -> cr
         }
         Layers::Ws(_) => {
             let _ = stream.set_nodelay(true);
-            over(ws::server_handshake(stream).await?, local, remote, Vec::new())
+            let ws = ws::server_handshake(stream).await?;
+            let headers = ws.headers().to_vec();
+            with_headers(over(ws, local, remote, Vec::new()), headers)
         }
         Layers::Wss(ctx, _) => {
             let _ = stream.set_nodelay(true);
             let s = ctx.accept(stream).await?;
             let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
-            over(ws::server_handshake(s).await?, local, remote, certs)
+            let ws = ws::server_handshake(s).await?;
+            let headers = ws.headers().to_vec();
+            with_headers(over(ws, local, remote, certs), headers)
         }
     })
 }

@@ -82,6 +82,9 @@ pub struct WsStream<S> {
     close_sent: bool,
     /// State of the generator of masking keys.
     seed: u64,
+    /// The header fields of the upgrade: the client's request on the server side, the
+    /// server's response on the client side.
+    headers: Vec<(String, String)>,
     /// Where the written bytes are in the Ice message sequence.
     messages: Boundaries,
 }
@@ -165,6 +168,7 @@ impl<S> WsStream<S> {
             opos: 0,
             close_sent: false,
             seed,
+            headers: Vec::new(),
             messages: Boundaries::default(),
         }
     }
@@ -172,6 +176,17 @@ impl<S> WsStream<S> {
     /// The stream underneath.
     pub fn get_ref(&self) -> &S {
         &self.inner
+    }
+
+    /// The header fields of the upgrade (names as sent): the client's request on the server
+    /// side, the server's response on the client side, as Ice's `WSConnectionInfo.headers`.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    fn with_headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.headers = headers;
+        self
     }
 
     fn next_mask(&mut self) -> [u8; 4] {
@@ -482,16 +497,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
     }
 }
 
-/// An HTTP request or response head: its first line and its header fields (names in lower
-/// case, values trimmed).
+/// An HTTP request or response head: its first line and its header fields (names as sent,
+/// values trimmed).
 struct Head {
     first: String,
     fields: Vec<(String, String)>,
 }
 
 impl Head {
+    /// The value of the field `name` (matched without regard to case).
     fn field(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -521,7 +537,7 @@ async fn read_head<S: AsyncRead + Unpin>(io: &mut S) -> std::result::Result<(Hea
     let mut fields = Vec::new();
     for line in lines {
         let (name, value) = line.split_once(':').ok_or_else(|| format!("malformed HTTP header line {line:?}"))?;
-        fields.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        fields.push((name.trim().to_string(), value.trim().to_string()));
     }
     Ok((Head { first, fields }, rest))
 }
@@ -563,7 +579,7 @@ where
     if head.field("sec-websocket-accept") != Some(accept_key(&key).as_str()) {
         return Err(fail("wrong or missing Sec-WebSocket-Accept".into()));
     }
-    Ok(WsStream::new(io, true, rest))
+    Ok(WsStream::new(io, true, rest).with_headers(head.fields))
 }
 
 /// Checks an upgrade request; the response to send, or why it is refused.
@@ -621,7 +637,7 @@ where
         Ok(response) => {
             io.write_all(response.as_bytes()).await.map_err(|e| fail(e.to_string()))?;
             io.flush().await.map_err(|e| fail(e.to_string()))?;
-            Ok(WsStream::new(io, false, rest))
+            Ok(WsStream::new(io, false, rest).with_headers(head.fields))
         }
         Err(reason) => {
             let _ = io.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await;
