@@ -97,19 +97,13 @@ impl PartialEq for Connection {
     }
 }
 
+/// What a connection keeps of its transport: description, local and remote addresses, the
+/// peer's certificate chain and the WebSocket upgrade's header fields.
+type StreamInfo =
+    (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>, Vec<Vec<u8>>, Vec<(String, String)>);
+
 impl Connection {
-    fn new(
-        stream: (
-            String,
-            Option<std::net::SocketAddr>,
-            Option<std::net::SocketAddr>,
-            Vec<Vec<u8>>,
-            Vec<(String, String)>,
-        ),
-        write: WriteHalf,
-        is_incoming: bool,
-        config: Arc<ConnectionConfig>,
-    ) -> Self {
+    fn new(stream: StreamInfo, write: WriteHalf, is_incoming: bool, config: Arc<ConnectionConfig>) -> Self {
         let (description, local, remote, peer_certificates, ws_headers) = stream;
         let conn = Connection {
             shared: Arc::new(Shared {

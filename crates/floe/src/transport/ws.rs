@@ -692,7 +692,7 @@ mod tests {
     #[test]
     fn frames_end_where_messages_end() {
         let mut b = Boundaries::default();
-        let mut msg = |size: i32| {
+        let msg = |size: i32| {
             let mut m = b"IceP\x01\x00\x01\x00\x00\x00".to_vec();
             m.extend_from_slice(&size.to_le_bytes());
             m.resize(size as usize, 9);
