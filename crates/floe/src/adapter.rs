@@ -27,11 +27,15 @@ use crate::protocol::request::same_bytes;
 use crate::protocol::OperationMode;
 use crate::proxy::ObjectPrx;
 use crate::reference::{parse_endpoint, Reference};
-use crate::transport::tcp;
+use crate::transport::{accept_layers, tcp, Layers};
+
+/// How long an accepted connection has to complete its TLS handshake or WebSocket upgrade.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A socket an adapter bound at creation.
 enum Listener {
-    Tcp(tokio::net::TcpListener),
+    /// A stream endpoint: TCP, with the layers above it (TLS, WebSocket) for ssl, ws and wss.
+    Tcp(tokio::net::TcpListener, Layers),
     Udp(tokio::net::UdpSocket),
 }
 
@@ -64,18 +68,24 @@ fn bind_endpoints(
                 debug!(target: "floe::network", "{name} bound udp {local}");
                 listeners.push(Listener::Udp(socket));
             }
-            EndpointData::Tcp(ip) => {
-                let port =
-                    u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("{name}: bad port {}", ip.port)))?;
+            EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _) => {
+                let layers = instance.layers(ep)?.unwrap_or(Layers::Tcp);
+                if let Layers::Ssl(ctx) | Layers::Wss(ctx, _) = &layers {
+                    // An ssl server needs its certificate: say so now rather than to each client.
+                    ctx.check_server()?;
+                }
+                let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("{name}: bad port {}", ip.port)))?;
                 let listener = tcp::bind(&ip.host, port, instance.tcp_buffers(), instance.tcp_backlog())?;
                 let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
-                bound.push(EndpointData::Tcp(IpEndpointData {
-                    host: shown(&ip.host),
-                    port: local.port() as i32,
-                    ..ip.clone()
-                }));
+                let bound_ip = IpEndpointData { host: shown(&ip.host), port: local.port() as i32, ..ip.clone() };
+                bound.push(match ep {
+                    EndpointData::Ssl(_) => EndpointData::Ssl(bound_ip),
+                    EndpointData::Ws(_, r) => EndpointData::Ws(bound_ip, r.clone()),
+                    EndpointData::Wss(_, r) => EndpointData::Wss(bound_ip, r.clone()),
+                    _ => EndpointData::Tcp(bound_ip),
+                });
                 debug!(target: "floe::network", "{name} listening on {local}");
-                listeners.push(Listener::Tcp(listener));
+                listeners.push(Listener::Tcp(listener, layers));
             }
             other => {
                 return Err(Error::Adapter(format!(
@@ -507,7 +517,7 @@ impl ObjectAdapter {
         for listener in listeners {
             let me = self.clone();
             let task = match listener {
-                Listener::Tcp(l) => tokio::spawn(async move { me.accept_loop(l).await }),
+                Listener::Tcp(l, layers) => tokio::spawn(async move { me.accept_loop(l, layers).await }),
                 Listener::Udp(socket) => tokio::spawn(async move { me.datagram_loop(socket).await }),
             };
             self.inner.accept_tasks.lock().expect("accept tasks").push(task);
@@ -616,10 +626,10 @@ impl ObjectAdapter {
         }
     }
 
-    async fn accept_loop(self, listener: tokio::net::TcpListener) {
+    async fn accept_loop(self, listener: tokio::net::TcpListener, layers: Layers) {
         loop {
             self.wait_until_not_held().await;
-            let (stream, addr) = match tcp::accept(&listener).await {
+            let (stream, addr) = match tcp::accept_stream(&listener).await {
                 // A connection accepted as the adapter stops is not served.
                 Ok(_) if self.inner.stopped.load(Ordering::Acquire) => return,
                 Ok(s) => s,
@@ -638,12 +648,36 @@ impl ObjectAdapter {
             }
             count.fetch_add(1, Ordering::AcqRel);
             let me = self.clone();
+            let layers = layers.clone();
             // The task ends once the connection is established: an open connection costs no
             // task here (it leaves the count and the live connections as it closes).
             tokio::spawn(async move {
                 // A connection accepted while the adapter is held is validated only once it
                 // is activated again (its peer sees a connect timeout meanwhile), as with Ice.
                 me.wait_until_not_held().await;
+                // The TLS handshake and the WebSocket upgrade happen here, in the
+                // connection's own task, bounded in time: a silent or hostile peer holds
+                // nothing but its own connection, and not for long.
+                let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept_layers(stream, &layers)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        match &e {
+                            Error::Security(_) => {
+                                warn!(target: "floe::network", "{}: connection from {addr} refused: {e}", me.inner.name)
+                            }
+                            _ => {
+                                debug!(target: "floe::network", "{}: connection from {addr} failed: {e}", me.inner.name)
+                            }
+                        }
+                        count.fetch_sub(1, Ordering::AcqRel);
+                        return;
+                    }
+                    Err(_) => {
+                        debug!(target: "floe::network", "{}: handshake with {addr} timed out", me.inner.name);
+                        count.fetch_sub(1, Ordering::AcqRel);
+                        return;
+                    }
+                };
                 let admit = |conn: &Connection| me.track(conn);
                 let config = me.inner.config.clone();
                 if let Err(e) = Connection::establish_incoming(stream, config, me.request_handler(), admit).await {

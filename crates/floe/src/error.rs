@@ -155,6 +155,13 @@ pub enum Error {
         /// Largest datagram this endpoint sends.
         max: usize,
     },
+    /// An ssl or wss connection failed its security checks (Ice's `SecurityException`): the
+    /// peer's certificate did not verify against `IceSSL.CAs`, did not match the host name
+    /// under `IceSSL.CheckCertName`, had too long a chain (`IceSSL.VerifyDepthMax`), or was
+    /// missing where `IceSSL.VerifyPeer=2` requires one; or the peer refused this side's
+    /// certificate. The connection is closed, never used.
+    #[error("security error: {0}")]
+    Security(String),
 }
 
 impl Error {
@@ -187,6 +194,7 @@ impl Error {
             Error::BlockingInAsync(_) => "::Ice::InitializationException",
             Error::NotRegistered { .. } => "::Ice::NotRegisteredException",
             Error::DatagramLimit { .. } => "::Ice::DatagramLimitException",
+            Error::Security(_) => "::Ice::SecurityException",
         }
     }
 

@@ -21,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::properties::Properties;
 use crate::reference::{endpoint_to_string, EndpointSelection, ParseDefaults, Reference};
 use crate::routing::{LocatorTable, RouterTable};
-use crate::transport::tcp;
+use crate::transport::ssl::SslContext;
+use crate::transport::{tcp, Layers};
 
 /// What an object adapter offers the instance that created it: shutting down reaches every
 /// adapter through it.
@@ -70,6 +71,9 @@ struct Inner {
     /// The object adapters routed through a router (by the router proxy's string): they serve
     /// the requests that come back over connections to that router.
     routed_handlers: Mutex<HashMap<String, Arc<dyn RequestHandler>>>,
+    /// The TLS configuration, built from the `IceSSL.*` properties the first time an ssl or
+    /// wss endpoint is used.
+    ssl: std::sync::OnceLock<Result<Arc<SslContext>>>,
 }
 
 impl Drop for Inner {
@@ -322,6 +326,7 @@ impl Instance {
             routers: RouterTable::default(),
             datagram_sockets: Mutex::new(HashMap::new()),
             routed_handlers: Mutex::new(HashMap::new()),
+            ssl: std::sync::OnceLock::new(),
         };
         Ok(Instance(Arc::new(inner)))
     }
@@ -453,6 +458,23 @@ impl Instance {
     /// The socket buffer sizes for TCP connections (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`).
     pub(crate) fn tcp_buffers(&self) -> tcp::BufferSizes {
         self.0.tcp_buffers
+    }
+
+    /// The communicator's TLS configuration (`IceSSL.*`), built on first use; the same
+    /// error every time when the properties are wrong.
+    pub(crate) fn ssl_context(&self) -> Result<Arc<SslContext>> {
+        self.0.ssl.get_or_init(|| SslContext::from_properties(&self.0.properties).map(Arc::new)).clone()
+    }
+
+    /// What runs over TCP for `endpoint` (`None`: not a TCP-based endpoint).
+    pub(crate) fn layers(&self, endpoint: &EndpointData) -> Result<Option<Layers>> {
+        Ok(Some(match endpoint {
+            EndpointData::Tcp(_) => Layers::Tcp,
+            EndpointData::Ssl(_) => Layers::Ssl(self.ssl_context()?),
+            EndpointData::Ws(_, resource) => Layers::Ws(resource.clone()),
+            EndpointData::Wss(_, resource) => Layers::Wss(self.ssl_context()?, resource.clone()),
+            _ => return Ok(None),
+        }))
     }
 
     /// The listen backlog of TCP endpoints (`Ice.TCP.Backlog`, default `SOMAXCONN` as with
@@ -605,17 +627,37 @@ impl Instance {
 
     /// Opens and validates a new connection to `endpoint`.
     async fn open(&self, endpoint: &EndpointData, key: &str) -> Result<Connection> {
-        let EndpointData::Tcp(ip) = endpoint else {
-            return Err(Error::NoEndpoint(format!("endpoint type of {key} is not supported yet")));
+        let ip = match endpoint {
+            EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _) => ip,
+            _ => return Err(Error::NoEndpoint(format!("endpoint type of {key} is not supported yet"))),
         };
+        let layers = self.layers(endpoint)?.unwrap_or(Layers::Tcp);
         let port = u16::try_from(ip.port).map_err(|_| Error::NoEndpoint(format!("bad port in {key}")))?;
         let timeout = self.0.connect_timeout.or(if ip.timeout > 0 {
             Some(Duration::from_millis(ip.timeout as u64))
         } else {
             None
         });
-        let stream = tcp::connect(&ip.host, port, timeout, self.0.tcp_buffers).await?;
-        Connection::establish_outgoing(stream, self.0.client_config.clone(), timeout).await
+        if let Layers::Tcp = layers {
+            let stream = tcp::connect(&ip.host, port, timeout, self.0.tcp_buffers).await?;
+            return Connection::establish_outgoing(stream, self.0.client_config.clone(), timeout).await;
+        }
+        let stream = tcp::connect_stream(&ip.host, port, timeout, self.0.tcp_buffers).await?;
+        // The TLS handshake and the WebSocket upgrade are bounded too, by the connect timeout
+        // or else by 30 s.
+        let limit = timeout.unwrap_or(Duration::from_secs(30));
+        let upgraded = tokio::time::timeout(limit, crate::transport::connect_layers(stream, &layers, &ip.host, port))
+            .await
+            .map_err(|_| Error::ConnectFailed {
+                endpoint: key.to_string(),
+                reason: format!("handshake timed out after {limit:?}"),
+            })??;
+        let (stream, security) = upgraded;
+        match Connection::establish_outgoing(stream, self.0.client_config.clone(), timeout).await {
+            // The server refused this side's certificate once the TLS handshake was done.
+            Err(e) => Err(security.and_then(|s| s.get().cloned()).map(Error::Security).unwrap_or(e)),
+            ok => ok,
+        }
     }
 }
 

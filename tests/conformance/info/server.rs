@@ -47,6 +47,10 @@ impl TestIntf for TestI {
         ctx.insert("localPort".into(), local.map(|a| a.port().to_string()).unwrap_or_default());
         ctx.insert("remoteAddress".into(), remote.map(|a| a.ip().to_string()).unwrap_or_default());
         ctx.insert("remotePort".into(), remote.map(|a| a.port().to_string()).unwrap_or_default());
+        // Over ws and wss, the upgrade request's header fields, as `ws.<name>`.
+        for (name, value) in c.ws_headers() {
+            ctx.insert(format!("ws.{name}"), value.clone());
+        }
         Ok(ctx)
     }
 }
@@ -54,7 +58,11 @@ impl TestIntf for TestI {
 fn main() -> std::process::ExitCode {
     TestServer::main("info", &[], |server| async move {
         let tcp = server.endpoint(0);
-        let udp = tcp.replacen("tcp", "udp", 1);
+        // The same port number over udp, whatever the default protocol.
+        let udp = match tcp.split_once(' ') {
+            Some((_, rest)) => format!("udp {rest}"),
+            None => tcp.clone(),
+        };
         let endpoints = format!("{tcp}:{udp}");
         let endpoints = server.communicator.properties().get("TestAdapter.Endpoints").unwrap_or(endpoints);
         let adapter = server.communicator.create_object_adapter_with_endpoints("TestAdapter", &endpoints)?;

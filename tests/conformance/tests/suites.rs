@@ -129,6 +129,19 @@ fn run(suite: &Suite, encoding: &str, extra: &[&str]) -> Result<(), String> {
 }
 
 fn run_client(suite: &Suite, encoding: &str, extra: &[&str], client: &Client) -> Result<(), String> {
+    run_sides(suite, encoding, extra, &[], &[], client)
+}
+
+/// Runs one suite with `extra` properties for both sides, and `server_extra` and
+/// `client_extra` for one side each.
+fn run_sides(
+    suite: &Suite,
+    encoding: &str,
+    extra: &[&str],
+    server_extra: &[String],
+    client_extra: &[String],
+    client: &Client,
+) -> Result<(), String> {
     let dir = sources().join("Ice").join(suite.dir);
     assert!(dir.join("Client.py").exists(), "{} has no Client.py", dir.display());
     let base = port_base(suite.ports);
@@ -140,6 +153,7 @@ fn run_client(suite: &Suite, encoding: &str, extra: &[&str], client: &Client) ->
     let mut server = Command::new(suite.server)
         .args(&common)
         .args(SERVER_PROPERTIES)
+        .args(server_extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -185,7 +199,7 @@ fn run_client(suite: &Suite, encoding: &str, extra: &[&str], client: &Client) ->
         }
         Client::Cpp(binary) => Command::new(binary),
     };
-    let client = command.args(&common).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let client = command.args(&common).args(client_extra).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     let mut client = match client {
         Ok(c) => c,
         Err(e) => {
@@ -235,6 +249,42 @@ fn check(suite: Suite, encoding: &str) {
 fn check_with(suite: Suite, encoding: &str, extra: &[&str]) {
     if let Err(e) = run(&suite, encoding, extra) {
         panic!("Ice/{} with encoding {encoding} {extra:?}: {e}", suite.dir);
+    }
+}
+
+/// The test certificates beside the repository (`../shared/certs`).
+fn certs() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/certs");
+    assert!(dir.join("ca.pem").exists(), "test certificates missing at {}", dir.display());
+    dir.to_str().expect("UTF-8 path").to_string()
+}
+
+/// Runs a suite as Ice's driver does with `--protocol=<protocol>`: `Ice.Default.Protocol`
+/// for both sides and, for ssl and wss, the IceSSL plugin with the test certificates
+/// (`server.p12` for the server, `client.p12` for the client, the CA in `ca.pem`).
+fn check_protocol(suite: Suite, protocol: &str) {
+    check_protocol_with(suite, protocol, &[]);
+}
+
+/// [`check_protocol`] with more properties for the server.
+fn check_protocol_with(suite: Suite, protocol: &str, server_more: &[&str]) {
+    let default = format!("--Ice.Default.Protocol={protocol}");
+    let ssl = |cert: &str| -> Vec<String> {
+        if !matches!(protocol, "ssl" | "wss") {
+            return Vec::new();
+        }
+        vec![
+            "--Ice.Plugin.IceSSL=IceSSL:createIceSSL".into(),
+            "--IceSSL.Password=password".into(),
+            format!("--IceSSL.DefaultDir={}", certs()),
+            "--IceSSL.CAs=ca.pem".into(),
+            format!("--IceSSL.CertFile={cert}"),
+        ]
+    };
+    let mut server = ssl("server.p12");
+    server.extend(server_more.iter().map(|s| s.to_string()));
+    if let Err(e) = run_sides(&suite, "1.1", &[&default], &server, &ssl("client.p12"), &Client::Python) {
+        panic!("Ice/{} over {protocol}: {e}", suite.dir);
     }
 }
 
@@ -442,6 +492,86 @@ fn location() {
     // One encoding after the other: each run starts and stops nine "servers".
     check(suite!("location", "floe-conformance-location", ["ServerManager"], 40), "1.1");
     check(suite!("location", "floe-conformance-location", ["ServerManager"], 40), "1.0");
+}
+
+/// Suites over the secure and web transports, as Ice's driver runs them with `--protocol=ssl`
+/// and `--protocol=ws`, with encoding 1.1 (every suite but `location`, whose servers are
+/// started by the suite itself).
+mod transports {
+    use super::*;
+
+    macro_rules! over {
+        ($name:ident, $protocol:literal, $dir:literal, $bin:literal, [$($adapter:literal),*], $ports:literal) => {
+            #[test]
+            fn $name() {
+                check_protocol(suite!($dir, $bin, [$($adapter),*], $ports), $protocol);
+            }
+        };
+    }
+
+    over!(operations_ssl, "ssl", "operations", "floe-conformance-operations", ["TestAdapter"], 1);
+    over!(operations_ws, "ws", "operations", "floe-conformance-operations", ["TestAdapter"], 1);
+    over!(
+        exceptions_ssl,
+        "ssl",
+        "exceptions",
+        "floe-conformance-exceptions",
+        ["TestAdapter", "TestAdapter2", "TestAdapter3"],
+        3
+    );
+    over!(
+        exceptions_ws,
+        "ws",
+        "exceptions",
+        "floe-conformance-exceptions",
+        ["TestAdapter", "TestAdapter2", "TestAdapter3"],
+        3
+    );
+    over!(proxy_ssl, "ssl", "proxy", "floe-conformance-proxy", ["TestAdapter"], 1);
+    over!(proxy_ws, "ws", "proxy", "floe-conformance-proxy", ["TestAdapter"], 1);
+    over!(objects_ssl, "ssl", "objects", "floe-conformance-objects", ["TestAdapter"], 1);
+    over!(objects_ws, "ws", "objects", "floe-conformance-objects", ["TestAdapter"], 1);
+    over!(ami_ssl, "ssl", "ami", "floe-conformance-ami", ["TestAdapter", "ControllerAdapter"], 2);
+    over!(ami_ws, "ws", "ami", "floe-conformance-ami", ["TestAdapter", "ControllerAdapter"], 2);
+    over!(info_ssl, "ssl", "info", "floe-conformance-info", ["TestAdapter"], 1);
+    over!(info_ws, "ws", "info", "floe-conformance-info", ["TestAdapter"], 1);
+    over!(enums_ssl, "ssl", "enums", "floe-conformance-enums", ["TestAdapter"], 1);
+    over!(enums_ws, "ws", "enums", "floe-conformance-enums", ["TestAdapter"], 1);
+    over!(facets_ssl, "ssl", "facets", "floe-conformance-facets", ["TestAdapter"], 1);
+    over!(facets_ws, "ws", "facets", "floe-conformance-facets", ["TestAdapter"], 1);
+    over!(timeout_ssl, "ssl", "timeout", "floe-conformance-timeout", ["TestAdapter", "ControllerAdapter"], 2);
+    over!(timeout_ws, "ws", "timeout", "floe-conformance-timeout", ["TestAdapter", "ControllerAdapter"], 2);
+    over!(inheritance_ssl, "ssl", "inheritance", "floe-conformance-inheritance", ["TestAdapter"], 1);
+    over!(inheritance_ws, "ws", "inheritance", "floe-conformance-inheritance", ["TestAdapter"], 1);
+    over!(optional_ssl, "ssl", "optional", "floe-conformance-optional", ["TestAdapter"], 1);
+    over!(optional_ws, "ws", "optional", "floe-conformance-optional", ["TestAdapter"], 1);
+    over!(
+        slicing_exceptions_ssl,
+        "ssl",
+        "slicing/exceptions",
+        "floe-conformance-slicing-exceptions",
+        ["TestAdapter"],
+        1
+    );
+    over!(slicing_exceptions_ws, "ws", "slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1);
+    over!(slicing_objects_ssl, "ssl", "slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1);
+    over!(slicing_objects_ws, "ws", "slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1);
+    over!(servant_locator_ssl, "ssl", "servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1);
+    over!(servant_locator_ws, "ws", "servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1);
+    over!(acm_ssl, "ssl", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
+    over!(acm_ws, "ws", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
+    /// The server calls the adapters it creates itself, presenting its own certificate as a
+    /// client's; the test server certificate allows server authentication only (rustls, like
+    /// OpenSSL, refuses it from a client), so the server asks for no client certificates.
+    #[test]
+    fn binding_ssl() {
+        check_protocol_with(
+            suite!("binding", "floe-conformance-binding", ["TestAdapter"], 1),
+            "ssl",
+            &["--IceSSL.VerifyPeer=0"],
+        );
+    }
+    over!(binding_ws, "ws", "binding", "floe-conformance-binding", ["TestAdapter"], 1);
 }
 
 /// Ice's sources are fetched at build time, outside the repository, and none of them is

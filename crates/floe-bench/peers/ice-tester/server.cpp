@@ -1,6 +1,7 @@
 // ZeroC Ice 3.7 C++11 server for tests/interop/Test.ice, used as a benchmark peer.
-// Usage: ice-tester-server <port> [--Ice.Prop=value ...]
-// Listens on "tcp -h 127.0.0.1 -p <port>" (adapter "Tester"), hosts every object Test.ice
+// Usage: ice-tester-server <port | endpoints> [--Ice.Prop=value ...] [--IceSSL.Prop=value ...]
+// Listens on "tcp -h 127.0.0.1 -p <port>" (or on the endpoints given, such as
+// "ssl -h 127.0.0.1 -p 12011" with the IceSSL plugin's properties; adapter "Tester"), hosts every object Test.ice
 // says a server hosts, prints "ready" once the adapter is active, and exits 0 after the
 // shutdown() operation or on SIGTERM / SIGINT / SIGHUP.
 #include <Ice/Ice.h>
@@ -449,7 +450,7 @@ int main(int argc, char* argv[])
         init.properties = Ice::createProperties(argc, argv); // takes the --Ice.* arguments out of argv
         if(argc != 2)
         {
-            cerr << "usage: ice-tester-server <port> [--Ice.Prop=value ...]" << endl;
+            cerr << "usage: ice-tester-server <port | endpoints> [--Ice.Prop=value ...]" << endl;
             return 2;
         }
         setDefault(init.properties, "Ice.MessageSizeMax", "100000"); // kB
@@ -463,7 +464,9 @@ int main(int argc, char* argv[])
             communicator->shutdown();
         });
 
-        auto adapter = communicator->createObjectAdapterWithEndpoints("Tester", string("tcp -h 127.0.0.1 -p ") + argv[1]);
+        string where = argv[1];
+        bool port = !where.empty() && all_of(where.begin(), where.end(), [](char c) { return c >= '0' && c <= '9'; });
+        auto adapter = communicator->createObjectAdapterWithEndpoints("Tester", port ? "tcp -h 127.0.0.1 -p " + where : where);
         auto echo = make_shared<EchoI>();
         auto tester = make_shared<TesterDispatch>(make_shared<TesterI>(timer), make_shared<SleepThenReturn>(timer));
         adapter->add(tester, Ice::Identity{"tester", ""});

@@ -65,6 +65,10 @@ struct Shared {
     description: String,
     local: Option<std::net::SocketAddr>,
     remote: Option<std::net::SocketAddr>,
+    /// The peer's certificate chain (DER), for ssl and wss connections.
+    peer_certificates: Vec<Vec<u8>>,
+    /// The header fields of the WebSocket upgrade, for ws and wss connections.
+    ws_headers: Vec<(String, String)>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
     /// The connection's slot in its ACM sweeper (`usize::MAX`: none).
     acm_slot: AtomicUsize,
@@ -93,14 +97,14 @@ impl PartialEq for Connection {
     }
 }
 
+/// What a connection keeps of its transport: description, local and remote addresses, the
+/// peer's certificate chain and the WebSocket upgrade's header fields.
+type StreamInfo =
+    (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>, Vec<Vec<u8>>, Vec<(String, String)>);
+
 impl Connection {
-    fn new(
-        stream: (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>),
-        write: WriteHalf,
-        is_incoming: bool,
-        config: Arc<ConnectionConfig>,
-    ) -> Self {
-        let (description, local, remote) = stream;
+    fn new(stream: StreamInfo, write: WriteHalf, is_incoming: bool, config: Arc<ConnectionConfig>) -> Self {
+        let (description, local, remote, peer_certificates, ws_headers) = stream;
         let conn = Connection {
             shared: Arc::new(Shared {
                 config,
@@ -114,6 +118,8 @@ impl Connection {
                 description,
                 local,
                 remote,
+                peer_certificates,
+                ws_headers,
                 reader: Mutex::new(None),
                 acm_slot: AtomicUsize::new(usize::MAX),
                 on_closed: Mutex::new(None),
@@ -132,7 +138,7 @@ impl Connection {
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { mut read, write, description, local, remote } = stream;
+        let TransportStream { mut read, write, description, local, remote, peer_certificates, headers } = stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -149,7 +155,7 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new((description, local, remote), write, false, config);
+        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, false, config);
         conn.start(read);
         net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
@@ -168,9 +174,10 @@ impl Connection {
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { read, mut write, description, local, remote } = stream;
+        let TransportStream { read, mut write, description, local, remote, peer_certificates, headers } = stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
-        let conn = Connection::new((description, local, remote), write, true, config);
+        write.flush().await.map_err(Error::lost)?;
+        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {
             conn.stop_dispatching();
@@ -193,8 +200,9 @@ impl Connection {
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Connection {
         let config = config.into();
-        let TransportStream { read, write, description, local, remote } = stream;
-        let conn = Connection::new((description, local, remote), write, handler.is_some(), config);
+        let TransportStream { read, write, description, local, remote, peer_certificates, headers } = stream;
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, headers), write, handler.is_some(), config);
         conn.set_handler(handler);
         conn.start(read);
         conn
@@ -224,6 +232,21 @@ impl Connection {
     /// The peer's address (Ice's `IPConnectionInfo.remoteAddress/remotePort`).
     pub fn remote_address(&self) -> Option<std::net::SocketAddr> {
         self.shared.remote
+    }
+
+    /// The certificate chain the peer presented over ssl or wss (DER, the peer's own
+    /// certificate first, as Ice's `IceSSL::ConnectionInfo.certs`): verified against
+    /// `IceSSL.CAs` unless `IceSSL.VerifyPeer` is 0. Empty for other transports and for a
+    /// client that sent no certificate.
+    pub fn peer_certificates(&self) -> &[Vec<u8>] {
+        &self.shared.peer_certificates
+    }
+
+    /// The header fields of the WebSocket upgrade of a ws or wss connection (names as sent):
+    /// the client's request on an incoming connection, the server's response on an outgoing
+    /// one, as Ice's `WSConnectionInfo.headers`. Empty for other transports.
+    pub fn ws_headers(&self) -> &[(String, String)] {
+        &self.shared.ws_headers
     }
 
     /// True for a connection accepted by an object adapter.

@@ -237,7 +237,7 @@ async fn flush_queued(conn: Connection) {
         let Some(bytes) = conn.take_queued(true) else { return };
         let result = tokio::select! {
             biased;
-            r = w.write_all(&bytes) => r,
+            r = async { w.write_all(&bytes).await?; w.flush().await } => r,
             // A forceful close interrupts a write blocked on a peer that does not read.
             _ = conn.shared.state.reached(Phase::Closed) => Err(std::io::Error::other("connection closed")),
         };
@@ -279,7 +279,7 @@ struct WriteJob<'a> {
 }
 
 impl WriteJob<'_> {
-    /// Writes until done, an error, or the socket is full (`Pending`, with the waker in `cx`
+    /// Writes (and flushes) until done, an error, or the socket is full (`Pending`, with the waker in `cx`
     /// registered).
     fn poll_write(&mut self, w: &mut WriteHalf, cx: &mut std::task::Context<'_>) -> Poll<std::io::Result<()>> {
         loop {
@@ -296,7 +296,9 @@ impl WriteJob<'_> {
                 count += 1;
             }
             if count == 0 {
-                return Poll::Ready(Ok(()));
+                // Transports that buffer (TLS records, WebSocket frames) send the rest now;
+                // for TCP this is a no-op.
+                return Pin::new(&mut **w).poll_flush(cx);
             }
             match Pin::new(&mut **w).poll_write_vectored(cx, &slices[..count]) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),

@@ -185,16 +185,11 @@ impl Decode for EndpointData {
         if encoding.major == 1 && encoding.minor <= 1 {
             let mut inner = Decoder::new(body.clone(), encoding);
             // A known type whose body does not decode exactly is kept opaque, so that it is
-            // still written back byte for byte.
-            // ssl and wss need the IceSSL plugin, which floe does not have: like an Ice runtime
-            // without it, floe keeps them opaque and writes them back byte for byte (Ice's own
-            // proxy test checks this). tcp, udp and ws, which Ice's core knows, are taken apart.
-            let needs_ssl = ty == endpoint_type::SSL || ty == endpoint_type::WSS;
-            if !needs_ssl {
-                if let Ok(Some(ep)) = EndpointData::decode_body(ty, &mut inner) {
-                    if inner.is_empty() {
-                        return Ok(ep);
-                    }
+            // still written back byte for byte. tcp, ssl, udp, ws and wss are taken apart (as
+            // an Ice runtime with IceSSL does); re-encoded, they give the same bytes.
+            if let Ok(Some(ep)) = EndpointData::decode_body(ty, &mut inner) {
+                if inner.is_empty() {
+                    return Ok(ep);
                 }
             }
         }

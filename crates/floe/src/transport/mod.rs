@@ -1,13 +1,16 @@
 //! Transports: byte streams that carry Ice messages. A transport is anything that reads and
 //! writes bytes asynchronously (connect, read, vectored write and shutdown are the
-//! [`tokio::io`] traits); TCP is the first, and ssl and ws plug in the same way. UDP carries
-//! whole messages in datagrams instead (object adapters receive oneway requests on it).
+//! [`tokio::io`] traits): [`tcp`], [`ssl`] (TLS with rustls over TCP), and [`ws`]
+//! (WebSocket framing over TCP, or over TLS for `wss`). UDP carries whole messages in
+//! datagrams instead (object adapters receive oneway requests on it).
 //! [`busy_poll`] lets a one-thread runtime watch its just-active TCP connections for a few
 //! microseconds before it sleeps.
 
 pub mod busy_poll;
+pub mod ssl;
 pub mod tcp;
 pub mod udp;
+pub mod ws;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -28,6 +31,12 @@ pub struct TransportStream {
     pub local: Option<std::net::SocketAddr>,
     /// The peer's address, when the transport has one.
     pub remote: Option<std::net::SocketAddr>,
+    /// The certificate chain the peer presented (DER, the peer's own certificate first);
+    /// empty unless the transport is ssl or wss and the peer sent one.
+    pub peer_certificates: Vec<Vec<u8>>,
+    /// The header fields of a WebSocket upgrade (ws and wss): the client's request on the
+    /// server side, the server's response on the client side. Empty for other transports.
+    pub headers: Vec<(String, String)>,
 }
 
 impl TransportStream {
@@ -41,6 +50,8 @@ impl TransportStream {
             description: description.into(),
             local: None,
             remote: None,
+            peer_certificates: Vec::new(),
+            headers: Vec::new(),
         }
     }
 }
@@ -49,4 +60,115 @@ impl std::fmt::Debug for TransportStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TransportStream").field("description", &self.description).finish()
     }
+}
+
+/// What runs over a TCP connection: nothing (`tcp`), TLS (`ssl`), WebSocket (`ws`) or
+/// WebSocket over TLS (`wss`).
+#[derive(Clone, Debug)]
+pub enum Layers {
+    /// Plain TCP.
+    Tcp,
+    /// TLS.
+    Ssl(std::sync::Arc<ssl::SslContext>),
+    /// WebSocket, with the resource a client asks for.
+    Ws(String),
+    /// WebSocket over TLS, with the resource a client asks for.
+    Wss(std::sync::Arc<ssl::SslContext>, String),
+}
+
+/// A client-side TLS stream over TCP, watched for security failures.
+type ClientTls = ssl::Watched<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+fn over<S: AsyncRead + AsyncWrite + Send + 'static>(
+    io: S,
+    local: Option<std::net::SocketAddr>,
+    remote: Option<std::net::SocketAddr>,
+    peer_certificates: Vec<Vec<u8>>,
+) -> TransportStream {
+    let mut t = TransportStream::from_io(io, tcp::describe(local, remote));
+    t.local = local;
+    t.remote = remote;
+    t.peer_certificates = peer_certificates;
+    t
+}
+
+fn with_headers(mut t: TransportStream, headers: Vec<(String, String)>) -> TransportStream {
+    t.headers = headers;
+    t
+}
+
+async fn client_tls(
+    ctx: &ssl::SslContext,
+    stream: tokio::net::TcpStream,
+    host: &str,
+) -> crate::error::Result<(ClientTls, Vec<Vec<u8>>)> {
+    let s = ctx.connect(stream, host).await?;
+    let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
+    Ok((ssl::Watched::new(s), certs))
+}
+
+/// Runs the client's side of `layers` over a connected TCP stream to `host:port`. With TLS,
+/// the second value is where a security failure reported after the handshake is recorded
+/// (with TLS 1.3 a server refuses a client's certificate only then).
+pub async fn connect_layers(
+    stream: tokio::net::TcpStream,
+    layers: &Layers,
+    host: &str,
+    port: u16,
+) -> crate::error::Result<(TransportStream, Option<std::sync::Arc<std::sync::OnceLock<String>>>)> {
+    let (local, remote) = (stream.local_addr().ok(), stream.peer_addr().ok());
+    let http_host = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    Ok(match layers {
+        Layers::Tcp => (tcp::wrap(stream), None),
+        Layers::Ssl(ctx) => {
+            let (s, certs) = client_tls(ctx, stream, host).await?;
+            let failure = s.failure();
+            (over(s, local, remote, certs), Some(failure))
+        }
+        Layers::Ws(resource) => {
+            let _ = stream.set_nodelay(true);
+            let ws = ws::client_handshake(stream, &http_host, resource).await?;
+            let headers = ws.headers().to_vec();
+            (with_headers(over(ws, local, remote, Vec::new()), headers), None)
+        }
+        Layers::Wss(ctx, resource) => {
+            let (s, certs) = client_tls(ctx, stream, host).await?;
+            let failure = s.failure();
+            let ws = match ws::client_handshake(s, &http_host, resource).await {
+                Ok(ws) => ws,
+                Err(e) => return Err(failure.get().map(|m| crate::error::Error::Security(m.clone())).unwrap_or(e)),
+            };
+            let headers = ws.headers().to_vec();
+            (with_headers(over(ws, local, remote, certs), headers), Some(failure))
+        }
+    })
+}
+
+/// Runs the server's side of `layers` over an accepted TCP stream: the TLS handshake and
+/// the WebSocket upgrade, as each applies.
+pub async fn accept_layers(stream: tokio::net::TcpStream, layers: &Layers) -> crate::error::Result<TransportStream> {
+    let (local, remote) = (stream.local_addr().ok(), stream.peer_addr().ok());
+    Ok(match layers {
+        Layers::Tcp => tcp::wrap(stream),
+        Layers::Ssl(ctx) => {
+            let _ = stream.set_nodelay(true);
+            let s = ctx.accept(stream).await?;
+            let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
+            over(s, local, remote, certs)
+        }
+        Layers::Ws(_) => {
+            let _ = stream.set_nodelay(true);
+            let ws = ws::server_handshake(stream).await?;
+            let headers = ws.headers().to_vec();
+            with_headers(over(ws, local, remote, Vec::new()), headers)
+        }
+        Layers::Wss(ctx, _) => {
+            let _ = stream.set_nodelay(true);
+            let s = ctx.accept(stream).await?;
+            let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
+            let ws = ws::server_handshake(s).await?;
+            let headers = ws.headers().to_vec();
+            with_headers(over(ws, local, remote, certs), headers)
+        }
+    })
 }

@@ -14,13 +14,19 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use super::TransportStream;
 use crate::error::{Error, Result};
 
-fn wrap(stream: TcpStream) -> TransportStream {
-    let _ = stream.set_nodelay(true);
-    let (local, remote) = (stream.local_addr().ok(), stream.peer_addr().ok());
-    let description = match (local, remote) {
+/// `local address = …\nremote address = …`, as Ice describes a connection.
+pub(crate) fn describe(local: Option<SocketAddr>, remote: Option<SocketAddr>) -> String {
+    match (local, remote) {
         (Some(l), Some(r)) => format!("local address = {l}\nremote address = {r}"),
         _ => "tcp".to_string(),
-    };
+    }
+}
+
+/// A plain TCP transport over `stream`.
+pub(crate) fn wrap(stream: TcpStream) -> TransportStream {
+    let _ = stream.set_nodelay(true);
+    let (local, remote) = (stream.local_addr().ok(), stream.peer_addr().ok());
+    let description = describe(local, remote);
     let (read, write) = stream.into_split();
     TransportStream {
         read: Box::new(TcpRead { half: read, watch: None }),
@@ -28,6 +34,8 @@ fn wrap(stream: TcpStream) -> TransportStream {
         description,
         local,
         remote,
+        peer_certificates: Vec::new(),
+        headers: Vec::new(),
     }
 }
 
@@ -109,6 +117,11 @@ impl AsyncRead for TcpRead {
 
 /// Connects to `host:port`, giving up after `timeout` (if any).
 pub async fn connect(host: &str, port: u16, timeout: Option<Duration>, sizes: BufferSizes) -> Result<TransportStream> {
+    Ok(wrap(connect_stream(host, port, timeout, sizes).await?))
+}
+
+/// Connects to `host:port` as [`connect`] does, for a transport that runs over TCP.
+pub async fn connect_stream(host: &str, port: u16, timeout: Option<Duration>, sizes: BufferSizes) -> Result<TcpStream> {
     let host = if host.is_empty() || host == "*" || host == "0.0.0.0" { "127.0.0.1" } else { host };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let endpoint = format!("tcp -h {host} -p {port}");
@@ -136,7 +149,8 @@ pub async fn connect(host: &str, port: u16, timeout: Option<Duration>, sizes: Bu
         None => fut.await,
     }
     .map_err(fail)?;
-    Ok(wrap(stream))
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }
 
 /// Kernel socket buffer sizes (`Ice.TCP.RcvSize` / `Ice.TCP.SndSize`, bytes; `None` keeps the
@@ -193,4 +207,10 @@ pub fn bind(host: &str, port: u16, sizes: BufferSizes, backlog: u32) -> Result<T
 pub async fn accept(listener: &TcpListener) -> std::io::Result<(TransportStream, SocketAddr)> {
     let (s, addr) = listener.accept().await?;
     Ok((wrap(s), addr))
+}
+
+/// Accepts one connection, for a transport that runs over TCP
+/// ([`super::accept_layers`]).
+pub async fn accept_stream(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
+    listener.accept().await
 }
