@@ -1,0 +1,235 @@
+#![doc = include_str!("../README.md")]
+
+pub mod config;
+pub mod database;
+pub mod store;
+
+mod admin;
+mod servants;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
+
+pub use config::{Config, ConfigError};
+use database::Database;
+use store::Store;
+
+/// The Rust mapping of the Slice definitions of Ice 3.7 that the registry serves
+/// (`Ice::Locator`, `IceGrid::Query`, `IceGrid::Admin`, …), generated at build time.
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+pub mod slice {
+    include!(concat!(env!("OUT_DIR"), "/icegrid.rs"));
+}
+
+/// What the servants share.
+pub(crate) struct Shared {
+    config: Config,
+    db: Database,
+    communicator: Communicator,
+    /// The adapter of `IceGrid.Registry.Client.Endpoints`.
+    client: ObjectAdapter,
+    /// `<InstanceName>/Locator`, `…/LocatorRegistry`, `…/Query` and `…/Registry`.
+    locator: ObjectPrx,
+    locator_registry: ObjectPrx,
+    query: ObjectPrx,
+    registry: ObjectPrx,
+    /// Open sessions, by the string form of their identity.
+    sessions: Mutex<HashMap<String, Arc<admin::SessionRecord>>>,
+}
+
+impl Shared {
+    /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
+    /// with the endpoints of every member.
+    fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
+        if let Some(a) = self.db.adapter(id) {
+            return Some(a.proxy);
+        }
+        let members = self.db.group_members(id);
+        let first = members.first()?.1.proxy.clone();
+        let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
+        Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
+    }
+
+    /// Checks a user's credentials for a session (an admin session when `admin`).
+    async fn verify(&self, admin: bool, user: &str, password: &str) -> floe::Result<()> {
+        let (verifier, crypt, kind) = if admin {
+            (&self.config.admin_permissions_verifier, &self.config.admin_crypt_passwords, "Admin")
+        } else {
+            (&self.config.permissions_verifier, &self.config.crypt_passwords, "")
+        };
+        if let Some(verifier) = verifier {
+            let proxy = self
+                .communicator
+                .string_to_proxy(verifier)
+                .map_err(|e| admin::permission_denied(&format!("invalid permissions verifier proxy: {e}")))?;
+            let null = Identity::with_category(&self.config.instance_name, "NullPermissionsVerifier");
+            if proxy.ice_get_identity() == &null {
+                return Ok(());
+            }
+            let proxy = slice::glacier2::PermissionsVerifierPrx::from_object(
+                proxy.ice_locator(Some(&self.locator)).ice_invocation_timeout(Some(Duration::from_secs(10))),
+            );
+            return match proxy.check_permissions(user, password).await {
+                Ok((true, _)) => Ok(()),
+                Ok((false, reason)) => Err(admin::permission_denied(&reason)),
+                Err(e) => Err(admin::permission_denied(&format!("the permissions verifier failed: {e}"))),
+            };
+        }
+        if let Some(file) = crypt {
+            return match crypt::check_file(file, user, password) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(admin::permission_denied("unknown user id or wrong password")),
+                Err(e) => Err(admin::permission_denied(&format!("cannot read the password file: {e}"))),
+            };
+        }
+        Err(admin::permission_denied(&format!(
+            "no permissions verifier is configured: set IceGrid.Registry.{kind}PermissionsVerifier or \
+             IceGrid.Registry.{kind}CryptPasswords"
+        )))
+    }
+}
+
+mod crypt {
+    //! `IceGrid.Registry.CryptPasswords` files.
+    use std::path::Path;
+
+    /// Whether `user` is listed in `file` with `password`.
+    pub(crate) fn check_file(file: &Path, user: &str, password: &str) -> std::io::Result<bool> {
+        let text = std::fs::read_to_string(file)?;
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let mut parts = line.split_whitespace();
+            if let (Some(u), Some(hash)) = (parts.next(), parts.next()) {
+                if u == user {
+                    return Ok(verify(password, hash));
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn verify(_password: &str, _hash: &str) -> bool {
+        false
+    }
+}
+
+/// Why the registry could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<Error> for StartError {
+    fn from(e: Error) -> Self {
+        StartError(e.to_string())
+    }
+}
+
+/// A running registry.
+pub struct RegistryService {
+    shared: Arc<Shared>,
+    adapters: Vec<ObjectAdapter>,
+    reaper: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RegistryService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryService").field("instance", &self.shared.config.instance_name).finish_non_exhaustive()
+    }
+}
+
+impl RegistryService {
+    /// Opens the database, creates and activates the registry's adapters (client, server and
+    /// internal endpoints) and serves its objects. Must be called inside a tokio runtime.
+    pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
+        let store = match &config.data_dir {
+            Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
+            None => None,
+        };
+        let db = Database::new(&communicator, store);
+        let client =
+            communicator.create_object_adapter_with_endpoints("IceGrid.Registry.Client", &config.client_endpoints)?;
+        let server =
+            communicator.create_object_adapter_with_endpoints("IceGrid.Registry.Server", &config.server_endpoints)?;
+        let internal = communicator
+            .create_object_adapter_with_endpoints("IceGrid.Registry.Internal", &config.internal_endpoints)?;
+        let instance = config.instance_name.clone();
+        let id = |name: &str| Identity::with_category(&instance, name);
+        let shared = Arc::new(Shared {
+            locator: client.create_direct_proxy(id("Locator")),
+            locator_registry: server.create_direct_proxy(id("LocatorRegistry")),
+            query: client.create_direct_proxy(id("Query")),
+            registry: client.create_direct_proxy(id("Registry")),
+            config,
+            db,
+            communicator: communicator.clone(),
+            client: client.clone(),
+            sessions: Mutex::new(HashMap::new()),
+        });
+        use slice::glacier2::PermissionsVerifierServer;
+        use slice::ice::LocatorRegistryServer;
+        use slice::ice_grid::{LocatorServer, QueryServer, RegistryServer};
+        client.add(LocatorServer::new(servants::LocatorI(shared.clone())), id("Locator"));
+        client.add(QueryServer::new(servants::QueryI(shared.clone())), id("Query"));
+        client.add(RegistryServer::new(servants::RegistryI(shared.clone())), id("Registry"));
+        client.add(PermissionsVerifierServer::new(servants::NullPermissionsVerifier), id("NullPermissionsVerifier"));
+        server.add(LocatorRegistryServer::new(servants::LocatorRegistryI(shared.clone())), id("LocatorRegistry"));
+
+        // The registry's own well-known objects, as IceGrid lists them.
+        for (proxy, type_id) in [
+            (&shared.query, "::IceGrid::Query"),
+            (&shared.locator, "::Ice::Locator"),
+            (&shared.registry, "::IceGrid::Registry"),
+            (&shared.locator_registry, "::Ice::LocatorRegistry"),
+        ] {
+            if let Ok(w) = shared.db.add_object(proxy.clone(), type_id, true) {
+                database::durable(w).await;
+            }
+        }
+
+        internal.activate().await?;
+        server.activate().await?;
+        client.activate().await?;
+
+        let weak = Arc::downgrade(&shared);
+        let reaper = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                match weak.upgrade() {
+                    Some(s) => admin::reap(&s),
+                    None => return,
+                }
+            }
+        });
+        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper })
+    }
+
+    /// The proxy of `<InstanceName>/Locator`, for `Ice.Default.Locator`.
+    pub fn locator(&self) -> &ObjectPrx {
+        &self.shared.locator
+    }
+
+    /// How many adapters are registered.
+    pub fn adapter_count(&self) -> usize {
+        self.shared.db.adapter_count()
+    }
+
+    /// Waits until the communicator is shut down (by a signal or `Admin::shutdown`), then
+    /// stops serving and writes what is left to the database.
+    pub async fn wait(self) {
+        self.shared.communicator.wait_for_shutdown().await;
+        for a in &self.adapters {
+            a.deactivate().await;
+        }
+        self.reaper.abort();
+        self.shared.db.close();
+    }
+}
