@@ -307,11 +307,11 @@ impl AdminI {
         };
         let id = proxy.ice_get_identity().clone();
         match self.shared.db.add_object(proxy, &type_id, false) {
-            Ok(w) => {
+            Some(w) => {
                 durable(w).await;
                 Ok(())
             }
-            Err(()) => Err(Error::user(ObjectExistsException { id })),
+            None => Err(Error::user(ObjectExistsException { id })),
         }
     }
 }
@@ -463,11 +463,11 @@ impl Admin for AdminI {
         let Some(proxy) = obj else { return Err(deployment("the proxy is null")) };
         let id = proxy.ice_get_identity().clone();
         match self.shared.db.update_object(proxy) {
-            Ok(w) => {
+            Some(w) => {
                 durable(w).await;
                 Ok(())
             }
-            Err(()) => Err(Error::user(ObjectNotRegisteredException { id })),
+            None => Err(Error::user(ObjectNotRegisteredException { id })),
         }
     }
 
@@ -478,11 +478,11 @@ impl Admin for AdminI {
     async fn remove_object(&self, id: Identity, _: &Current) -> floe::Result<()> {
         self.record.touch();
         match self.shared.db.remove_object(&id) {
-            Ok(w) => {
+            Some(w) => {
                 durable(w).await;
                 Ok(())
             }
-            Err(()) => Err(Error::user(ObjectNotRegisteredException { id })),
+            None => Err(Error::user(ObjectNotRegisteredException { id })),
         }
     }
 

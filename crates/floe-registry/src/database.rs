@@ -222,37 +222,35 @@ impl Database {
         self.tables().objects.get(&identity_string(id)).cloned()
     }
 
-    /// Adds a well-known object; false if one with that identity exists (and `replace` is
+    /// Adds a well-known object; None if one with that identity exists (and `replace` is
     /// false).
-    pub fn add_object(&self, proxy: ObjectPrx, type_id: &str, replace: bool) -> Result<Written, ()> {
+    pub fn add_object(&self, proxy: ObjectPrx, type_id: &str, replace: bool) -> Option<Written> {
         let id = proxy.ice_get_identity().clone();
         let key = identity_string(&id);
         let mut t = self.tables();
         if !replace && t.objects.contains_key(&key) {
-            return Err(());
+            return None;
         }
         let bytes = record(&proxy, type_id);
         t.objects.insert(key, ObjectEntry { proxy, type_id: type_id.to_string() });
-        Ok(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
+        Some(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
     }
 
-    /// Replaces the proxy of a well-known object, keeping its type; false if there is none.
-    pub fn update_object(&self, proxy: ObjectPrx) -> Result<Written, ()> {
+    /// Replaces the proxy of a well-known object, keeping its type; None if there is none.
+    pub fn update_object(&self, proxy: ObjectPrx) -> Option<Written> {
         let id = proxy.ice_get_identity().clone();
         let mut t = self.tables();
-        let Some(entry) = t.objects.get_mut(&identity_string(&id)) else { return Err(()) };
+        let entry = t.objects.get_mut(&identity_string(&id))?;
         entry.proxy = proxy;
         let bytes = record(&entry.proxy, &entry.type_id);
-        Ok(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
+        Some(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
     }
 
-    /// Removes a well-known object; false if there is none.
-    pub fn remove_object(&self, id: &Identity) -> Result<Written, ()> {
+    /// Removes a well-known object; None if there is none.
+    pub fn remove_object(&self, id: &Identity) -> Option<Written> {
         let mut t = self.tables();
-        if t.objects.remove(&identity_string(id)).is_none() {
-            return Err(());
-        }
-        Ok(self.write(&t, vec![Change::RemoveObject(identity_key(id))]))
+        t.objects.remove(&identity_string(id))?;
+        Some(self.write(&t, vec![Change::RemoveObject(identity_key(id))]))
     }
 
     /// Well-known objects whose identity (as a string) matches `pattern` (see [`matches`]).

@@ -190,7 +190,7 @@ impl RegistryService {
             (&shared.registry, "::IceGrid::Registry"),
             (&shared.locator_registry, "::Ice::LocatorRegistry"),
         ] {
-            if let Ok(w) = shared.db.add_object(proxy.clone(), type_id, true) {
+            if let Some(w) = shared.db.add_object(proxy.clone(), type_id, true) {
                 database::durable(w).await;
             }
         }
