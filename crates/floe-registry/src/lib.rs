@@ -110,8 +110,36 @@ mod crypt {
         Ok(false)
     }
 
-    fn verify(_password: &str, _hash: &str) -> bool {
-        false
+    /// Whether `password` matches a SHA-crypt hash (`$5$…` or `$6$…`, as made by
+    /// `openssl passwd -5` / `-6` or `mkpasswd -m sha-512`); other schemes never match.
+    pub(crate) fn verify(password: &str, hash: &str) -> bool {
+        let (password, hash) = (password.to_string(), hash.to_string());
+        std::panic::catch_unwind(move || {
+            if hash.starts_with("$6$") {
+                sha_crypt::sha512_check(&password, &hash).is_ok()
+            } else if hash.starts_with("$5$") {
+                sha_crypt::sha256_check(&password, &hash).is_ok()
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn sha_crypt_hashes() {
+            // openssl passwd -6 -salt abcdefgh secret / -5
+            let h6 =
+                "$6$abcdefgh$ltjgWl6579NluT/Vi1nwEvcil.G5Nbc4NiXZaNGStk8PSwGfQv72N2CKPPrVACtLtip/cZ/1GM/O6IND4WQhG.";
+            assert!(super::verify("secret", h6));
+            assert!(!super::verify("Secret", h6));
+            assert!(super::verify("secret", "$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM."));
+            assert!(!super::verify("secret", "$6$"));
+            assert!(!super::verify("secret", "$6$rounds=9999999999999$x$y"));
+            assert!(!super::verify("secret", "abJnggxhB/yWI"));
+        }
     }
 }
 

@@ -284,3 +284,64 @@ fn bad_input_never_kills_it() {
     assert!(registry.is_running(), "floe-registry died");
     eprintln!("bad input survived in {:?}", started.elapsed());
 }
+
+#[test]
+fn sessions_need_the_verifiers_permission() {
+    // A password file for admins, a floe-hosted verifier for client sessions.
+    let data = TempDir::new("permissions");
+    let passwords = data.0.join("admins");
+    // openssl passwd -6 -salt abcdefgh secret
+    std::fs::write(
+        &passwords,
+        "admin $6$abcdefgh$ltjgWl6579NluT/Vi1nwEvcil.G5Nbc4NiXZaNGStk8PSwGfQv72N2CKPPrVACtLtip/cZ/1GM/O6IND4WQhG.\n",
+    )
+    .unwrap();
+    struct OnlyAlice;
+    impl floe_registry::slice::glacier2::PermissionsVerifier for OnlyAlice {
+        async fn check_permissions(&self, user: String, _: String, _: &floe::Current) -> floe::Result<(bool, String)> {
+            Ok((user == "alice", "only alice".into()))
+        }
+    }
+    let rt = runtime();
+    let verifier_host = Communicator::new().unwrap();
+    let verifier = rt.block_on(async {
+        let adapter = verifier_host.create_object_adapter_with_endpoints("Verifier", "tcp -h 127.0.0.1").unwrap();
+        let p = adapter
+            .add(floe_registry::slice::glacier2::PermissionsVerifierServer::new(OnlyAlice), Identity::new("verifier"));
+        adapter.activate().await.unwrap();
+        p
+    });
+    let port = free_port();
+    let _registry = bare_registry(
+        port,
+        &data.0,
+        &[
+            &format!("--IceGrid.Registry.AdminCryptPasswords={}", passwords.display()),
+            &format!("--IceGrid.Registry.PermissionsVerifier={verifier}"),
+        ],
+    );
+    let c = communicator(port);
+    rt.block_on(async {
+        let registry = ice_grid_locator(&c, port).get_local_registry().await.unwrap().unwrap();
+        let denied = |r: Result<_, floe::CallError<_>>| match r {
+            Err(e) => matches!(e.user(), Some(ice_grid::RegistryCreateAdminSessionError::PermissionDeniedException(_))),
+            Ok(_) => false,
+        };
+        assert!(registry.create_admin_session("admin", "secret").await.unwrap().is_some());
+        assert!(denied(registry.create_admin_session("admin", "wrong").await));
+        assert!(denied(registry.create_admin_session("mallory", "secret").await));
+        let session = registry.create_session("alice", "x").await.unwrap().unwrap();
+        session.keep_alive().await.unwrap();
+        match registry.create_session("bob", "x").await {
+            Err(e) => match e.user() {
+                Some(ice_grid::RegistryCreateSessionError::PermissionDeniedException(p)) => {
+                    assert_eq!(p.reason, "only alice")
+                }
+                other => panic!("{other:?}"),
+            },
+            Ok(_) => panic!("bob got a session"),
+        }
+        c.destroy().await;
+        verifier_host.destroy().await;
+    });
+}

@@ -102,9 +102,19 @@ impl Drop for TempDir {
 /// The instance name the tests use.
 pub const INSTANCE: &str = "TestGrid";
 
-/// floe-registry on `port` (client endpoints) with its data in `data`, dynamic registration
-/// and null permissions verifiers, plus `extra` arguments.
+/// floe-registry on `port` (client endpoints) with its data in `data` and null permissions
+/// verifiers, plus `extra` arguments.
 pub fn registry(port: u16, data: &Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--IceGrid.Registry.PermissionsVerifier=TestGrid/NullPermissionsVerifier",
+        "--IceGrid.Registry.AdminPermissionsVerifier=TestGrid/NullPermissionsVerifier",
+    ];
+    args.extend_from_slice(extra);
+    bare_registry(port, data, &args)
+}
+
+/// floe-registry on `port` with its data in `data` and only the `extra` arguments besides.
+pub fn bare_registry(port: u16, data: &Path, extra: &[&str]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-registry"));
     cmd.args([
         &format!("--IceGrid.InstanceName={INSTANCE}"),
@@ -112,8 +122,6 @@ pub fn registry(port: u16, data: &Path, extra: &[&str]) -> Server {
         "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1",
         "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1",
         &format!("--IceGrid.Registry.LMDB.Path={}", data.display()),
-        "--IceGrid.Registry.PermissionsVerifier=TestGrid/NullPermissionsVerifier",
-        "--IceGrid.Registry.AdminPermissionsVerifier=TestGrid/NullPermissionsVerifier",
     ])
     .args(extra)
     .stderr(Stdio::null());
