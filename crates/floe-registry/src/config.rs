@@ -1,5 +1,6 @@
 //! The registry's configuration, read from the same properties as IceGrid's registry.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use floe::Properties;
@@ -33,6 +34,79 @@ pub struct Config {
     pub admin_crypt_passwords: Option<PathBuf>,
     /// `IceGrid.Registry.SessionTimeout` in seconds (default 30).
     pub session_timeout: i32,
+    /// Replica groups declared with `Floe.Registry.ReplicaGroup.<id>.*`, by id.
+    pub replica_groups: BTreeMap<String, ReplicaGroupConfig>,
+}
+
+/// How `findAdapterById` orders (and trims) the members of a replica group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadBalancing {
+    /// Members in the order of their adapter ids (IceGrid's order for groups formed
+    /// dynamically and not declared).
+    #[default]
+    Undeclared,
+    /// A random order on every resolution.
+    Random,
+    /// Each resolution starts with the next member.
+    RoundRobin,
+    /// By priority (lowest first), then adapter id.
+    Ordered,
+    /// IceGrid orders by the load of the members' nodes; floe-registry has no nodes, so this
+    /// is `Random`.
+    Adaptive,
+}
+
+/// A replica group declared in the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaGroupConfig {
+    /// `Floe.Registry.ReplicaGroup.<id>.LoadBalancing`: `random` (default), `round-robin`,
+    /// `ordered` or `adaptive`.
+    pub load_balancing: LoadBalancing,
+    /// `Floe.Registry.ReplicaGroup.<id>.NReplicas`: how many members a resolution returns
+    /// (0, the default: all).
+    pub n_replicas: usize,
+    /// `Floe.Registry.ReplicaGroup.<id>.Priority.<AdapterId>`: priorities for `ordered`
+    /// (default 0; lower comes first).
+    pub priorities: BTreeMap<String, i64>,
+}
+
+const GROUP_PREFIX: &str = "Floe.Registry.ReplicaGroup.";
+
+fn replica_groups(props: &Properties) -> Result<BTreeMap<String, ReplicaGroupConfig>, ConfigError> {
+    let mut groups: BTreeMap<String, ReplicaGroupConfig> = BTreeMap::new();
+    for (name, value) in props.with_prefix(GROUP_PREFIX) {
+        let rest = &name[GROUP_PREFIX.len()..];
+        let value = value.trim();
+        let bad = || ConfigError(format!("{name}: unexpected value {value:?}"));
+        if let Some((id, adapter)) = rest.split_once(".Priority.") {
+            let priority = value.parse().map_err(|_| bad())?;
+            groups.entry(id.to_string()).or_default().priorities.insert(adapter.to_string(), priority);
+            continue;
+        }
+        let Some((id, field)) = rest.rsplit_once('.') else {
+            return Err(ConfigError(format!("{name}: expected {GROUP_PREFIX}<id>.LoadBalancing or .NReplicas")));
+        };
+        let group = groups.entry(id.to_string()).or_default();
+        match field {
+            "LoadBalancing" => {
+                group.load_balancing = match value {
+                    "random" => LoadBalancing::Random,
+                    "round-robin" => LoadBalancing::RoundRobin,
+                    "ordered" => LoadBalancing::Ordered,
+                    "adaptive" => LoadBalancing::Adaptive,
+                    _ => return Err(bad()),
+                }
+            }
+            "NReplicas" => group.n_replicas = value.parse().map_err(|_| bad())?,
+            _ => return Err(ConfigError(format!("{name}: unknown replica group property"))),
+        }
+    }
+    for g in groups.values_mut() {
+        if g.load_balancing == LoadBalancing::Undeclared {
+            g.load_balancing = LoadBalancing::Random;
+        }
+    }
+    Ok(groups)
 }
 
 /// Why the configuration is unusable.
@@ -77,6 +151,7 @@ impl Config {
                 .get_int("IceGrid.Registry.SessionTimeout", 30)
                 .map_err(bad)?
                 .clamp(1, i64::from(i32::MAX)) as i32,
+            replica_groups: replica_groups(props)?,
         })
     }
 }

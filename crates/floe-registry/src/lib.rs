@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, LoadBalancing, ReplicaGroupConfig};
 use database::Database;
 use store::Store;
 
@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     locator_registry: ObjectPrx,
     query: ObjectPrx,
     registry: ObjectPrx,
+    /// The next turn of each round-robin replica group.
+    round_robin: Mutex<HashMap<String, usize>>,
     /// Open sessions, by the string form of their identity.
     sessions: Mutex<HashMap<String, Arc<admin::SessionRecord>>>,
 }
@@ -47,8 +49,27 @@ impl Shared {
         if let Some(a) = self.db.adapter(id) {
             return Some(a.proxy);
         }
-        let members = self.db.group_members(id);
+        let mut members = self.db.group_members(id);
         let first = members.first()?.1.proxy.clone();
+        if let Some(group) = self.config.replica_groups.get(id) {
+            match group.load_balancing {
+                LoadBalancing::Undeclared => {}
+                LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
+                LoadBalancing::RoundRobin => {
+                    let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
+                    let turn = turns.entry(id.to_string()).or_insert(0);
+                    let n = members.len();
+                    members.rotate_left(*turn % n);
+                    *turn = turn.wrapping_add(1);
+                }
+                LoadBalancing::Ordered => {
+                    members.sort_by_key(|(a, _)| group.priorities.get(a).copied().unwrap_or(0));
+                }
+            }
+            if group.n_replicas > 0 {
+                members.truncate(group.n_replicas);
+            }
+        }
         let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
         Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
     }
@@ -200,6 +221,7 @@ impl RegistryService {
             db,
             communicator: communicator.clone(),
             client: client.clone(),
+            round_robin: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
         });
         use slice::glacier2::PermissionsVerifierServer;

@@ -345,3 +345,52 @@ fn sessions_need_the_verifiers_permission() {
         verifier_host.destroy().await;
     });
 }
+
+#[test]
+fn declared_replica_groups_balance_the_load() {
+    let data = TempDir::new("groups");
+    let port = free_port();
+    let _registry = registry(
+        port,
+        &data.0,
+        &[
+            "--IceGrid.Registry.DynamicRegistration=1",
+            "--Floe.Registry.ReplicaGroup.RR.LoadBalancing=round-robin",
+            "--Floe.Registry.ReplicaGroup.OG.LoadBalancing=ordered",
+            "--Floe.Registry.ReplicaGroup.OG.NReplicas=2",
+            "--Floe.Registry.ReplicaGroup.OG.Priority.OG1=3",
+            "--Floe.Registry.ReplicaGroup.OG.Priority.OG2=1",
+            "--Floe.Registry.ReplicaGroup.OG.Priority.OG3=2",
+            "--Floe.Registry.ReplicaGroup.RA.LoadBalancing=random",
+        ],
+    );
+    let c = communicator(port);
+    runtime().block_on(async {
+        let locator = locator_prx(&c, port);
+        let registry = locator.get_registry().await.unwrap().unwrap();
+        let dummy = |p: u16| c.string_to_proxy(&format!("dummy:tcp -h 127.0.0.1 -p {p}")).unwrap();
+        for (i, group) in ["RR", "OG", "RA"].iter().enumerate() {
+            for m in 1..=3u16 {
+                let id = format!("{group}{m}");
+                let p = dummy(5000 + 10 * i as u16 + m);
+                registry.set_replicated_adapter_direct_proxy(&id, group, Some(&p)).await.unwrap();
+            }
+        }
+        let mut firsts = Vec::new();
+        for _ in 0..3 {
+            let p = locator.find_adapter_by_id("RR").await.unwrap().unwrap();
+            assert_eq!(ports(&p).len(), 3);
+            firsts.push(ports(&p)[0]);
+        }
+        firsts.sort();
+        assert_eq!(firsts, [5001, 5002, 5003], "each member comes first in turn");
+        let ordered = locator.find_adapter_by_id("OG").await.unwrap().unwrap();
+        assert_eq!(ports(&ordered), [5012, 5013], "by priority, two replicas");
+        let mut orders = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            orders.insert(ports(&locator.find_adapter_by_id("RA").await.unwrap().unwrap()));
+        }
+        assert!(orders.len() > 1, "random order");
+        c.destroy().await;
+    });
+}
