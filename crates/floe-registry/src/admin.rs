@@ -99,12 +99,12 @@ pub(crate) fn create_admin_session(shared: &Arc<Shared>, user: String, current: 
     let session_id = new_identity(shared);
     let admin_id = new_identity(shared);
     let record = register(shared, vec![session_id.clone(), admin_id.clone()], current);
-    let admin = shared.client.add(
+    let admin = shared.add_client_object(
         crate::slice::ice_grid::AdminServer::new(AdminI { shared: shared.clone(), record: record.clone() }),
         admin_id,
     );
     let session = AdminSessionI { shared: shared.clone(), record, admin: AdminPrx::from_object(admin), user };
-    shared.client.add(crate::slice::ice_grid::AdminSessionServer::new(session), session_id)
+    shared.add_client_object(crate::slice::ice_grid::AdminSessionServer::new(session), session_id)
 }
 
 /// Creates a client session for `user`; returns its proxy.
@@ -112,7 +112,7 @@ pub(crate) fn create_client_session(shared: &Arc<Shared>, user: String, current:
     let session_id = new_identity(shared);
     let record = register(shared, vec![session_id.clone()], current);
     let session = ClientSessionI { shared: shared.clone(), record, user };
-    shared.client.add(crate::slice::ice_grid::SessionServer::new(session), session_id)
+    shared.add_client_object(crate::slice::ice_grid::SessionServer::new(session), session_id)
 }
 
 /// An `IceGrid::AdminSession`.

@@ -14,8 +14,14 @@ pub struct Config {
     pub replica_name: String,
     /// `IceGrid.Registry.Client.Endpoints`: the locator, query, registry and sessions.
     pub client_endpoints: String,
+    /// `IceGrid.Registry.Client.PublishedEndpoints`: the endpoints the client-side objects'
+    /// proxies carry, when they differ from where the registry listens (default: those).
+    pub client_published_endpoints: Option<String>,
     /// `IceGrid.Registry.Server.Endpoints`: the locator registry (default `tcp`).
     pub server_endpoints: String,
+    /// `IceGrid.Registry.Server.PublishedEndpoints`: the endpoints of the locator registry's
+    /// proxy, as servers are told by `getRegistry` (default: where it listens).
+    pub server_published_endpoints: Option<String>,
     /// `IceGrid.Registry.Internal.Endpoints` (default `tcp`): bound, as IceGrid requires,
     /// but no object is served there (floe-registry has no nodes or replicas).
     pub internal_endpoints: String,
@@ -139,6 +145,8 @@ impl Config {
             instance_name: non_empty(props, "IceGrid.InstanceName").unwrap_or_else(|| "IceGrid".into()),
             replica_name: non_empty(props, "IceGrid.Registry.ReplicaName").unwrap_or_else(|| "Master".into()),
             client_endpoints,
+            client_published_endpoints: non_empty(props, "IceGrid.Registry.Client.PublishedEndpoints"),
+            server_published_endpoints: non_empty(props, "IceGrid.Registry.Server.PublishedEndpoints"),
             server_endpoints: non_empty(props, "IceGrid.Registry.Server.Endpoints").unwrap_or_else(|| "tcp".into()),
             internal_endpoints: non_empty(props, "IceGrid.Registry.Internal.Endpoints").unwrap_or_else(|| "tcp".into()),
             data_dir,

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use floe::encoding::EndpointData;
 use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
 
 pub use config::{Config, ConfigError, LoadBalancing, ReplicaGroupConfig};
@@ -31,6 +32,8 @@ pub(crate) struct Shared {
     communicator: Communicator,
     /// The adapter of `IceGrid.Registry.Client.Endpoints`.
     client: ObjectAdapter,
+    /// `IceGrid.Registry.Client.PublishedEndpoints`, parsed.
+    client_published: Option<Vec<EndpointData>>,
     /// `<InstanceName>/Locator`, `…/LocatorRegistry`, `…/Query` and `…/Registry`.
     locator: ObjectPrx,
     locator_registry: ObjectPrx,
@@ -43,6 +46,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
+    /// published endpoints when there are some.
+    fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
+        let proxy = self.client.add(servant, id);
+        match &self.client_published {
+            Some(eps) => proxy.ice_endpoints(eps.clone()),
+            None => proxy,
+        }
+    }
+
     /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
     /// with the endpoints of every member.
     fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
@@ -210,13 +223,30 @@ impl RegistryService {
             communicator.create_object_adapter_with_endpoints("IceGrid.Registry.Server", &config.server_endpoints)?;
         let internal = communicator
             .create_object_adapter_with_endpoints("IceGrid.Registry.Internal", &config.internal_endpoints)?;
+        let published = |name: &str, endpoints: &Option<String>| -> Result<Option<Vec<EndpointData>>, StartError> {
+            let Some(e) = endpoints else { return Ok(None) };
+            let p = communicator
+                .string_to_proxy(&format!("x:{e}"))
+                .map_err(|err| StartError(format!("IceGrid.Registry.{name}.PublishedEndpoints: {err}")))?;
+            Ok(Some(p.reference().wire.endpoints.clone()))
+        };
+        let client_published = published("Client", &config.client_published_endpoints)?;
+        let server_published = published("Server", &config.server_published_endpoints)?;
+        let direct = |adapter: &ObjectAdapter, eps: &Option<Vec<EndpointData>>, id: Identity| {
+            let p = adapter.create_direct_proxy(id);
+            match eps {
+                Some(eps) => p.ice_endpoints(eps.clone()),
+                None => p,
+            }
+        };
         let instance = config.instance_name.clone();
         let id = |name: &str| Identity::with_category(&instance, name);
         let shared = Arc::new(Shared {
-            locator: client.create_direct_proxy(id("Locator")),
-            locator_registry: server.create_direct_proxy(id("LocatorRegistry")),
-            query: client.create_direct_proxy(id("Query")),
-            registry: client.create_direct_proxy(id("Registry")),
+            locator: direct(&client, &client_published, id("Locator")),
+            locator_registry: direct(&server, &server_published, id("LocatorRegistry")),
+            query: direct(&client, &client_published, id("Query")),
+            registry: direct(&client, &client_published, id("Registry")),
+            client_published,
             config,
             db,
             communicator: communicator.clone(),

@@ -394,3 +394,29 @@ fn declared_replica_groups_balance_the_load() {
         c.destroy().await;
     });
 }
+
+#[test]
+fn proxies_carry_the_published_endpoints() {
+    let data = TempDir::new("published");
+    let port = free_port();
+    let _registry = registry(
+        port,
+        &data.0,
+        &[
+            "--IceGrid.Registry.Client.PublishedEndpoints=tcp -h registry.example.net -p 4061",
+            "--IceGrid.Registry.Server.PublishedEndpoints=tcp -h registry.example.net -p 4062",
+        ],
+    );
+    let c = communicator(port);
+    runtime().block_on(async {
+        let locator = ice_grid_locator(&c, port);
+        let query = locator.get_local_query().await.unwrap().unwrap();
+        assert_eq!(ports(query.as_object()), [4061]);
+        let registry = locator.get_local_registry().await.unwrap().unwrap();
+        assert_eq!(ports(registry.as_object()), [4061]);
+        let base = LocatorPrx::from_object(locator.as_object().clone());
+        let locator_registry = base.get_registry().await.unwrap().unwrap();
+        assert_eq!(ports(locator_registry.as_object()), [4062]);
+        c.destroy().await;
+    });
+}
