@@ -144,26 +144,17 @@ mod crypt {
         Ok(false)
     }
 
-    /// Whether `password` matches a SHA-crypt hash (`$5$…` or `$6$…`, as made by
-    /// `openssl passwd -5` / `-6` or `mkpasswd -m sha-512`); other schemes never match.
+    /// Whether `password` matches a crypt(3) hash (DES, MD5 `$1$`, SHA-crypt `$5$` / `$6$`,
+    /// bcrypt `$2y$`: what `openssl passwd` or `mkpasswd` make); malformed hashes never match.
     pub(crate) fn verify(password: &str, hash: &str) -> bool {
         let (password, hash) = (password.to_string(), hash.to_string());
-        std::panic::catch_unwind(move || {
-            if hash.starts_with("$6$") {
-                sha_crypt::sha512_check(&password, &hash).is_ok()
-            } else if hash.starts_with("$5$") {
-                sha_crypt::sha256_check(&password, &hash).is_ok()
-            } else {
-                false
-            }
-        })
-        .unwrap_or(false)
+        std::panic::catch_unwind(move || pwhash::unix::verify(&password, &hash)).unwrap_or(false)
     }
 
     #[cfg(test)]
     mod tests {
         #[test]
-        fn sha_crypt_hashes() {
+        fn crypt_hashes() {
             // openssl passwd -6 -salt abcdefgh secret / -5
             let h6 =
                 "$6$abcdefgh$ltjgWl6579NluT/Vi1nwEvcil.G5Nbc4NiXZaNGStk8PSwGfQv72N2CKPPrVACtLtip/cZ/1GM/O6IND4WQhG.";
@@ -172,7 +163,10 @@ mod crypt {
             assert!(super::verify("secret", "$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM."));
             assert!(!super::verify("secret", "$6$"));
             assert!(!super::verify("secret", "$6$rounds=9999999999999$x$y"));
-            assert!(!super::verify("secret", "abJnggxhB/yWI"));
+            // openssl passwd -1 -salt abcdefgh secret
+            assert!(super::verify("secret", "$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I1"));
+            assert!(!super::verify("secret", "$1$abcdefgh$"));
+            assert!(!super::verify("secret", ""));
         }
     }
 }
