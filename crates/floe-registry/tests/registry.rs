@@ -396,17 +396,19 @@ fn declared_replica_groups_balance_the_load() {
 }
 
 #[test]
-fn proxies_carry_the_published_endpoints() {
+fn proxies_carry_the_published_endpoints_of_the_configuration_file() {
     let data = TempDir::new("published");
     let port = free_port();
-    let _registry = registry(
-        port,
-        &data.0,
-        &[
-            "--IceGrid.Registry.Client.PublishedEndpoints=tcp -h registry.example.net -p 4061",
-            "--IceGrid.Registry.Server.PublishedEndpoints=tcp -h registry.example.net -p 4062",
-        ],
-    );
+    // From a configuration file, as icegridregistry reads it.
+    let config = data.0.join("registry.conf");
+    std::fs::write(
+        &config,
+        "# published endpoints\n\
+         IceGrid.Registry.Client.PublishedEndpoints=tcp -h registry.example.net -p 4061\n\
+         IceGrid.Registry.Server.PublishedEndpoints = tcp -h registry.example.net -p 4062\n",
+    )
+    .unwrap();
+    let _registry = registry(port, &data.0, &[&format!("--Ice.Config={}", config.display())]);
     let c = communicator(port);
     runtime().block_on(async {
         let locator = ice_grid_locator(&c, port);
