@@ -66,6 +66,14 @@ fn locator_registry_and_query_answer_as_icegrid_does() {
         assert!(is_adapter_not_found(&locator, "nope").await);
         let err = locator.find_object_by_id(&Identity::new("nobody")).await.unwrap_err();
         assert!(matches!(err.user(), Some(LocatorFindObjectByIdError::ObjectNotFoundException(_))));
+        // Which floe's client reports as Ice does, NotRegisteredException.
+        let err = c.string_to_proxy("nobody").unwrap().ice_ping().await.unwrap_err();
+        assert!(matches!(&err, floe::Error::NotRegistered { kind, id } if kind == "object" && id == "nobody"), "{err}");
+        let err = c.string_to_proxy("x @ nope").unwrap().ice_ping().await.unwrap_err();
+        assert!(
+            matches!(&err, floe::Error::NotRegistered { kind, id } if kind == "object adapter" && id == "nope"),
+            "{err}"
+        );
 
         // Register, move, unregister.
         let registry: LocatorRegistryPrx = locator.get_registry().await.unwrap().unwrap();

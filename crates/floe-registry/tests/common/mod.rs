@@ -157,7 +157,7 @@ pub fn interop_binary(name: &str) -> PathBuf {
     if !*built {
         let mut cmd = Command::new(env!("CARGO"));
         cmd.current_dir(repo_root())
-            .args(["build", "--quiet", "-p", "floe-interop", "--bins", "--target-dir"])
+            .args(["build", "--quiet", "--locked", "-p", "floe-interop", "--bins", "--target-dir"])
             .arg(&target_dir);
         if release {
             cmd.arg("--release");
