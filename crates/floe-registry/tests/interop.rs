@@ -1,7 +1,8 @@
-//! floe-registry with real ZeroC programs, all on loopback: Ice's Python interop server
-//! registers with it and floe's interop client resolves through it (and the other way
-//! round), adapters with a ReplicaGroupId form a group, and the `icegridadmin` CLI (Debian
-//! zeroc-ice-utils) manages well-known objects and adapters unchanged.
+//! floe-registry with real ZeroC programs, all on loopback: it answers Ice's calls exactly as
+//! `icegridregistry` does (Debian zeroc-icegrid), Ice's Python interop server registers with
+//! it and floe's interop client resolves through it (and the other way round), adapters with
+//! a ReplicaGroupId form a group, and the `icegridadmin` CLI (Debian zeroc-ice-utils) manages
+//! well-known objects and adapters unchanged.
 
 mod common;
 
@@ -124,4 +125,48 @@ fn icegridadmin_manages_objects_and_adapters() {
     assert_eq!(run("registry list").trim(), "Master");
     assert!(run("registry describe Master").contains("registry `Master'"));
     assert!(run("registry ping Master").contains("up"));
+}
+
+/// Runs tests/python/probe.py (which calls the locator, locator registry, query and admin
+/// objects and prints every answer) against the registry on `port`.
+fn probe(port: u16) -> String {
+    let out = Command::new("timeout")
+        .args(["60", "/usr/bin/python3"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/probe.py"))
+        .args([INSTANCE, &port.to_string()])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "probe.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn answers_match_icegridregistry() {
+    let ice_data = TempDir::new("icegridregistry");
+    let ice_port = free_port();
+    let mut cmd = Command::new("icegridregistry");
+    cmd.args([
+        &format!("--IceGrid.InstanceName={INSTANCE}"),
+        &format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {ice_port}"),
+        "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1",
+        "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1",
+        &format!("--IceGrid.Registry.LMDB.Path={}", ice_data.0.display()),
+        "--IceGrid.Registry.DynamicRegistration=1",
+        "--IceGrid.Registry.AdminPermissionsVerifier=TestGrid/NullPermissionsVerifier",
+        "--IceGrid.Registry.Discovery.Enabled=0",
+        "--Ice.PrintAdapterReady=1",
+    ])
+    .stderr(Stdio::null());
+    let _icegrid = start_until(cmd, "IceGrid.Registry.Client ready");
+    let data = TempDir::new("probe");
+    let port = free_port();
+    let _floe = registry(port, &data.0, &["--IceGrid.Registry.DynamicRegistration=1"]);
+
+    let expected = probe(ice_port);
+    let got = probe(port);
+    assert!(expected.lines().count() > 80, "{expected}");
+    for (e, g) in expected.lines().zip(got.lines()) {
+        assert_eq!(g, e, "floe-registry answers differently from icegridregistry");
+    }
+    assert_eq!(got.lines().count(), expected.lines().count());
 }
