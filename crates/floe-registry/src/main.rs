@@ -33,7 +33,13 @@ fn main() -> ExitCode {
         println!("{}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    // Two runtime threads unless Floe.Runtime.Threads says otherwise.
+    let threads = floe::Properties::from_args(args.iter().skip(1).cloned(), &["IceGrid"])
+        .ok()
+        .and_then(|(p, _)| p.get_int("Floe.Runtime.Threads", 2).ok())
+        .unwrap_or(2)
+        .clamp(1, 64) as usize;
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("floe-registry: cannot start the runtime: {e}");

@@ -430,3 +430,38 @@ fn proxies_carry_the_published_endpoints_of_the_configuration_file() {
         c.destroy().await;
     });
 }
+
+#[test]
+fn sessions_of_clients_that_have_gone_expire() {
+    let data = TempDir::new("expiry");
+    let port = free_port();
+    let _registry = registry(port, &data.0, &["--IceGrid.Registry.SessionTimeout=1"]);
+    let rt = runtime();
+    let (c, c2) = (communicator(port), communicator(port));
+    rt.block_on(async {
+        let registry = ice_grid_locator(&c, port).get_local_registry().await.unwrap().unwrap();
+        assert_eq!(registry.get_session_timeout().await.unwrap(), 1);
+        let session = registry.create_admin_session("a", "b").await.unwrap().unwrap();
+        session.keep_alive().await.unwrap();
+        // Another client keeps its connection open, and its session.
+        let registry2 = ice_grid_locator(&c2, port).get_local_registry().await.unwrap().unwrap();
+        let kept = registry2.create_admin_session("a", "b").await.unwrap().unwrap();
+
+        // The first client goes away; its session is destroyed once idle for the timeout.
+        c.destroy().await;
+        let gone = c2.string_to_proxy(&session.to_string()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // ice_ping, unlike keepAlive, does not keep the session alive.
+            match gone.ice_ping().await {
+                Err(floe::Error::ObjectNotExist { .. }) => break,
+                Ok(()) => assert!(Instant::now() < deadline, "the session never expired"),
+                Err(e) => panic!("{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        kept.keep_alive().await.unwrap();
+        kept.get_admin().await.unwrap().unwrap().get_all_registry_names().await.unwrap();
+        c2.destroy().await;
+    });
+}
