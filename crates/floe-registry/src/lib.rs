@@ -113,7 +113,12 @@ impl Shared {
             };
         }
         if let Some(file) = crypt {
-            return match crypt::check_file(file, user, password) {
+            // Hashing takes a while: off the runtime's threads.
+            let (file, user, password) = (file.clone(), user.to_string(), password.to_string());
+            let checked = tokio::task::spawn_blocking(move || crypt::check_file(&file, &user, &password))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            return match checked {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(admin::permission_denied("unknown user id or wrong password")),
                 Err(e) => Err(admin::permission_denied(&format!("cannot read the password file: {e}"))),
