@@ -1,8 +1,8 @@
 //! floe-registry with real ZeroC programs, all on loopback: it answers Ice's calls exactly as
 //! `icegridregistry` does (Debian zeroc-icegrid), Ice's Python interop server registers with
 //! it and floe's interop client resolves through it (and the other way round), adapters with
-//! a ReplicaGroupId form a group, and the `icegridadmin` CLI (Debian zeroc-ice-utils) manages
-//! well-known objects and adapters unchanged.
+//! a ReplicaGroupId form a group, an Ice C++ server registers, and the `icegridadmin` CLI
+//! (Debian zeroc-ice-utils) manages well-known objects and adapters unchanged.
 
 mod common;
 
@@ -169,4 +169,32 @@ fn answers_match_icegridregistry() {
         assert_eq!(g, e, "floe-registry answers differently from icegridregistry");
     }
     assert_eq!(got.lines().count(), expected.lines().count());
+}
+
+#[test]
+fn an_ice_cpp_server_registers() {
+    // floe-bench's Ice C++ peer for tests/interop/Test.ice, built against libzeroc-ice-dev
+    // where tests/interop builds it too (target/tmp/cpp-server), so it is built once.
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-server");
+    let status = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(repo_root().join("crates/floe-bench/peers/ice-tester"))
+        .arg(format!("OUT={}", out.display()))
+        .arg(out.join("ice-tester-server"))
+        .status()
+        .expect("make runs");
+    assert!(status.success(), "building the C++ server failed");
+
+    let data = TempDir::new("cpp");
+    let port = free_port();
+    let _registry = registry(port, &data.0, &["--IceGrid.Registry.DynamicRegistration=1"]);
+    // The server takes only Ice.* arguments: its adapter id comes from a configuration file.
+    let config = data.0.join("server.conf");
+    std::fs::write(&config, format!("Tester.AdapterId=CppAdapter\nIce.Default.Locator={}\n", locator(port))).unwrap();
+    let mut cmd = Command::new(out.join("ice-tester-server"));
+    cmd.arg("0").arg(format!("--Ice.Config={}", config.display())).stderr(Stdio::null());
+    let _server = start_until(cmd, "ready");
+    let mut client = Command::new(interop_binary("floe-interop-client"));
+    client.args(["--proxy", "tester @ CppAdapter", &locator_property(port), "--no-shutdown"]);
+    eprintln!("floe client via floe-registry to Ice C++: {}", run_client(client, 180));
 }
