@@ -1,0 +1,180 @@
+//! The objects that Ice programs use: the locator, the locator registry, the query object,
+//! the registry object and the null permissions verifier.
+
+use std::sync::Arc;
+
+use floe::{Current, Error, Identity, ObjectPrx, Proxy};
+
+use crate::database::durable;
+use crate::slice::glacier2::PermissionsVerifier;
+use crate::slice::ice::{
+    AdapterNotFoundException, Locator as IceLocator, LocatorRegistry, LocatorRegistryPrx, ObjectNotFoundException,
+    ObjectProxySeq, ProcessPrx, ServerNotFoundException,
+};
+use crate::slice::ice_grid::{
+    AdminSessionPrx, LoadSample, Locator, Query, QueryPrx, Registry, RegistryPrx, SessionPrx,
+};
+use crate::Shared;
+
+/// `<InstanceName>/Locator`: an `::IceGrid::Locator`.
+pub(crate) struct LocatorI(pub(crate) Arc<Shared>);
+
+impl IceLocator for LocatorI {
+    async fn find_object_by_id(&self, id: Identity, _current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        match self.0.db.object(&id) {
+            Some(entry) => Ok(Some(entry.proxy)),
+            None => Err(Error::user(ObjectNotFoundException {})),
+        }
+    }
+
+    async fn find_adapter_by_id(&self, id: String, _current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        match self.0.adapter_proxy(&id) {
+            Some(p) => Ok(Some(p)),
+            None => Err(Error::user(AdapterNotFoundException {})),
+        }
+    }
+
+    async fn get_registry(&self, _current: &Current) -> floe::Result<Option<LocatorRegistryPrx>> {
+        Ok(Some(LocatorRegistryPrx::from_object(self.0.locator_registry.clone())))
+    }
+}
+
+impl Locator for LocatorI {
+    async fn get_local_registry(&self, _current: &Current) -> floe::Result<Option<RegistryPrx>> {
+        Ok(Some(RegistryPrx::from_object(self.0.registry.clone())))
+    }
+
+    async fn get_local_query(&self, _current: &Current) -> floe::Result<Option<QueryPrx>> {
+        Ok(Some(QueryPrx::from_object(self.0.query.clone())))
+    }
+}
+
+/// `<InstanceName>/LocatorRegistry`: where servers register their adapters' endpoints.
+pub(crate) struct LocatorRegistryI(pub(crate) Arc<Shared>);
+
+impl LocatorRegistryI {
+    async fn set(&self, id: &str, group: &str, proxy: Option<ObjectPrx>) -> floe::Result<()> {
+        if !self.0.config.dynamic_registration {
+            // Only deployed adapters may register, and floe-registry deploys none.
+            return Err(Error::user(AdapterNotFoundException {}));
+        }
+        tracing::debug!(target: "floe_registry::locator", adapter = id, group, registered = proxy.is_some(), "setAdapterDirectProxy");
+        durable(self.0.db.set_adapter(id, group, proxy)).await;
+        Ok(())
+    }
+}
+
+impl LocatorRegistry for LocatorRegistryI {
+    async fn set_adapter_direct_proxy(&self, id: String, proxy: Option<ObjectPrx>, _: &Current) -> floe::Result<()> {
+        self.set(&id, "", proxy).await
+    }
+
+    async fn set_replicated_adapter_direct_proxy(
+        &self,
+        adapter_id: String,
+        replica_group_id: String,
+        p: Option<ObjectPrx>,
+        _: &Current,
+    ) -> floe::Result<()> {
+        self.set(&adapter_id, &replica_group_id, p).await
+    }
+
+    async fn set_server_process_proxy(&self, _id: String, _proxy: Option<ProcessPrx>, _: &Current) -> floe::Result<()> {
+        // Servers are not deployed through floe-registry, so none is known.
+        Err(Error::user(ServerNotFoundException {}))
+    }
+}
+
+/// `<InstanceName>/Query`.
+pub(crate) struct QueryI(pub(crate) Arc<Shared>);
+
+impl Query for QueryI {
+    async fn find_object_by_id(&self, id: Identity, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        Ok(self.0.db.object(&id).map(|e| e.proxy))
+    }
+
+    async fn find_object_by_type(&self, r#type: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        let all = self.0.db.objects_of_type(&r#type);
+        if all.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(all[fastrand::usize(..all.len())].proxy.clone()))
+    }
+
+    async fn find_object_by_type_on_least_loaded_node(
+        &self,
+        r#type: String,
+        _sample: LoadSample,
+        current: &Current,
+    ) -> floe::Result<Option<ObjectPrx>> {
+        // No nodes report loads to floe-registry: any object of the type will do.
+        self.find_object_by_type(r#type, current).await
+    }
+
+    async fn find_all_objects_by_type(&self, r#type: String, _: &Current) -> floe::Result<ObjectProxySeq> {
+        Ok(self.0.db.objects_of_type(&r#type).into_iter().map(|e| Some(e.proxy)).collect())
+    }
+
+    async fn find_all_replicas(&self, proxy: Option<ObjectPrx>, _: &Current) -> floe::Result<ObjectProxySeq> {
+        let Some(proxy) = proxy else { return Ok(Vec::new()) };
+        let mut adapter_id = proxy.reference().wire.adapter_id.clone();
+        if adapter_id.is_empty() {
+            // A well-known object: the replica group of its registered proxy.
+            match self.0.db.object(proxy.ice_get_identity()) {
+                Some(e) => adapter_id = e.proxy.reference().wire.adapter_id.clone(),
+                None => return Ok(Vec::new()),
+            }
+        }
+        Ok(self.0.db.group_members(&adapter_id).into_iter().map(|(id, _)| Some(proxy.ice_adapter_id(&id))).collect())
+    }
+}
+
+/// `<InstanceName>/Registry`: sessions.
+pub(crate) struct RegistryI(pub(crate) Arc<Shared>);
+
+impl Registry for RegistryI {
+    async fn create_session(
+        &self,
+        user_id: String,
+        password: String,
+        current: &Current,
+    ) -> floe::Result<Option<SessionPrx>> {
+        self.0.verify(false, &user_id, &password).await?;
+        Ok(Some(SessionPrx::from_object(crate::admin::create_client_session(&self.0, user_id, current))))
+    }
+
+    async fn create_admin_session(
+        &self,
+        user_id: String,
+        password: String,
+        current: &Current,
+    ) -> floe::Result<Option<AdminSessionPrx>> {
+        self.0.verify(true, &user_id, &password).await?;
+        Ok(Some(AdminSessionPrx::from_object(crate::admin::create_admin_session(&self.0, user_id, current))))
+    }
+
+    async fn create_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<SessionPrx>> {
+        Err(crate::admin::permission_denied("floe-registry has no secure (ssl) endpoints"))
+    }
+
+    async fn create_admin_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<AdminSessionPrx>> {
+        Err(crate::admin::permission_denied("floe-registry has no secure (ssl) endpoints"))
+    }
+
+    async fn get_session_timeout(&self, _: &Current) -> floe::Result<i32> {
+        Ok(self.0.config.session_timeout)
+    }
+
+    async fn get_acm_timeout(&self, _: &Current) -> floe::Result<i32> {
+        Ok(self.0.config.session_timeout)
+    }
+}
+
+/// `<InstanceName>/NullPermissionsVerifier`: accepts everyone.
+pub(crate) struct NullPermissionsVerifier;
+
+impl PermissionsVerifier for NullPermissionsVerifier {
+    async fn check_permissions(&self, _user: String, _password: String, _: &Current) -> floe::Result<(bool, String)> {
+        Ok((true, String::new()))
+    }
+}
