@@ -74,7 +74,8 @@ fn bind_endpoints(
                     // An ssl server needs its certificate: say so now rather than to each client.
                     ctx.check_server()?;
                 }
-                let port = u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("{name}: bad port {}", ip.port)))?;
+                let port =
+                    u16::try_from(ip.port).map_err(|_| Error::Adapter(format!("{name}: bad port {}", ip.port)))?;
                 let listener = tcp::bind(&ip.host, port, instance.tcp_buffers(), instance.tcp_backlog())?;
                 let local = listener.local_addr().map_err(|e| Error::Adapter(e.to_string()))?;
                 let bound_ip = IpEndpointData { host: shown(&ip.host), port: local.port() as i32, ..ip.clone() };
