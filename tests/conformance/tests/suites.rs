@@ -348,6 +348,17 @@ fn objects_1_1() {
     check(suite!("objects", "floe-conformance-objects", ["TestAdapter"], 1), "1.1");
 }
 
+/// The variant Ice's driver runs with the sliced format: class graphs whose slices carry
+/// indirection tables.
+#[test]
+fn objects_1_1_sliced_format() {
+    check_with(
+        suite!("objects", "floe-conformance-objects", ["TestAdapter"], 1),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
+    );
+}
+
 #[test]
 fn objects_1_0() {
     check(suite!("objects", "floe-conformance-objects", ["TestAdapter"], 1), "1.0");
