@@ -91,6 +91,15 @@ impl Current {
         self.origin.as_ref()?.connection.as_ref()
     }
 
+    /// The format of the classes and exceptions of operations without format metadata: the
+    /// communicator's `Ice.Default.SlicedFormat` (compact outside a communicator).
+    pub fn default_format(&self) -> crate::encoding::FormatType {
+        match self.origin().and_then(|o| o.instance.as_ref()) {
+            Some(instance) => instance.default_format(),
+            None => crate::encoding::FormatType::Compact,
+        }
+    }
+
     /// True when no reply will be sent.
     pub fn is_oneway(&self) -> bool {
         self.request_id == 0

@@ -293,6 +293,17 @@ fn exceptions_cpp_client() {
     }
 }
 
+/// The variant Ice's driver runs with the sliced format: exceptions (and their class members)
+/// in slices with sizes.
+#[test]
+fn exceptions_1_1_sliced_format() {
+    check_with(
+        suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
+    );
+}
+
 #[test]
 fn exceptions_1_0() {
     check(
