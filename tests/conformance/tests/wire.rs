@@ -84,6 +84,49 @@ fn call(port: u16, identity: &str, operation: &str, encoding: EncodingVersion, p
     body
 }
 
+/// Ice checks the encoding of a request's parameters when it reads them, for the built-in
+/// operations and the servant's own alike, and answers an unsupported one (1.2, 2.0) with
+/// UnknownLocalException carrying UnsupportedEncodingException (Ice's C++ proxy client
+/// checks that text). An operation that does not exist is OperationNotExist first.
+#[test]
+fn an_unsupported_parameter_encoding_is_unknown_local_exception() {
+    let server = Server::start(env!("CARGO_BIN_EXE_floe-conformance-operations"), &[]);
+    let isa = {
+        let mut e = floe::encoding::Encoder::new(EncodingVersion::V1_1);
+        e.write_str("::Ice::Object");
+        e.into_bytes()
+    };
+    for encoding in [EncodingVersion { major: 1, minor: 2 }, EncodingVersion { major: 2, minor: 0 }] {
+        for (operation, params) in [
+            ("ice_ping", &[][..]),
+            ("ice_isA", &isa[..]),
+            ("ice_id", &[][..]),
+            ("ice_ids", &[][..]),
+            ("opVoid", &[][..]),
+        ] {
+            match call(server.port, "test", operation, encoding, params) {
+                ReplyBody::UnknownLocalException(text) => assert!(
+                    text.contains("UnsupportedEncodingException") && text.contains(&encoding.to_string()),
+                    "{operation} with {encoding}: {text}"
+                ),
+                other => panic!("{operation} with encoding {encoding}: {other:?}"),
+            }
+        }
+        let body = call(server.port, "test", "opByte", encoding, &[1, 2]);
+        assert!(
+            matches!(&body, ReplyBody::UnknownLocalException(t) if t.contains("UnsupportedEncodingException")),
+            "{body:?}"
+        );
+        let body = call(server.port, "test", "noSuchOperation", encoding, &[]);
+        assert!(matches!(body, ReplyBody::OperationNotExist(_)), "{body:?}");
+    }
+    // Encodings 1.0 and 1.1 are served as before.
+    for encoding in [EncodingVersion::V1_0, EncodingVersion::V1_1] {
+        let body = call(server.port, "test", "ice_ping", encoding, &[]);
+        assert!(matches!(body, ReplyBody::Ok { .. }), "{body:?}");
+    }
+}
+
 /// `getD1`'s parameter as Ice 3.7's Python client marshals it with `Ice.Default.SlicedFormat=1`:
 /// a D1 whose slices (D1, then B1) each carry an indirection table of A1 instances. The
 /// instances of the second slice's table are of types the instance's factory knows too.
