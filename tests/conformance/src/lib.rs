@@ -61,6 +61,15 @@ pub mod generated {
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }
+    pub mod blobject {
+        include!(concat!(env!("OUT_DIR"), "/blobject.rs"));
+    }
+    pub mod scope {
+        include!(concat!(env!("OUT_DIR"), "/scope.rs"));
+    }
+    pub mod fault_tolerance {
+        include!(concat!(env!("OUT_DIR"), "/faultTolerance.rs"));
+    }
 }
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.
