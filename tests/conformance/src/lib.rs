@@ -70,6 +70,9 @@ pub mod generated {
     pub mod fault_tolerance {
         include!(concat!(env!("OUT_DIR"), "/faultTolerance.rs"));
     }
+    pub mod adapter_deactivation {
+        include!(concat!(env!("OUT_DIR"), "/adapterDeactivation.rs"));
+    }
 }
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.

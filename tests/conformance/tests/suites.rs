@@ -587,6 +587,18 @@ fn scope_1_0() {
     check(suite!("scope", "floe-conformance-scope", ["TestAdapter"], 1), "1.0");
 }
 
+/// A servant locator with cookies, an `Ice::Router` servant for the client's router-backed
+/// adapter, and a `deactivate` after which the server is gone.
+#[test]
+fn adapter_deactivation_1_1() {
+    check(suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn adapter_deactivation_1_0() {
+    check(suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 1), "1.0");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
