@@ -33,6 +33,8 @@ const SUITES: &[(&str, &[&str])] = &[
     ("scope", &[]),
     ("faultTolerance", &[]),
     ("adapterDeactivation", &["Ice/Router.ice", "Ice/BuiltinSequences.ice"]),
+    ("asyncio", &[]),
+    ("dispatcher", &["Ice/BuiltinSequences.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++.

@@ -73,6 +73,12 @@ pub mod generated {
     pub mod adapter_deactivation {
         include!(concat!(env!("OUT_DIR"), "/adapterDeactivation.rs"));
     }
+    pub mod asyncio {
+        include!(concat!(env!("OUT_DIR"), "/asyncio.rs"));
+    }
+    pub mod dispatcher {
+        include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
+    }
 }
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.

@@ -599,6 +599,29 @@ fn adapter_deactivation_1_0() {
     check(suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 1), "1.0");
 }
 
+/// Python's asyncio client awaiting Ice futures (and cancelling them) against a floe server.
+#[test]
+fn asyncio_1_1() {
+    check(suite!("asyncio", "floe-conformance-asyncio", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn asyncio_1_0() {
+    check(suite!("asyncio", "floe-conformance-asyncio", ["TestAdapter"], 1), "1.0");
+}
+
+/// The client runs its callbacks through an Ice dispatcher of its own; the server holds and
+/// resumes its adapter on request, with a small receive buffer for flow control.
+#[test]
+fn dispatcher_1_1() {
+    check(suite!("dispatcher", "floe-conformance-dispatcher", ["TestAdapter", "ControllerAdapter"], 2), "1.1");
+}
+
+#[test]
+fn dispatcher_1_0() {
+    check(suite!("dispatcher", "floe-conformance-dispatcher", ["TestAdapter", "ControllerAdapter"], 2), "1.0");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
@@ -845,6 +868,38 @@ fn cpp_location_1_1() {
 // No cpp_location_1_0: the C++ client's "locator encoding resolution" check counts on its
 // locator cache for 1.1 proxies being filled, which holds only when 1.1 is its default (Ice's
 // driver runs this suite with 1.1 only).
+
+#[test]
+#[ignore = "full C++ matrix: --include-ignored cpp_"]
+fn cpp_scope_1_1() {
+    check_cpp(suite!("scope", "floe-conformance-scope", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+#[ignore = "full C++ matrix: --include-ignored cpp_"]
+fn cpp_scope_1_0() {
+    check_cpp(suite!("scope", "floe-conformance-scope", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+#[ignore = "full C++ matrix: --include-ignored cpp_"]
+fn cpp_adapter_deactivation_1_1() {
+    check_cpp(suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+#[ignore = "full C++ matrix: --include-ignored cpp_"]
+fn cpp_adapter_deactivation_1_0() {
+    check_cpp(suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+#[ignore = "full C++ matrix: --include-ignored cpp_"]
+fn cpp_fault_tolerance_1_1() {
+    let suite =
+        Suite { servers: 12, ..suite!("faultTolerance", "floe-conformance-fault-tolerance", ["TestAdapter"], 13) };
+    check_cpp(suite, "1.1", &[]);
+}
 
 /// Ice's sources are fetched at build time, outside the repository, and none of them is
 /// committed here: the crate holds only floe's own Rust servers and runner.
