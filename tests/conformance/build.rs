@@ -35,6 +35,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("adapterDeactivation", &["Ice/Router.ice", "Ice/BuiltinSequences.ice"]),
     ("asyncio", &[]),
     ("dispatcher", &["Ice/BuiltinSequences.ice"]),
+    ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++.

@@ -79,6 +79,11 @@ pub mod generated {
     pub mod dispatcher {
         include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
     }
+    pub mod packagemd {
+        // The suite's exception `def` keeps its Slice name.
+        #![allow(non_camel_case_types)]
+        include!(concat!(env!("OUT_DIR"), "/packagemd.rs"));
+    }
 }
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.

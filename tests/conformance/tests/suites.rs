@@ -255,6 +255,17 @@ fn dispatcher_1_0() {
     check(suite!("dispatcher", "floe-conformance-dispatcher", ["TestAdapter", "ControllerAdapter"], 2), "1.0");
 }
 
+/// Classes and exceptions of three modules, which the client maps to Python packages.
+#[test]
+fn packagemd_1_1() {
+    check(suite!("packagemd", "floe-conformance-packagemd", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn packagemd_1_0() {
+    check(suite!("packagemd", "floe-conformance-packagemd", ["TestAdapter"], 1), "1.0");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
