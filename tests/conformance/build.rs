@@ -36,6 +36,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("asyncio", &[]),
     ("dispatcher", &["Ice/BuiltinSequences.ice"]),
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
+    ("custom", &[]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, and the
 /// C++ clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++.

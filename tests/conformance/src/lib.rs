@@ -79,6 +79,9 @@ pub mod generated {
     pub mod dispatcher {
         include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
     }
+    pub mod custom {
+        include!(concat!(env!("OUT_DIR"), "/custom.rs"));
+    }
     pub mod packagemd {
         // The suite's exception `def` keeps its Slice name.
         #![allow(non_camel_case_types)]

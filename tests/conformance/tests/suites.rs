@@ -266,6 +266,13 @@ fn packagemd_1_0() {
     check(suite!("packagemd", "floe-conformance-packagemd", ["TestAdapter"], 1), "1.0");
 }
 
+/// Sequences the client maps to Python lists, tuples, arrays and memoryviews. 1.1 only, as
+/// Ice's driver plays it: the client checks optional class members, which 1.0 leaves out.
+#[test]
+fn custom_1_1() {
+    check(suite!("custom", "floe-conformance-custom", ["TestAdapter"], 1), "1.1");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
