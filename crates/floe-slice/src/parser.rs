@@ -571,9 +571,14 @@ impl Parser {
             let mut params = Vec::new();
             if !self.is_punct(')') {
                 loop {
-                    let pmd = self.metadata()?;
+                    let mut pmd = self.metadata()?;
                     let pspan = self.span();
                     let out = self.eat_kw("out");
+                    if out {
+                        // Ice's grammar puts a parameter's metadata after `out`
+                        // (`out ["python:seq:list"] ByteString b2`).
+                        pmd.extend(self.metadata()?);
+                    }
                     let ptag = self.optional_tag()?;
                     let ty = self.type_ref()?;
                     let (pname, _) = self.def_ident("a parameter name")?;

@@ -182,3 +182,12 @@ fn enumerators_may_take_their_values_from_integer_constants() {
     expect("module M { const string S = \"x\"; enum E { a = S }; };", Code::BadEnumerator, 1);
     expect("module M { enum E { a = Nowhere }; };", Code::Undefined, 1);
 }
+
+/// Ice's grammar puts an out-parameter's metadata after `out`; before the parameter (or
+/// before `out`) is accepted too.
+#[test]
+fn metadata_after_out_is_accepted() {
+    let src = "module M {\n  sequence<byte> B;\n  interface I {\n    B op([\"python:seq:tuple\"] B b1, \
+               out [\"python:seq:list\"] B b2, [\"python:seq:list\"] out B b3);\n  };\n};";
+    assert_eq!(codes(src), vec![]);
+}

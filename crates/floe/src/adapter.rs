@@ -391,7 +391,7 @@ impl ObjectAdapter {
                 Box::pin(async move { r })
             }
             Err(e) => {
-                let r = request.current.servant_error(&e, crate::encoding::FormatType::Compact);
+                let r = request.current.servant_error(&e, request.current.default_format());
                 Box::pin(async move { r })
             }
             Ok(Some((servant, cookie))) => {
@@ -401,7 +401,7 @@ impl ObjectAdapter {
                     let response = dispatched.await;
                     match locator.finished(&current, cookie) {
                         Ok(()) => response,
-                        Err(e) => current.servant_error(&e, crate::encoding::FormatType::Compact),
+                        Err(e) => current.servant_error(&e, current.default_format()),
                     }
                 })
             }

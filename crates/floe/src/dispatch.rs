@@ -105,6 +105,15 @@ impl Current {
         self.origin.as_ref()?.connection.as_ref()
     }
 
+    /// The format of the classes and exceptions of operations without format metadata: the
+    /// communicator's `Ice.Default.SlicedFormat` (compact outside a communicator).
+    pub fn default_format(&self) -> crate::encoding::FormatType {
+        match self.origin().and_then(|o| o.instance.as_ref()) {
+            Some(instance) => instance.default_format(),
+            None => crate::encoding::FormatType::Compact,
+        }
+    }
+
     /// True when no reply will be sent.
     pub fn is_oneway(&self) -> bool {
         self.request_id == 0
@@ -213,18 +222,41 @@ impl Current {
 
     /// Checks the mode a request was sent with against the operation's declared mode, as Ice
     /// does: an ordinary operation needs mode 0, an idempotent (or nonmutating) one accepts 1
-    /// or 2. A mismatch is reported as a marshal error (status 5).
+    /// or 2. A mismatch is reported as a marshal error (status 5). Then checks the parameters'
+    /// encoding as [`check_encoding`](Self::check_encoding) does: generated dispatchers call
+    /// this before they read the parameters, as Ice checks both.
     #[inline]
     pub fn check_mode(&self, declared: OperationMode) -> Result<(), Response> {
         let ok = match declared {
             OperationMode::Normal => self.mode == OperationMode::Normal,
             _ => self.mode != OperationMode::Normal,
         };
-        if ok {
+        if !ok {
+            return Err(self.mode_mismatch(declared));
+        }
+        self.check_encoding()
+    }
+
+    /// Checks that the parameters come in an encoding floe reads (1.0 or 1.1). Ice answers
+    /// any other (1.2, 2.0…) with UnknownLocalException carrying UnsupportedEncodingException
+    /// when an operation reads its parameters, and so does this reply. A dynamic servant that
+    /// takes the encapsulation as it is (like Ice's Blobject) need not call it.
+    #[inline]
+    pub fn check_encoding(&self) -> Result<(), Response> {
+        if self.encoding.major == 1 && self.encoding.minor <= 1 {
             Ok(())
         } else {
-            Err(self.mode_mismatch(declared))
+            Err(self.unsupported_encoding())
         }
+    }
+
+    #[cold]
+    fn unsupported_encoding(&self) -> Response {
+        self.error(&Error::UnknownLocalException(format!(
+            "::Ice::UnsupportedEncodingException:\nencoding error: unsupported encoding version: {}\n\
+             (can only support encodings compatible with version 1.1) (operation {})",
+            self.encoding, self.operation
+        )))
     }
 
     #[cold]
@@ -422,25 +454,47 @@ pub trait ServantLocator: Send + Sync + 'static {
 /// type `most_derived`. Returns `None` for any other operation.
 pub(crate) fn dispatch_builtin(request: &IncomingRequest, ids: &[&str], most_derived: &str) -> Option<Response> {
     let c = &request.current;
-    match c.operation.as_str() {
-        "ice_ping" => Some(c.ok_empty()),
+    let builtin = matches!(c.operation.as_str(), "ice_ping" | "ice_isA" | "ice_id" | "ice_ids");
+    if !builtin {
+        return None;
+    }
+    // As for any operation, Ice checks the parameters' encoding when it reads them.
+    if let Err(r) = c.check_encoding() {
+        return Some(r);
+    }
+    // The operations without parameters read an empty encapsulation: under 1.0 it must be
+    // empty; under 1.1 what it holds (optionals a newer peer added) is skipped.
+    let no_params = || -> Result<(), Response> {
+        if c.encoding.is_1_0() && !request.params.is_empty() {
+            let e = crate::encoding::DecodeError::EncapsulationNotConsumed { extra: request.params.len() };
+            return Err(c.error(&Error::Marshal(e)));
+        }
+        Ok(())
+    };
+    Some(match c.operation.as_str() {
+        "ice_ping" => no_params().map_or_else(|r| r, |()| c.ok_empty()),
         "ice_isA" => {
             let mut d = request.decoder();
-            Some(match d.read_string() {
+            let id = d.read_string().and_then(|id| IncomingRequest::finish_params(&mut d).map(|()| id));
+            match id {
                 Ok(id) => {
                     let yes = ids.contains(&id.as_str());
                     c.ok(|e| e.write_bool(yes))
                 }
                 Err(e) => c.error(&Error::Marshal(e)),
-            })
-        }
-        "ice_id" => Some(c.ok(|e| e.write_str(most_derived))),
-        "ice_ids" => Some(c.ok(|e| {
-            e.write_size(ids.len());
-            for id in ids {
-                e.write_str(id);
             }
-        })),
-        _ => None,
-    }
+        }
+        "ice_id" => no_params().map_or_else(|r| r, |()| c.ok(|e| e.write_str(most_derived))),
+        _ => no_params().map_or_else(
+            |r| r,
+            |()| {
+                c.ok(|e| {
+                    e.write_size(ids.len());
+                    for id in ids {
+                        e.write_str(id);
+                    }
+                })
+            },
+        ),
+    })
 }

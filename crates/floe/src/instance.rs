@@ -57,6 +57,9 @@ struct Inner {
     /// `Ice.TCP.Backlog`.
     tcp_backlog: u32,
     accept_class_cycles: bool,
+    /// Classes and exceptions of operations without format metadata use the sliced format
+    /// (`Ice.Default.SlicedFormat`).
+    sliced_format: bool,
     value_factories: Arc<ValueFactories>,
     has_value_factories: AtomicBool,
     retries: usize,
@@ -300,6 +303,7 @@ impl Instance {
         )?;
         let inner = Inner {
             accept_class_cycles: properties.get_int("Ice.AcceptClassCycles", 0)? > 0,
+            sliced_format: properties.get_int("Ice.Default.SlicedFormat", 0)? > 0,
             value_factories: Arc::default(),
             has_value_factories: AtomicBool::new(false),
             tcp_buffers: tcp_buffer_sizes(&properties)?,
@@ -444,6 +448,16 @@ impl Instance {
     /// Whether decoded class graphs may contain cycles (`Ice.AcceptClassCycles`).
     pub(crate) fn accept_class_cycles(&self) -> bool {
         self.0.accept_class_cycles
+    }
+
+    /// The format of the classes and exceptions of operations without format metadata:
+    /// sliced when `Ice.Default.SlicedFormat` is set, as in Ice.
+    pub(crate) fn default_format(&self) -> crate::encoding::FormatType {
+        if self.0.sliced_format {
+            crate::encoding::FormatType::Sliced
+        } else {
+            crate::encoding::FormatType::Compact
+        }
     }
 
     /// A decoder over `payload` with this instance's settings (proxies, value factories,

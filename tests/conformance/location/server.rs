@@ -85,8 +85,22 @@ impl ice::Locator for LocatorI {
             None => Err(Error::user(ObjectNotFoundException {})),
         }
     }
-    async fn find_adapter_by_id(&self, id: String, _: &Current) -> R<Option<ObjectPrx>> {
+    async fn find_adapter_by_id(&self, id: String, current: &Current) -> R<Option<ObjectPrx>> {
         *self.requests.lock().expect("count") += 1;
+        // Ice's C++ client ("testing locator encoding resolution") resolves these two ids with
+        // proxies of encoding 1.0, whose locator requests must be 1.0-encoded too; its test
+        // locator answers them with TestAdapter's endpoints.
+        let id = if id == "TestAdapter10" || id == "TestAdapter10-2" {
+            if current.encoding != floe::encoding::EncodingVersion::V1_0 {
+                return Err(Error::UnknownException(format!(
+                    "{id} was resolved with a locator request in encoding {}, not 1.0",
+                    current.encoding
+                )));
+            }
+            "TestAdapter".to_string()
+        } else {
+            id
+        };
         match self.registry.adapters.lock().expect("adapters").get(&id) {
             Some(p) => Ok(Some(p.clone())),
             None => Err(Error::user(AdapterNotFoundException {})),

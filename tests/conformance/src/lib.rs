@@ -61,6 +61,32 @@ pub mod generated {
     pub mod timeout {
         include!(concat!(env!("OUT_DIR"), "/timeout.rs"));
     }
+    pub mod blobject {
+        include!(concat!(env!("OUT_DIR"), "/blobject.rs"));
+    }
+    pub mod scope {
+        include!(concat!(env!("OUT_DIR"), "/scope.rs"));
+    }
+    pub mod fault_tolerance {
+        include!(concat!(env!("OUT_DIR"), "/faultTolerance.rs"));
+    }
+    pub mod adapter_deactivation {
+        include!(concat!(env!("OUT_DIR"), "/adapterDeactivation.rs"));
+    }
+    pub mod asyncio {
+        include!(concat!(env!("OUT_DIR"), "/asyncio.rs"));
+    }
+    pub mod dispatcher {
+        include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
+    }
+    pub mod custom {
+        include!(concat!(env!("OUT_DIR"), "/custom.rs"));
+    }
+    pub mod packagemd {
+        // The suite's exception `def` keeps its Slice name.
+        #![allow(non_camel_case_types)]
+        include!(concat!(env!("OUT_DIR"), "/packagemd.rs"));
+    }
 }
 
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.

@@ -461,7 +461,7 @@ pub mod demo {
                             };
                             match servant.poke(w, current).await {
                                 Ok(()) => current.ok(|enc| {  }),
-                                Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                                Err(e) => current.servant_error(&e, current.default_format()),
                             }
                         }
                         "upload" => {
@@ -476,7 +476,7 @@ pub mod demo {
                             };
                             match servant.upload(name, data, current).await {
                                 Ok(()) => current.ok(|enc| {  }),
-                                Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                                Err(e) => current.servant_error(&e, current.default_format()),
                             }
                         }
                         _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Nested::Peer") {
@@ -572,7 +572,7 @@ pub mod demo {
                         };
                         match servant.version(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "name" => {
@@ -587,7 +587,7 @@ pub mod demo {
                         };
                         match servant.name(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Base") {
@@ -885,7 +885,7 @@ pub mod demo {
                         };
                         match servant.ping(current).await {
                             Ok(()) => current.ok(|enc| {  }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "move" => {
@@ -900,7 +900,7 @@ pub mod demo {
                         };
                         match servant.r#move(p, dx, current).await {
                             Ok((__ret, __out_steps)) => current.ok(|enc| { __out_steps.encode(enc); __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "find" => {
@@ -915,7 +915,7 @@ pub mod demo {
                         };
                         match servant.find(key, current).await {
                             Ok((__ret, __out_level)) => current.ok(|enc| { if let Some(__v) = &__ret { if enc.write_optional_tag(1, ::floe::encoding::OptionalFormat::VSize) { let _ = &__v; __v.encode(enc); } } if let Some(__v) = &__out_level { if enc.write_optional_tag(3, ::floe::encoding::OptionalFormat::Size) { let _ = &__v; __v.encode(enc); } } }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "fetch" => {
@@ -930,7 +930,7 @@ pub mod demo {
                         };
                         match servant.fetch(size, current).await {
                             Ok((__ret, __out_copy)) => current.ok_with_tail(|enc| { __out_copy.encode(enc); }, &__ret),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "samples" => {
@@ -945,7 +945,7 @@ pub mod demo {
                         };
                         match servant.samples(input, current).await {
                             Ok(__ret) => current.ok_with_seq_tail(|enc| {  }, __ret),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "map" => {
@@ -960,7 +960,7 @@ pub mod demo {
                         };
                         match servant.map(m, names, levels, current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "fail" => {
@@ -990,7 +990,7 @@ pub mod demo {
                         };
                         match servant.self_(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "peer" => {
@@ -1005,7 +1005,7 @@ pub mod demo {
                         };
                         match servant.peer(other, current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "type" => {
@@ -1020,7 +1020,7 @@ pub mod demo {
                         };
                         match servant.r#type(r#match, current).await {
                             Ok(()) => current.ok(|enc| {  }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "version" => {
@@ -1035,7 +1035,7 @@ pub mod demo {
                         };
                         match servant.version(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "name" => {
@@ -1050,7 +1050,7 @@ pub mod demo {
                         };
                         match servant.name(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Service") {
@@ -1252,7 +1252,7 @@ pub mod demo {
                         };
                         match servant.deposit(amount, current).await {
                             Ok(()) => current.ok(|enc| {  }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "self" => {
@@ -1267,7 +1267,7 @@ pub mod demo {
                         };
                         match servant.self_(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "version" => {
@@ -1282,7 +1282,7 @@ pub mod demo {
                         };
                         match servant.version(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "name" => {
@@ -1297,7 +1297,7 @@ pub mod demo {
                         };
                         match servant.name(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Account") {
@@ -1513,7 +1513,7 @@ pub mod demo {
                         };
                         match servant.deposit(amount, current).await {
                             Ok(()) => current.ok(|enc| {  }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "self" => {
@@ -1528,7 +1528,7 @@ pub mod demo {
                         };
                         match servant.self_(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "version" => {
@@ -1543,7 +1543,7 @@ pub mod demo {
                         };
                         match servant.version(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "name" => {
@@ -1558,7 +1558,7 @@ pub mod demo {
                         };
                         match servant.name(current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Demo::Savings") {
@@ -1780,8 +1780,8 @@ pub mod demo {
                             Err(e) => return current.error(&::floe::Error::Marshal(e)),
                         };
                         match servant.relay(n, current).await {
-                            Ok((__ret, __out_any)) => current.ok(|enc| { __out_any.encode(enc); __ret.encode(enc); enc.write_pending_values(); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Ok((__ret, __out_any)) => current.ok(|enc| { enc.set_format(current.default_format()); __out_any.encode(enc); __ret.encode(enc); enc.write_pending_values(); }),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "relaySliced" => {

@@ -850,6 +850,9 @@ pub(crate) struct ClassReadState {
     slices: Vec<Option<ReadSlice>>,
     /// The header of the first slice, read while looking for a known type.
     first: Option<ReadSlice>,
+    /// The factory of each instance being decoded, innermost last: the instances in the
+    /// indirection tables of its later slices are created with it too.
+    instance_factories: Vec<ClassFactory>,
     depth: usize,
 }
 
@@ -871,6 +874,7 @@ impl Clone for ClassReadState {
             checks: self.checks.clone(),
             slices: self.slices.clone(),
             first: self.first.clone(),
+            instance_factories: self.instance_factories.clone(),
             depth: self.depth,
         }
     }
@@ -1096,11 +1100,13 @@ impl Decoder {
             }
             state.slices.push(None);
             state.stack.push(cell.key());
+            state.instance_factories.push(factory);
         }
         let result = self.read_instance_slices(cell, factory);
         let state = self.class_state();
         state.slices.pop();
         state.stack.pop();
+        state.instance_factories.pop();
         state.depth -= 1;
         result
     }
@@ -1331,7 +1337,14 @@ impl Decoder {
     pub fn start_class_slice(&mut self) -> Result<Option<String>> {
         let header = match self.class_state().first.take() {
             Some(h) => h,
-            None => self.read_class_slice_header(false, &unknown_factory())?,
+            None => {
+                // The instances in this slice's indirection table can be of any type the
+                // instance's own factory knows, as in its first slice.
+                let state = self.class_state();
+                let factory =
+                    state.instance_factories.last().copied().or(state.default_factory).unwrap_or_else(unknown_factory);
+                self.read_class_slice_header(false, &factory)?
+            }
         };
         let type_id = header.type_id.clone();
         if let Some(slot) = self.class_state().slices.last_mut() {

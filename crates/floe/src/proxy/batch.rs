@@ -40,6 +40,8 @@ pub struct BatchWriter {
     full_requests: usize,
     context: Vec<u8>,
     encoding: EncodingVersion,
+    /// The communicator's default class format (`Ice.Default.SlicedFormat`).
+    format: crate::encoding::FormatType,
     heads: Vec<Head>,
     last: usize,
     auto_flush_size: usize,
@@ -85,6 +87,7 @@ impl BatchWriter {
         let context = e.as_slice().to_vec();
         let encoding = proxy.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1);
         let auto_flush_size = proxy.inner.instance.batch_auto_flush_size();
+        let format = proxy.inner.instance.default_format();
         BatchWriter {
             proxy,
             builder: BatchBuilder::new(),
@@ -92,6 +95,7 @@ impl BatchWriter {
             full_requests: 0,
             context,
             encoding,
+            format,
             heads: Vec::new(),
             last: 0,
             auto_flush_size,
@@ -145,6 +149,7 @@ impl BatchWriter {
         let encapsulation = enc.len() + head.len() - 6;
         enc.write_raw(head);
         enc.resume_encapsulation(encapsulation, self.encoding);
+        enc.set_format(self.format);
         write(enc);
         self.builder.finish_request();
         self.seal_if_full();

@@ -546,6 +546,8 @@ impl ObjectPrx {
         e.write_i32(0);
         write_request_head(&mut e, &self.inner.target, operation, mode, context);
         e.start_encapsulation(self.inner.reference.wire.encoding.compatible().unwrap_or(EncodingVersion::V1_1));
+        // Classes of operations without format metadata take the communicator's default.
+        e.set_format(self.inner.instance.default_format());
         write(&mut e);
         e.end_encapsulation_before(tail_len);
         let mut buf = e.into_buffer();
@@ -766,6 +768,7 @@ impl ObjectPrx {
             ctx.encode(enc);
         }
         enc.start_encapsulation(encoding);
+        enc.set_format(self.inner.instance.default_format());
         write(enc);
         q.builder.finish_request();
         let full = q.builder.take_full(self.inner.instance.batch_auto_flush_size())?;

@@ -163,16 +163,18 @@ impl<'a> Gen<'a> {
     }
 
     /// The format of an operation's classes and exceptions: its own `format:` metadata, else
-    /// its interface's, else compact.
+    /// its interface's, else (`Default`, as with `format:default`) the communicator's
+    /// `Ice.Default.SlicedFormat`.
     fn op_format(&self, o: &Operation, iface: &Definition) -> &'static str {
         let format = |md: &[String]| {
             md.iter().find_map(|m| match m.as_str() {
                 "format:sliced" => Some("Sliced"),
-                "format:compact" | "format:default" => Some("Compact"),
+                "format:compact" => Some("Compact"),
+                "format:default" => Some("Default"),
                 _ => None,
             })
         };
-        format(&o.metadata).or_else(|| format(&iface.metadata)).unwrap_or("Compact")
+        format(&o.metadata).or_else(|| format(&iface.metadata)).unwrap_or("Default")
     }
 
     /// The Rust type of an operation's results and the names in order (return first, then outs).

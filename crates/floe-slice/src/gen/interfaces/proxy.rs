@@ -216,8 +216,13 @@ impl Gen<'_> {
             writes.push(self.write_optional(p.tag.unwrap_or(0), &p.ty, &ident(&snake(&p.name))));
         }
         let (any, required) = self.op_sends_classes(o);
-        if any && self.op_format(o, iface) == "Sliced" {
-            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
+        if any {
+            match self.op_format(o, iface) {
+                "Sliced" => writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);")),
+                "Compact" => writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Compact);")),
+                // The runtime starts the parameters in the communicator's default format.
+                _ => {}
+            }
         }
         if required {
             writes.push("enc.write_pending_values();".into());

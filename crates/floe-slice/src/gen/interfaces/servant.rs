@@ -188,8 +188,12 @@ impl Gen<'_> {
             writes.push(self.write_optional(tag, t, &format!("&{n}")));
         }
         let (any, required) = self.op_returns_classes(o);
-        if any && format == "Sliced" {
-            writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);"));
+        if any {
+            match format {
+                "Sliced" => writes.insert(0, format!("enc.set_format({f}::encoding::FormatType::Sliced);")),
+                "Default" => writes.insert(0, "enc.set_format(current.default_format());".to_string()),
+                _ => {}
+            }
         }
         if required {
             writes.push("enc.write_pending_values();".into());
@@ -214,7 +218,11 @@ impl Gen<'_> {
             }
             None => self.line(&format!("    Ok({pat}) => current.ok(|enc| {{ {} }}),", writes.join(" "))),
         }
-        self.line(&format!("    Err(e) => current.servant_error(&e, {f}::encoding::FormatType::{format}),"));
+        let format = match format {
+            "Default" => "current.default_format()".to_string(),
+            other => format!("{f}::encoding::FormatType::{other}"),
+        };
+        self.line(&format!("    Err(e) => current.servant_error(&e, {format}),"));
         self.line("}");
         self.depth -= 1;
         self.line("}");

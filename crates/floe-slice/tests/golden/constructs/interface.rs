@@ -176,7 +176,7 @@ pub mod interfaces {
                         };
                         match servant.greet(name, current).await {
                             Ok(__ret) => current.ok(|enc| { __ret.encode(enc); }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     "ping" => {
@@ -191,7 +191,7 @@ pub mod interfaces {
                         };
                         match servant.ping(current).await {
                             Ok(()) => current.ok(|enc| {  }),
-                            Err(e) => current.servant_error(&e, ::floe::encoding::FormatType::Compact),
+                            Err(e) => current.servant_error(&e, current.default_format()),
                         }
                     }
                     _ => match ::floe::codegen::dispatch_builtin(&request, Self::IDS, "::Interfaces::Greeter") {
