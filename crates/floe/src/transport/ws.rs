@@ -34,6 +34,9 @@ pub const MAX_HEADER: usize = 16 * 1024;
 /// The most payload one written frame carries.
 const MAX_FRAME: usize = 256 * 1024;
 
+/// Unsent output past which pings are no longer answered.
+const PONG_BACKLOG: usize = 64 * 1024;
+
 const OP_CONT: u8 = 0x0;
 const OP_TEXT: u8 = 0x1;
 const OP_BINARY: u8 = 0x2;
@@ -339,7 +342,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WsStream<S> {
                 }
                 self.rpos += pos + len;
                 match opcode {
-                    OP_PING if !self.close_sent => self.push_frame(OP_PONG, &[&payload]),
+                    // A peer that sends pings without reading cannot grow the output without
+                    // bound: past PONG_BACKLOG unsent bytes, pings go unanswered (RFC 6455 lets
+                    // an endpoint answer only the latest of several pings).
+                    OP_PING if !self.close_sent && self.out.len() - self.opos < PONG_BACKLOG => {
+                        self.push_frame(OP_PONG, &[&payload])
+                    }
                     OP_CLOSE => {
                         self.eof = true;
                         if !self.close_sent {
@@ -733,6 +741,26 @@ mod tests {
         let mut pong = [0u8; 4];
         raw.read_exact(&mut pong).await.unwrap();
         assert_eq!(pong, [0x8A, 2, b'p', b'g']);
+    }
+
+    #[tokio::test]
+    async fn a_ping_flood_without_reading_stays_bounded() {
+        let (a, b) = tokio::io::duplex(1024);
+        let mut server = WsStream::new(b, false, Vec::new());
+        let mut raw = a;
+        let mut ping = vec![0x89u8, 0x80 | 125, 0, 0, 0, 0];
+        ping.extend_from_slice(&[0u8; 125]);
+        let flood = ping.repeat(5000);
+        let writer = tokio::spawn(async move {
+            raw.write_all(&flood).await.unwrap();
+            raw.write_all(&[0x82, 0x81, 0, 0, 0, 0, 42]).await.unwrap();
+            raw
+        });
+        let mut got = [0u8; 1];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(got[0], 42);
+        assert!(server.out.len() - server.opos <= PONG_BACKLOG + 200);
+        drop(writer.await.unwrap());
     }
 
     #[tokio::test]
