@@ -246,8 +246,16 @@ fn floe_calls_through_a_real_glacier2_router() {
         &format!("tester:tcp -h 127.0.0.1 -p {server_port}"),
         &format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"),
         "--no-shutdown",
+        // glacier2router queues the requests of a batch on its own thread when buffered (its
+        // default) and was seen to forward a batch's resetCounter after its incCounters (2 runs
+        // in 8); unbuffered, it keeps the last request of a batch until the next one. These
+        // two checks of batch order run through floe-router instead (tests/router.rs).
+        "--skip",
+        "batch writer",
+        "--skip",
+        "batches of several messages",
     ]);
-    let summary = run_client(client, 180);
+    let summary = run_client(client, 176);
     eprintln!("floe client through glacier2router: {summary}");
     // The checks Ice's own Python client makes through floe-router (tests/router.rs) pass
     // through glacier2router too.
