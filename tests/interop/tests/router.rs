@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, start, start_until, Server};
+use common::{free_port, run_client, start, start_until, Server};
 use floe::{CallError, Communicator, Error, Properties, Proxy};
 use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx};
 
@@ -50,23 +50,6 @@ fn python_server(port: u16) -> Server {
         .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
         .stderr(Stdio::null());
     start(cmd)
-}
-
-fn run_client(mut cmd: Command, min_checks: usize) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
-    let last = stdout.lines().last().unwrap_or("").to_string();
-    assert!(
-        out.status.success() && failures.is_empty(),
-        "{cmd:?} failed ({:?}):\n{}\n{}",
-        out.status,
-        failures.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let passed: usize = last.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    assert!(last.ends_with(" 0 failed") && passed >= min_checks, "unexpected summary {last:?}");
-    last
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, start, start_until, Server};
+use common::{free_port, run_client, start, start_until, Server};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -47,25 +47,6 @@ fn endpoint(transport: &str, port: u16) -> String {
         "ws" => format!("ws -h 127.0.0.1 -p {port} -r /floe"),
         other => format!("{other} -h 127.0.0.1 -p {port}"),
     }
-}
-
-/// Runs a client to completion and checks its closing `N passed, 0 failed` line.
-fn run_client(mut cmd: Command, min_checks: usize) {
-    let start = Instant::now();
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
-    let last = stdout.lines().last().unwrap_or("");
-    assert!(
-        out.status.success() && failures.is_empty(),
-        "{cmd:?} failed ({:?}):\n{}\n{}",
-        out.status,
-        failures.join("\n"),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let passed: usize = last.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
-    assert!(last.ends_with(" 0 failed") && passed >= min_checks, "unexpected summary {last:?}");
-    eprintln!("{cmd:?}: {last} in {:?}", start.elapsed());
 }
 
 fn wait_exit(server: &mut Server) {

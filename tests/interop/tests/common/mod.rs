@@ -94,3 +94,25 @@ pub fn rss_kb(pid: u32) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap()
 }
+
+/// Runs an interop client (floe's or Ice's) to completion, checks its closing
+/// `N passed, 0 failed` line with at least `min_checks` passed and no `FAIL` line, and returns
+/// that line.
+pub fn run_client(mut cmd: Command, min_checks: usize) -> String {
+    let start = Instant::now();
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    let last = stdout.lines().last().unwrap_or("").to_string();
+    assert!(
+        out.status.success() && failures.is_empty(),
+        "{cmd:?} failed ({:?}):\n{}\n{}",
+        out.status,
+        failures.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed: usize = last.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(last.ends_with(" 0 failed") && passed >= min_checks, "unexpected summary {last:?}");
+    eprintln!("{cmd:?}: {last} in {:?}", start.elapsed());
+    last
+}
