@@ -242,9 +242,19 @@ async fn forward(
     context: Option<Context>,
     encoding: EncodingVersion,
 ) -> Response {
-    let mut target = target.ice_facet(&current.facet).ice_encoding_version(encoding);
-    if current.is_oneway() {
+    // Each derived proxy is a new proxy (and looks its connection up again): derive only what
+    // differs from the routing table's proxy, which is usually nothing for twoway requests.
+    let mut target = target;
+    if target.ice_get_facet() != current.facet.as_str() {
+        target = target.ice_facet(&current.facet);
+    }
+    if target.ice_get_encoding_version() != encoding {
+        target = target.ice_encoding_version(encoding);
+    }
+    if current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Oneway {
         target = target.ice_oneway();
+    } else if !current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Twoway {
+        target = target.ice_twoway();
     }
     let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
     match outcome {
