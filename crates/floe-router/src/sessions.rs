@@ -113,13 +113,8 @@ pub struct Sessions {
 
 #[derive(Default)]
 struct Tables {
-    by_connection: HashMap<String, Arc<Session>>,
+    by_connection: HashMap<Connection, Arc<Session>>,
     by_category: HashMap<String, Arc<Session>>,
-}
-
-/// A connection's key: its addresses (unique among open connections).
-fn key(connection: &Connection) -> String {
-    connection.description().to_string()
 }
 
 impl Sessions {
@@ -134,7 +129,7 @@ impl Sessions {
 
     /// The session of a client connection.
     pub fn of_connection(&self, connection: &Connection) -> Option<Arc<Session>> {
-        self.inner.lock().expect("sessions").by_connection.get(&key(connection)).cloned()
+        self.inner.lock().expect("sessions").by_connection.get(connection).cloned()
     }
 
     /// The session whose callback category is `category`.
@@ -161,11 +156,10 @@ impl Sessions {
             heartbeats_seen: AtomicU64::new(connection.heartbeats_received()),
         });
         let mut t = self.inner.lock().expect("sessions");
-        let k = key(connection);
-        if t.by_connection.contains_key(&k) {
+        if t.by_connection.contains_key(connection) {
             return None;
         }
-        t.by_connection.insert(k, session.clone());
+        t.by_connection.insert(connection.clone(), session.clone());
         if !category.is_empty() {
             t.by_category.insert(category, session.clone());
         }
@@ -175,7 +169,7 @@ impl Sessions {
     /// Removes the session of a connection; returns it.
     pub fn remove(&self, connection: &Connection) -> Option<Arc<Session>> {
         let mut t = self.inner.lock().expect("sessions");
-        let s = t.by_connection.remove(&key(connection))?;
+        let s = t.by_connection.remove(connection)?;
         if t.by_category.get(&s.category).is_some_and(|c| Arc::ptr_eq(c, &s)) {
             t.by_category.remove(&s.category);
         }

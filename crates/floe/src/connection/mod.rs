@@ -97,6 +97,16 @@ impl PartialEq for Connection {
     }
 }
 
+impl Eq for Connection {}
+
+/// Hashes the connection's identity (as `==` compares it), so that connections can key maps:
+/// two handles are equal exactly when they are the same connection.
+impl std::hash::Hash for Connection {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(Arc::as_ptr(&self.shared), state);
+    }
+}
+
 /// What a connection keeps of its transport: description, local and remote addresses, the
 /// peer's certificate chain and the WebSocket upgrade's header fields.
 type StreamInfo =
