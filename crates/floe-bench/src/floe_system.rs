@@ -141,12 +141,19 @@ pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
     }
 }
 
-/// Serves the benchmark interface on `port` with `threads` runtime threads until `shutdown`;
+/// Serves the benchmark interface on `port` (and over ssl on `ssl_port` if given) with
+/// `threads` runtime threads until `shutdown`;
 /// with `None`, on floe's default configuration (runtime size, ACM) but for the message size
 /// limit and `--floe-property` settings.
-pub(crate) fn serve(port: u16, threads: Option<usize>) -> floe::Result<()> {
-    let communicator = Communicator::with_properties(properties(threads))?;
-    let adapter = communicator.create_object_adapter_with_endpoints("Bench", &format!("tcp -h 127.0.0.1 -p {port}"))?;
+pub(crate) fn serve(port: u16, threads: Option<usize>, ssl_port: Option<u16>) -> floe::Result<()> {
+    let props = properties(threads);
+    let mut endpoints = format!("tcp -h 127.0.0.1 -p {port}");
+    if let Some(ssl_port) = ssl_port {
+        crate::tls::floe_server_properties(&props);
+        endpoints.push_str(&format!(":ssl -h 127.0.0.1 -p {ssl_port}"));
+    }
+    let communicator = Communicator::with_properties(props)?;
+    let adapter = communicator.create_object_adapter_with_endpoints("Bench", &endpoints)?;
     adapter.add(
         PerfServer::new(PerfI { communicator: communicator.clone(), count: AtomicI32::new(0) }),
         Identity::new("a"),
@@ -160,10 +167,18 @@ pub(crate) fn serve(port: u16, threads: Option<usize>) -> floe::Result<()> {
     Ok(())
 }
 
-/// Runs `test` against a server on `port` for about `duration`; returns `(operations, seconds)`.
+/// Runs `test` against a server on `port` (its ssl port for an ssl test) for about
+/// `duration`; returns `(operations, seconds)`.
 pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<(u64, f64)> {
-    let communicator = Communicator::with_properties(properties(Some(1)))?;
-    let proxy = PerfPrx::from_object(communicator.string_to_proxy(&format!("a:tcp -h 127.0.0.1 -p {port}"))?);
+    let props = properties(Some(1));
+    let transport = if test.ssl() {
+        crate::tls::floe_client_properties(&props);
+        "ssl"
+    } else {
+        "tcp"
+    };
+    let communicator = Communicator::with_properties(props)?;
+    let proxy = PerfPrx::from_object(communicator.string_to_proxy(&format!("a:{transport} -h 127.0.0.1 -p {port}"))?);
     let test = *test;
     let handle = communicator.runtime_handle().clone();
     let result = communicator.block_on(async move {

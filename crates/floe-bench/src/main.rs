@@ -12,6 +12,7 @@ mod pipeline;
 mod raw;
 mod report;
 mod tests;
+mod tls;
 #[cfg(feature = "tonic")]
 mod tonic_system;
 
@@ -83,6 +84,10 @@ struct Args {
     /// 8,000 with --quick).
     #[arg(long, value_name = "MS")]
     conn_measure_ms: Option<u64>,
+    /// The test certificates for the ssl tests (default: `../shared/certs` beside the
+    /// repository); without them the ssl tests are left out, with a note.
+    #[arg(long, value_name = "DIR")]
+    certs: Option<PathBuf>,
     /// Internal: run one load process of the `connections` test against --port.
     #[arg(long, hide = true)]
     conn_load: bool,
@@ -111,6 +116,9 @@ struct Args {
     /// Internal: the port to serve on.
     #[arg(long, hide = true, default_value_t = 0)]
     port: u16,
+    /// Internal: the port to serve ssl on, beside --port.
+    #[arg(long, hide = true)]
+    ssl_port: Option<u16>,
     /// Internal: server runtime threads.
     #[arg(long, hide = true, default_value_t = 1)]
     threads: usize,
@@ -143,6 +151,8 @@ struct Server {
     threads: usize,
     child: Child,
     port: u16,
+    /// The port of the server's ssl endpoint, when the ssl tests run.
+    ssl_port: Option<u16>,
 }
 
 impl Drop for Server {
@@ -161,6 +171,9 @@ pub(crate) fn free_port() -> u16 {
 /// baseline as one epoll thread rather than a thread per connection.
 fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: bool) -> Result<Server, String> {
     let port = free_port();
+    // The rate tests' servers listen on ssl too when the certificates are there (tonic has
+    // no ssl variant here).
+    let ssl_port = (!scale && system != System::Tonic && tls::certs().is_some()).then(free_port);
     let mut cmd = match system {
         System::Ice => {
             let mut c = Command::new(ice_dir.ok_or("no Ice peer")?.join("ice-server"));
@@ -180,12 +193,19 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: b
         }
         System::Ice => {
             cmd.arg(port.to_string()).arg(format!("--Ice.ThreadPool.Server.Size={threads}"));
+            if let Some(ssl_port) = ssl_port {
+                cmd.arg(ssl_port.to_string()).args(tls::ice_args(true));
+            }
         }
         s => {
             let name = if scale && s == System::Raw { "raw-scale" } else { s.name() };
             cmd.args(["--serve", name, "--port", &port.to_string(), "--threads", &threads.to_string()]);
             if scale {
                 cmd.arg("--defaults");
+            }
+            if let Some(ssl_port) = ssl_port {
+                cmd.args(["--ssl-port", &ssl_port.to_string()]);
+                tls::forward_certs(&mut cmd);
             }
             if s == System::Floe {
                 floe_system::forward_properties(&mut cmd);
@@ -195,7 +215,7 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: b
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     let child = cmd.spawn().map_err(|e| format!("cannot start {} server: {e}", system.name()))?;
     // Killed when dropped, on the error paths too.
-    let mut server = Server { system, threads, child, port };
+    let mut server = Server { system, threads, child, port, ssl_port };
     let line = first_line(&mut server.child, READY_LIMIT)?;
     if line.trim() != "ready" {
         return Err(format!("{} server did not start: {line:?}", system.name()));
@@ -267,9 +287,10 @@ fn measure(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Pa
 }
 
 fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<(u64, f64), String> {
+    let port = server_port(server, test)?;
     match server.system {
-        System::Raw => raw::measure(test, server.port, duration).map_err(|e| e.to_string()),
-        System::Floe => floe_system::measure(test, server.port, duration).map_err(|e| e.to_string()),
+        System::Raw => raw::measure(test, port, duration).map_err(|e| e.to_string()),
+        System::Floe => floe_system::measure(test, port, duration).map_err(|e| e.to_string()),
         #[cfg(feature = "tonic")]
         System::Tonic => tonic_system::measure(test, server.port, duration),
         #[cfg(not(feature = "tonic"))]
@@ -289,6 +310,15 @@ fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option
     }
 }
 
+/// The port `test` connects to: the server's ssl port for an ssl test.
+fn server_port(server: &Server, test: &Test) -> Result<u16, String> {
+    if test.ssl() {
+        server.ssl_port.ok_or_else(|| format!("the {} server has no ssl endpoint", server.system.name()))
+    } else {
+        Ok(server.port)
+    }
+}
+
 /// The Ice C++ client's command for `test` against `server`; it prints the operations done and
 /// the seconds taken (then, for the Demarey test, its step statistics).
 fn ice_client(server: &Server, test: &Test, duration: Duration, ice_dir: Option<&Path>) -> Result<Command, String> {
@@ -296,7 +326,7 @@ fn ice_client(server: &Server, test: &Test, duration: Duration, ice_dir: Option<
     let mut cmd = Command::new(dir.join("ice-client"));
     ice_malloc_env(&mut cmd);
     cmd.args([
-        server.port.to_string(),
+        server_port(server, test)?.to_string(),
         test.ice_name().to_string(),
         duration.as_millis().to_string(),
         // The sender-side batching tests take their round size instead (the payload comes
@@ -307,6 +337,9 @@ fn ice_client(server: &Server, test: &Test, duration: Duration, ice_dir: Option<
             test.param.to_string()
         },
     ]);
+    if test.ssl() {
+        cmd.arg("ssl").args(tls::ice_args(false));
+    }
     Ok(cmd)
 }
 
@@ -495,13 +528,15 @@ fn main() -> std::process::ExitCode {
         eprintln!("floe-bench: {e}");
         return std::process::ExitCode::from(2);
     }
+    // The certificates of the ssl tests: a child process is given them; the parent leaves the
+    // ssl tests out, with a note, when they are not there.
+    let certs_note = tls::set_certs(&args.certs.clone().unwrap_or_else(tls::default_certs)).err();
     if let Some(system) = &args.serve {
         let r = match system.as_str() {
-            "raw" => raw::serve(args.port).map_err(|e| e.to_string()),
+            "raw" => raw::serve(args.port, args.ssl_port).map_err(|e| e.to_string()),
             "raw-scale" => connections::serve_raw_scale(args.port).map_err(|e| e.to_string()),
-            "floe" => {
-                floe_system::serve(args.port, (!args.defaults).then_some(args.threads)).map_err(|e| e.to_string())
-            }
+            "floe" => floe_system::serve(args.port, (!args.defaults).then_some(args.threads), args.ssl_port)
+                .map_err(|e| e.to_string()),
             #[cfg(feature = "tonic")]
             "tonic" => tonic_system::serve(args.port, args.threads),
             other => Err(format!("unknown system {other}")),
@@ -536,13 +571,20 @@ fn main() -> std::process::ExitCode {
     }
     let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
     let duration = Duration::from_millis(if args.quick { 150 } else { 700 });
-    let selected: Vec<Test> = match &args.tests {
+    let mut selected: Vec<Test> = match &args.tests {
         Some(list) => {
             let names: Vec<&str> = list.split(',').map(str::trim).collect();
             every_test().filter(|t| names.contains(&t.name)).copied().collect()
         }
         None => every_test().copied().collect(),
     };
+    let mut notes = Vec::new();
+    if let Some(why) = certs_note {
+        if selected.iter().any(Test::ssl) {
+            notes.push(format!("ssl tests skipped: {why}"));
+            selected.retain(|t| !t.ssl());
+        }
+    }
     let want_connections = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "connections"));
     let conn_plan = connections::Plan::new(args.quick, args.connections, args.conn_per_process);
     let conn_runs = args.runs.unwrap_or(if args.quick { 1 } else { 3 }).clamp(1, 3);
@@ -550,7 +592,6 @@ fn main() -> std::process::ExitCode {
     let want_cross = args.peers.split(',').any(|p| p.trim() == "ice")
         && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "cross"));
     let cross_runs = args.runs.unwrap_or(3).clamp(1, 5);
-    let mut notes = Vec::new();
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
         match build_ice_peer() {

@@ -1,7 +1,7 @@
 //! The raw-socket baseline: the same bytes as an Ice twoway/oneway/batch exchange, written and
 //! read with blocking sockets and no middleware — the physical limit on this machine.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 
 use crate::tests::Test;
+use crate::tls::Buffered;
 
 fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
     let size = 14 + 4 + 1 + 6 + payload.len();
@@ -106,35 +107,52 @@ fn payload_for(op: &str, param: i32) -> Vec<u8> {
     e.into_buffer().to_vec()
 }
 
-/// Serves the raw protocol on `port` until a `shutdown` request arrives.
-pub(crate) fn serve(port: u16) -> std::io::Result<()> {
+/// Serves the raw protocol on `port`, and over TLS on `ssl_port` if given, until a
+/// `shutdown` request arrives.
+pub(crate) fn serve(port: u16, ssl_port: Option<u16>) -> std::io::Result<()> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
-    println!("ready");
     let counter = Arc::new(AtomicI64::new(0));
+    if let Some(ssl_port) = ssl_port {
+        let tls = TcpListener::bind(("127.0.0.1", ssl_port))?;
+        let config = crate::tls::raw_server_config()?;
+        let counter = counter.clone();
+        std::thread::spawn(move || {
+            for stream in tls.incoming().flatten() {
+                let counter = counter.clone();
+                let config = config.clone();
+                std::thread::spawn(move || {
+                    if let Ok(stream) = crate::tls::raw_accept(stream, config) {
+                        let _ = serve_connection(stream, &counter);
+                    }
+                });
+            }
+        });
+    }
+    println!("ready");
     for stream in listener.incoming() {
         let stream = stream?;
         let counter = counter.clone();
         std::thread::spawn(move || {
+            let _ = stream.set_nodelay(true);
             let _ = serve_connection(stream, &counter);
         });
     }
     Ok(())
 }
 
-fn serve_connection(mut stream: TcpStream, counter: &AtomicI64) -> std::io::Result<()> {
-    stream.set_nodelay(true)?;
+fn serve_connection<S: Read + Write>(stream: S, counter: &AtomicI64) -> std::io::Result<()> {
+    let mut stream = Buffered::new(stream, 64 * 1024);
     stream.write_all(&floe::protocol::header::VALIDATE_CONNECTION)?;
-    let mut reader = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
     let mut header = [0u8; 14];
     let mut body = Vec::new();
     let mut cache: Vec<(String, i32, Vec<u8>)> = Vec::new();
     loop {
-        if reader.read_exact(&mut header).is_err() {
+        if stream.read_exact(&mut header).is_err() {
             return Ok(());
         }
         let size = i32::from_le_bytes([header[10], header[11], header[12], header[13]]).max(14) as usize;
         body.resize(size - 14, 0);
-        reader.read_exact(&mut body)?;
+        stream.read_exact(&mut body)?;
         match header[8] {
             0 => {
                 let mut c = Cursor { b: &body, p: 0 };
@@ -282,32 +300,38 @@ pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
     }
 }
 
-struct Conn {
-    w: TcpStream,
-    r: BufReader<TcpStream>,
+struct Conn<S: Read + Write> {
+    stream: Buffered<S>,
     body: Vec<u8>,
 }
 
-impl Conn {
-    fn open(port: u16) -> std::io::Result<Conn> {
+impl Conn<TcpStream> {
+    fn open(port: u16) -> std::io::Result<Self> {
         let s = TcpStream::connect(("127.0.0.1", port))?;
         s.set_nodelay(true)?;
-        let mut r = BufReader::with_capacity(1 << 20, s.try_clone()?);
+        Conn::validated(s)
+    }
+}
+
+impl<S: Read + Write> Conn<S> {
+    /// A connection over `stream`, once the server's validate-connection message is read.
+    fn validated(stream: S) -> std::io::Result<Self> {
+        let mut stream = Buffered::new(stream, 1 << 20);
         let mut v = [0u8; 14];
-        r.read_exact(&mut v)?;
-        Ok(Conn { w: s, r, body: Vec::new() })
+        stream.read_exact(&mut v)?;
+        Ok(Conn { stream, body: Vec::new() })
     }
 
     fn read_reply(&mut self) -> std::io::Result<()> {
         let mut h = [0u8; 14];
-        self.r.read_exact(&mut h)?;
+        self.stream.read_exact(&mut h)?;
         let size = i32::from_le_bytes([h[10], h[11], h[12], h[13]]).max(14) as usize;
         self.body.resize(size - 14, 0);
-        self.r.read_exact(&mut self.body)
+        self.stream.read_exact(&mut self.body)
     }
 
     fn call(&mut self, msg: &[u8]) -> std::io::Result<()> {
-        self.w.write_all(msg)?;
+        self.stream.write_all(msg)?;
         self.read_reply()
     }
 
@@ -318,10 +342,17 @@ impl Conn {
     }
 }
 
-/// Runs `test` against the raw server on `port` for about `duration`; returns
-/// `(operations, seconds)`.
+/// Runs `test` against the raw server on `port` (its TLS port for an ssl test) for about
+/// `duration`; returns `(operations, seconds)`.
 pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<(u64, f64)> {
-    let mut c = Conn::open(port)?;
+    if test.ssl() {
+        let stream = crate::tls::raw_connect(port, crate::tls::raw_client_config()?)?;
+        return run(test, Conn::validated(stream)?, duration);
+    }
+    run(test, Conn::open(port)?, duration)
+}
+
+fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std::io::Result<(u64, f64)> {
     let o = message("o", |_| {});
     for _ in 0..100 {
         c.call(&o)?;
@@ -361,7 +392,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             ow[14..18].copy_from_slice(&0i32.to_le_bytes());
             while Instant::now() < deadline {
                 for _ in 0..1000 {
-                    c.w.write_all(&ow)?;
+                    c.stream.write_all(&ow)?;
                 }
                 ops += 1000;
             }
@@ -388,7 +419,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
                 queuing += t0.elapsed();
                 ops += round as u64;
                 for m in &messages {
-                    c.w.write_all(m)?;
+                    c.stream.write_all(m)?;
                 }
                 c.call(&o)?;
             }
@@ -402,7 +433,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             while Instant::now() < deadline {
                 buf = batch_message_into(buf, body, 10_000);
                 ops += 10_000;
-                c.w.write_all(&buf)?;
+                c.stream.write_all(&buf)?;
             }
             let give_up = Instant::now() + Duration::from_secs(30);
             while c.count()? < ops as i64 {
@@ -419,7 +450,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
                 all.extend_from_slice(&m);
             }
             while Instant::now() < deadline {
-                c.w.write_all(&all)?;
+                c.stream.write_all(&all)?;
                 for _ in 0..param {
                     c.read_reply()?;
                 }
@@ -430,7 +461,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             let mut inflight = 0;
             while Instant::now() < deadline {
                 for _ in 0..100 {
-                    c.w.write_all(&o)?;
+                    c.stream.write_all(&o)?;
                     inflight += 1;
                     if inflight >= param {
                         c.read_reply()?;

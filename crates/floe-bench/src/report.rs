@@ -496,6 +496,9 @@ const HEADLINE: &[(&str, &str)] = &[
     ("work-10", "servant busy 10 µs, calls/s"),
     ("work-150", "servant busy 150 µs, calls/s"),
     ("clients-5-threads-4", "5 clients, server with 4 threads, calls/s"),
+    ("ssl-twoway", "twoway `o()` over ssl, calls/s"),
+    ("ssl-bytes-send", "send 500,000 bytes over ssl, calls/s"),
+    ("ssl-bytes-recv", "receive 500,000 bytes over ssl, calls/s"),
 ];
 
 /// A rate or ratio with three significant digits (`18.2k`, `2.96M`, `230M`, `0.85`, `139`).

@@ -157,6 +157,33 @@ pub(crate) const ALL: &[Test] = &[
         ice: true,
     },
     Test {
+        name: "ssl-twoway",
+        title: "twoway void o() over ssl (TLS 1.3)",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning latency, over IceSSL",
+        ice: true,
+    },
+    Test {
+        name: "ssl-bytes-send",
+        title: "send 500,000-byte sequence over ssl (TLS 1.3)",
+        param: 500_000,
+        payload: 500_000,
+        unit: "calls/s",
+        seed: "Henning byte seq, over IceSSL",
+        ice: true,
+    },
+    Test {
+        name: "ssl-bytes-recv",
+        title: "receive 500,000-byte sequence over ssl (TLS 1.3)",
+        param: 500_000,
+        payload: 500_000,
+        unit: "calls/s",
+        seed: "Henning byte seq, over IceSSL",
+        ice: true,
+    },
+    Test {
         name: "send-0",
         title: "send 0-byte sequence",
         param: 0,
@@ -334,7 +361,9 @@ impl Test {
 
     /// What the client does: size-sweep tests are `bytes-send`, busy servants `work`.
     pub(crate) fn kind(&self) -> &'static str {
-        if self.name.starts_with("work-") {
+        if let Some(plain) = self.name.strip_prefix("ssl-") {
+            plain
+        } else if self.name.starts_with("work-") {
             "work"
         } else if self.name.starts_with("send-") {
             "bytes-send"
@@ -356,6 +385,11 @@ impl Test {
         let n = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
         let t = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
         (n, t)
+    }
+
+    /// Runs over the ssl transport (TLS) rather than tcp: the `ssl-` variants.
+    pub(crate) fn ssl(&self) -> bool {
+        self.name.starts_with("ssl-")
     }
 
     /// Part of the message-size sweep (drawn as throughput against size).

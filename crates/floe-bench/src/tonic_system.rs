@@ -49,12 +49,19 @@ impl Perf for PerfImpl {
     }
 }
 
-/// Whether tonic has an equivalent of the test (gRPC has no oneway or batched calls).
+/// Whether tonic has an equivalent of the test (gRPC has no oneway or batched calls; the ssl
+/// variants compare floe with Ice C++ and raw TLS only).
 pub(crate) fn supports(test: &Test) -> bool {
-    !matches!(
-        test.kind(),
-        "oneway" | "batch-send" | "batch-delivered" | "batch-twoway" | "batch-send-payload" | "batch-delivered-payload"
-    )
+    !test.ssl()
+        && !matches!(
+            test.kind(),
+            "oneway"
+                | "batch-send"
+                | "batch-delivered"
+                | "batch-twoway"
+                | "batch-send-payload"
+                | "batch-delivered-payload"
+        )
 }
 
 /// HTTP/2 flow-control windows for both sides: room for the largest message of the suite

@@ -73,6 +73,35 @@ fn quick_run_produces_a_table_and_json() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The ssl variants end to end: floe, the raw TLS baseline and Ice C++ (with its IceSSL
+/// plugin), each server on ssl with the test certificates of `../shared/certs`, each client
+/// checking the server's certificate.
+#[test]
+fn ssl_variants_run_for_floe_raw_tls_and_ice() {
+    let dir = std::env::temp_dir().join(format!("floe-bench-ssl-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_floe-bench"))
+        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "ssl-twoway,ssl-bytes-send,ssl-bytes-recv"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "a measurement failed or was skipped:\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for test in ["ssl-twoway", "ssl-bytes-send", "ssl-bytes-recv"] {
+        for system in ["floe", "raw", "ice-cpp"] {
+            let needle = format!("\"system\": \"{system}\", \"test\": \"{test}\"");
+            assert!(text.contains(&needle), "no record for {system}/{test} in {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The `connections` test end to end at a small scale: 300 connections spread over three load
 /// processes (100 each, from three source addresses), against floe and the raw scale server.
 #[test]

@@ -77,18 +77,20 @@ int main(int argc, char* argv[])
     atexit(reportPeakRss);
     if(argc < 5)
     {
-        cerr << "usage: ice-client <port> <test> <duration-ms> <param>" << endl;
+        cerr << "usage: ice-client <port> <test> <duration-ms> <param> [ssl] [--IceSSL.X=Y ...]" << endl;
         return 2;
     }
+    Ice::InitializationData init;
+    // Takes the --Ice.* and --IceSSL.* arguments out of argv.
+    init.properties = Ice::createProperties(argc, argv);
+    string transport = argc > 5 ? argv[5] : "tcp";
     string port = argv[1], test = argv[2];
     auto duration = chrono::milliseconds(stoi(argv[3]));
     int param = stoi(argv[4]);
-    Ice::InitializationData init;
-    init.properties = Ice::createProperties();
     init.properties->setProperty("Ice.MessageSizeMax", "100000");
     init.properties->setProperty("Ice.ACM.Timeout", "0");
     Ice::CommunicatorHolder ich(init);
-    auto p = Ice::uncheckedCast<PerfPrx>(ich->stringToProxy("a:tcp -h 127.0.0.1 -p " + port));
+    auto p = Ice::uncheckedCast<PerfPrx>(ich->stringToProxy("a:" + transport + " -h 127.0.0.1 -p " + port));
     p->ice_ping();
     // Sequence sizes for the throughput tests (a sender-side batching test's param is its round).
     auto n = static_cast<size_t>(test.compare(0, 10, "batch-send") == 0 ? 0 : param);

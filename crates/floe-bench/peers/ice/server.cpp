@@ -1,5 +1,6 @@
 // ZeroC Ice 3.7 C++11 benchmark server: implements Bench::Perf as identity "a".
-// Usage: ice-server <port> [--Ice.X=Y ...]; prints "ready" when listening.
+// Usage: ice-server <port> [<ssl-port>] [--Ice.X=Y ...] [--IceSSL.X=Y ...]; prints "ready"
+// when listening (on ssl too when given an ssl port and the IceSSL plugin's properties).
 #include <Ice/Ice.h>
 #include <Bench.h>
 
@@ -82,7 +83,13 @@ int main(int argc, char* argv[])
         init.properties->setProperty("Ice.ACM.Timeout", "0");
     }
     Ice::CommunicatorHolder ich(init);
-    auto adapter = ich->createObjectAdapterWithEndpoints("Bench", string("tcp -h 127.0.0.1 -p ") + argv[1]);
+    // createProperties took the --Ice.* and --IceSSL.* arguments out of argv.
+    string endpoints = string("tcp -h 127.0.0.1 -p ") + argv[1];
+    if(argc > 2)
+    {
+        endpoints += string(":ssl -h 127.0.0.1 -p ") + argv[2];
+    }
+    auto adapter = ich->createObjectAdapterWithEndpoints("Bench", endpoints);
     adapter->add(make_shared<PerfI>(), Ice::stringToIdentity("a"));
     adapter->activate();
     cout << "ready" << endl;
