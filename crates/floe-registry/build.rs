@@ -24,7 +24,8 @@ fn main() {
     let root = PathBuf::from(std::env::var("FLOE_ICE_SLICE_DIR").unwrap_or_else(|_| "/usr/share/ice/slice".into()));
     println!("cargo:rerun-if-env-changed=FLOE_ICE_SLICE_DIR");
     let files: Vec<PathBuf> = FILES.iter().map(|f| root.join(f)).collect();
-    floe_build::configure().compile_into(&files, &[&root], "icegrid.rs").unwrap_or_else(|e| {
+    // Strings stay `String` here: the registry keeps them in its tables and its store as such.
+    floe_build::configure().std_strings(true).compile_into(&files, &[&root], "icegrid.rs").unwrap_or_else(|e| {
         panic!("{e} (Ice's Slice files are expected under {}: bash scripts/install-deps)", root.display())
     });
 }

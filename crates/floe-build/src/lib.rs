@@ -16,11 +16,12 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     floe_path: String,
     emit_rerun: bool,
+    std_strings: bool,
 }
 
 /// A builder with default settings: output in `$OUT_DIR`, floe at `::floe`.
 pub fn configure() -> Builder {
-    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true }
+    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true, std_strings: false }
 }
 
 /// Compiles with default settings.
@@ -64,6 +65,13 @@ impl Builder {
         self
     }
 
+    /// Maps Slice `string` to `String` instead of the default `floe::CompactString` in files
+    /// without `[["rust:std-strings"]]` or `[["rust:compact-strings"]]` (default false).
+    pub fn std_strings(mut self, on: bool) -> Self {
+        self.std_strings = on;
+        self
+    }
+
     /// Whether to print `cargo:rerun-if-changed` lines (default true).
     pub fn emit_rerun_if_changed(mut self, on: bool) -> Self {
         self.emit_rerun = on;
@@ -92,7 +100,10 @@ impl Builder {
         let Some(unit) = c.unit.as_ref() else {
             return Err(Error::Slice(c.render_diagnostics()));
         };
-        let code = floe_slice::generate(unit, &floe_slice::gen::Options { floe: self.floe_path.clone() });
+        let code = floe_slice::generate(
+            unit,
+            &floe_slice::gen::Options { floe: self.floe_path.clone(), std_strings: self.std_strings },
+        );
         std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
         std::fs::write(out_dir.join(file_name), code).map_err(Error::Io)
     }
@@ -104,7 +115,7 @@ impl Builder {
             None => return Err(Error::NoOutDir),
         };
         let includes = with_builtin(include_dirs);
-        let options = floe_slice::gen::Options { floe: self.floe_path.clone() };
+        let options = floe_slice::gen::Options { floe: self.floe_path.clone(), std_strings: self.std_strings };
         for file in files {
             let file = file.as_ref();
             let c = floe_slice::compile(&[file], &includes);

@@ -141,7 +141,8 @@ impl RouterCore {
     }
 
     async fn check_permissions(&self, user: &str, password: &str) -> Result<(), Error> {
-        let denied = |reason: String| Error::user(PermissionDeniedException { reason, ..Default::default() });
+        let denied =
+            |reason: floe::CompactString| Error::user(PermissionDeniedException { reason, ..Default::default() });
         match &self.verifier {
             Verifier::Null => Ok(()),
             Verifier::Crypt(c) => {
@@ -157,7 +158,7 @@ impl RouterCore {
                 Err(CallError::User(PermissionsVerifierCheckPermissionsError::PermissionDeniedException(e))) => {
                     Err(Error::user(e))
                 }
-                Err(CallError::Local(e)) => Err(denied(format!("permissions verifier failed: {e}"))),
+                Err(CallError::Local(e)) => Err(denied(format!("permissions verifier failed: {e}").into())),
             },
             Verifier::None => Err(denied("no permissions verifier is configured".into())),
         }
@@ -387,14 +388,14 @@ impl ice::Router for RouterServant {
 }
 
 impl glacier2::Router for RouterServant {
-    async fn get_category_for_client(&self, current: &Current) -> floe::Result<String> {
-        Ok(self.session(current).map(|s| s.category.clone()).unwrap_or_default())
+    async fn get_category_for_client(&self, current: &Current) -> floe::Result<floe::CompactString> {
+        Ok(self.session(current).map(|s| s.category.as_str().into()).unwrap_or_default())
     }
 
     async fn create_session(
         &self,
-        user_id: String,
-        password: String,
+        user_id: floe::CompactString,
+        password: floe::CompactString,
         current: &Current,
     ) -> floe::Result<Option<SessionPrx>> {
         let core = &self.0;
@@ -420,14 +421,14 @@ impl glacier2::Router for RouterServant {
                 }
                 Err(CallError::Local(e)) => {
                     return Err(Error::user(CannotCreateSessionException {
-                        reason: format!("session manager failed: {e}"),
+                        reason: format!("session manager failed: {e}").into(),
                         ..Default::default()
                     }))
                 }
             },
         };
         let category = if core.server_adapter.is_some() { uuid::Uuid::new_v4().to_string() } else { String::new() };
-        if core.sessions.create(&connection, category, user_id.clone(), managed.clone()).is_none() {
+        if core.sessions.create(&connection, category, user_id.to_string(), managed.clone()).is_none() {
             return Err(Error::user(CannotCreateSessionException {
                 reason: "session exists".into(),
                 ..Default::default()

@@ -25,14 +25,24 @@ fn slice2rs_generates_or_reports() {
 }
 
 #[test]
-fn compact_strings_metadata_changes_the_string_mapping() {
-    let src = "[[\"rust:compact-strings\"]]\nmodule M { struct S { string name = \"x\"; }; sequence<string> Names; interface I { string echo(string s); }; };";
-    let c = floe_slice::compile_str("m.ice", src, &[]);
-    assert!(!c.has_errors(), "{}", c.render_diagnostics());
-    let code = floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default());
+fn strings_map_to_compact_strings_unless_a_file_or_the_options_ask_for_string() {
+    let body = "module M { struct S { string name = \"x\"; }; sequence<string> Names; interface I { string echo(string s); }; };";
+    let generate = |src: &str, std_strings: bool| {
+        let c = floe_slice::compile_str("m.ice", src, &[]);
+        assert!(!c.has_errors(), "{}", c.render_diagnostics());
+        let options = floe_slice::gen::Options { std_strings, ..Default::default() };
+        floe_slice::generate(c.unit.as_ref().unwrap(), &options)
+    };
+    // The default: inline strings, borrowed `&str` parameters on the client side.
+    let code = generate(body, false);
     assert!(code.contains("pub name: ::floe::CompactString"), "{code}");
     assert!(code.contains("pub type Names = Vec<::floe::CompactString>"), "{code}");
     assert!(code.contains("pub async fn echo(&self, s: &str) -> ::floe::Result<::floe::CompactString>"), "{code}");
-    let plain = floe_slice::compile_str("p.ice", "module M { struct S { string name; }; };", &[]);
-    assert!(floe_slice::generate(plain.unit.as_ref().unwrap(), &Default::default()).contains("pub name: String"));
+    // A file asks for `String`, or the options do (and a file can still choose compact).
+    let std = generate(&format!("[[\"rust:std-strings\"]]\n{body}"), false);
+    assert!(std.contains("pub name: String") && std.contains("pub type Names = Vec<String>"), "{std}");
+    assert!(std.contains("-> ::floe::Result<String>") && !std.contains("CompactString"), "{std}");
+    assert!(generate(body, true).contains("pub name: String"));
+    let compact = generate(&format!("[[\"rust:compact-strings\"]]\n{body}"), true);
+    assert!(compact.contains("pub name: ::floe::CompactString"), "{compact}");
 }

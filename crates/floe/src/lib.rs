@@ -42,5 +42,10 @@ pub use proxy::{BatchWriter, ObjectPrx, Outcome, Proxy};
 
 /// Re-exported for generated code (byte sequences are [`bytes::Bytes`]).
 pub use bytes;
-/// Inline small strings, the mapping of Slice `string` under `[["rust:compact-strings"]]`.
+/// `format!` for [`CompactString`]: formats short results without allocating.
+pub use compact_str::format_compact;
+/// Inline small strings, the default mapping of Slice `string` (up to 24 bytes are stored in
+/// the value itself; `[["rust:std-strings"]]` maps to `String` instead).
 pub use compact_str::CompactString;
+/// `.to_compact_string()` for anything that is `Display`.
+pub use compact_str::ToCompactString;

@@ -15,21 +15,21 @@ impl FileStoreI {
     fn path(&self, name: &str) -> floe::Result<PathBuf> {
         let p = Path::new(name);
         if p.components().count() != 1 || name.contains("..") {
-            return Err(floe::Error::user(FileAccessException { reason: format!("invalid name {name:?}") }));
+            return Err(floe::Error::user(FileAccessException { reason: format!("invalid name {name:?}").into() }));
         }
         Ok(self.dir.join(p))
     }
 }
 
 fn access(e: std::io::Error) -> floe::Error {
-    floe::Error::user(FileAccessException { reason: e.to_string() })
+    floe::Error::user(FileAccessException { reason: e.to_string().into() })
 }
 
 impl FileStore for FileStoreI {
-    async fn size(&self, name: String, _: &Current) -> floe::Result<i64> {
+    async fn size(&self, name: floe::CompactString, _: &Current) -> floe::Result<i64> {
         Ok(tokio::fs::metadata(self.path(&name)?).await.map_err(access)?.len() as i64)
     }
-    async fn read(&self, name: String, offset: i64, num: i32, _: &Current) -> floe::Result<ByteSeq> {
+    async fn read(&self, name: floe::CompactString, offset: i64, num: i32, _: &Current) -> floe::Result<ByteSeq> {
         use tokio::io::{AsyncReadExt, AsyncSeekExt};
         let mut f = tokio::fs::File::open(self.path(&name)?).await.map_err(access)?;
         f.seek(std::io::SeekFrom::Start(offset.max(0) as u64)).await.map_err(access)?;

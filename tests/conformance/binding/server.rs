@@ -12,8 +12,8 @@ type R<T> = floe::Result<T>;
 struct TestI;
 
 impl TestIntf for TestI {
-    async fn get_adapter_name(&self, current: &Current) -> R<String> {
-        Ok(current.adapter().map(|a| a.name().to_string()).unwrap_or_default())
+    async fn get_adapter_name(&self, current: &Current) -> R<floe::CompactString> {
+        Ok(current.adapter().map(|a| a.name().to_string()).unwrap_or_default().into())
     }
 }
 
@@ -37,8 +37,8 @@ struct RemoteCommunicatorI;
 impl RemoteCommunicator for RemoteCommunicatorI {
     async fn create_object_adapter(
         &self,
-        name: String,
-        endpoints: String,
+        name: floe::CompactString,
+        endpoints: floe::CompactString,
         current: &Current,
     ) -> R<Option<RemoteObjectAdapterPrx>> {
         let here = current.adapter().ok_or_else(|| Error::Adapter("no adapter".into()))?;
@@ -47,7 +47,7 @@ impl RemoteCommunicator for RemoteCommunicatorI {
             endpoints
         } else {
             let host = communicator.properties().get("Ice.Default.Host").unwrap_or_else(|| "127.0.0.1".into());
-            format!("{endpoints} -h \"{host}\" -p 0")
+            floe::format_compact!("{endpoints} -h \"{host}\" -p 0")
         };
         let adapter = communicator.create_object_adapter_with_endpoints(&name, &endpoints)?;
         adapter.add(TestIntfServer::new(TestI), Identity::new("test"));

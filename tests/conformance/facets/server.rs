@@ -8,22 +8,22 @@ use floe_conformance::TestServer;
 struct DI;
 
 impl A for DI {
-    async fn call_a(&self, _: &Current) -> floe::Result<String> {
+    async fn call_a(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("A".into())
     }
 }
 impl B for DI {
-    async fn call_b(&self, _: &Current) -> floe::Result<String> {
+    async fn call_b(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("B".into())
     }
 }
 impl C for DI {
-    async fn call_c(&self, _: &Current) -> floe::Result<String> {
+    async fn call_c(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("C".into())
     }
 }
 impl D for DI {
-    async fn call_d(&self, _: &Current) -> floe::Result<String> {
+    async fn call_d(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("D".into())
     }
 }
@@ -31,12 +31,12 @@ impl D for DI {
 struct FI;
 
 impl E for FI {
-    async fn call_e(&self, _: &Current) -> floe::Result<String> {
+    async fn call_e(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("E".into())
     }
 }
 impl F for FI {
-    async fn call_f(&self, _: &Current) -> floe::Result<String> {
+    async fn call_f(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("F".into())
     }
 }
@@ -48,12 +48,12 @@ impl G for HI {
         floe_conformance::shutdown(current);
         Ok(())
     }
-    async fn call_g(&self, _: &Current) -> floe::Result<String> {
+    async fn call_g(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("G".into())
     }
 }
 impl H for HI {
-    async fn call_h(&self, _: &Current) -> floe::Result<String> {
+    async fn call_h(&self, _: &Current) -> floe::Result<floe::CompactString> {
         Ok("H".into())
     }
 }

@@ -16,7 +16,7 @@ type R<T> = floe::Result<T>;
 
 #[derive(Default)]
 struct Registry {
-    adapters: Mutex<HashMap<String, ObjectPrx>>,
+    adapters: Mutex<HashMap<floe::CompactString, ObjectPrx>>,
     objects: Mutex<HashMap<Identity, ObjectPrx>>,
 }
 
@@ -29,7 +29,7 @@ impl Registry {
 struct RegistryI(Arc<Registry>);
 
 impl ice::LocatorRegistry for RegistryI {
-    async fn set_adapter_direct_proxy(&self, id: String, proxy: Option<ObjectPrx>, _: &Current) -> R<()> {
+    async fn set_adapter_direct_proxy(&self, id: floe::CompactString, proxy: Option<ObjectPrx>, _: &Current) -> R<()> {
         let mut adapters = self.0.adapters.lock().expect("adapters");
         match proxy {
             Some(p) => adapters.insert(id, p),
@@ -39,15 +39,15 @@ impl ice::LocatorRegistry for RegistryI {
     }
     async fn set_replicated_adapter_direct_proxy(
         &self,
-        adapter_id: String,
-        replica_group_id: String,
+        adapter_id: floe::CompactString,
+        replica_group_id: floe::CompactString,
         p: Option<ObjectPrx>,
         _: &Current,
     ) -> R<()> {
         let mut adapters = self.0.adapters.lock().expect("adapters");
         match p {
             Some(p) => {
-                adapters.insert(adapter_id, p.clone());
+                adapters.insert(adapter_id.clone(), p.clone());
                 adapters.insert(replica_group_id, p);
             }
             None => {
@@ -57,7 +57,12 @@ impl ice::LocatorRegistry for RegistryI {
         }
         Ok(())
     }
-    async fn set_server_process_proxy(&self, _id: String, _proxy: Option<ice::ProcessPrx>, _: &Current) -> R<()> {
+    async fn set_server_process_proxy(
+        &self,
+        _id: floe::CompactString,
+        _proxy: Option<ice::ProcessPrx>,
+        _: &Current,
+    ) -> R<()> {
         Ok(())
     }
 }
@@ -85,7 +90,7 @@ impl ice::Locator for LocatorI {
             None => Err(Error::user(ObjectNotFoundException {})),
         }
     }
-    async fn find_adapter_by_id(&self, id: String, current: &Current) -> R<Option<ObjectPrx>> {
+    async fn find_adapter_by_id(&self, id: floe::CompactString, current: &Current) -> R<Option<ObjectPrx>> {
         *self.requests.lock().expect("count") += 1;
         // Ice's C++ client ("testing locator encoding resolution") resolves these two ids with
         // proxies of encoding 1.0, whose locator requests must be 1.0-encoded too; its test
@@ -97,7 +102,7 @@ impl ice::Locator for LocatorI {
                     current.encoding
                 )));
             }
-            "TestAdapter".to_string()
+            floe::CompactString::from("TestAdapter")
         } else {
             id
         };

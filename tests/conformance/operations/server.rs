@@ -68,8 +68,13 @@ impl MyClass for MyDerivedClassI {
     async fn op_float_double(&self, p1: f32, p2: f64, _: &Current) -> R<(f64, f32, f64)> {
         Ok((p2, p1, p2))
     }
-    async fn op_string(&self, p1: String, p2: String, _: &Current) -> R<(String, String)> {
-        Ok((format!("{p1} {p2}"), format!("{p2} {p1}")))
+    async fn op_string(
+        &self,
+        p1: floe::CompactString,
+        p2: floe::CompactString,
+        _: &Current,
+    ) -> R<(floe::CompactString, floe::CompactString)> {
+        Ok((floe::format_compact!("{p1} {p2}"), floe::format_compact!("{p2} {p1}")))
     }
     async fn op_my_enum(&self, p1: MyEnum, _: &Current) -> R<(MyEnum, MyEnum)> {
         Ok((MyEnum::Enum3, p1))
@@ -313,7 +318,7 @@ impl MyClass for MyDerivedClassI {
     async fn op_double1(&self, v: f64, _: &Current) -> R<f64> {
         Ok(v)
     }
-    async fn op_string1(&self, v: String, _: &Current) -> R<String> {
+    async fn op_string1(&self, v: floe::CompactString, _: &Current) -> R<floe::CompactString> {
         Ok(v)
     }
     async fn op_string_s1(&self, v: StringS, _: &Current) -> R<StringS> {
@@ -334,7 +339,7 @@ impl MyClass for MyDerivedClassI {
             SS1, SS2, SS3, SS4, SS5, SU0, SU1, SU2,
         ]
         .iter()
-        .map(|s| s.to_string())
+        .map(|s| floe::CompactString::from(*s))
         .collect())
     }
     async fn op_w_string_literals(&self, current: &Current) -> R<StringS> {

@@ -32,7 +32,7 @@ impl Initial for InitialI {
     async fn op_optional_exception(
         &self,
         a: Option<i32>,
-        b: Option<String>,
+        b: Option<floe::CompactString>,
         o: Option<Class<OneOptional>>,
         _: &Current,
     ) -> R<()> {
@@ -41,7 +41,7 @@ impl Initial for InitialI {
     async fn op_derived_exception(
         &self,
         a: Option<i32>,
-        b: Option<String>,
+        b: Option<floe::CompactString>,
         o: Option<Class<OneOptional>>,
         _: &Current,
     ) -> R<()> {
@@ -59,7 +59,7 @@ impl Initial for InitialI {
     async fn op_required_exception(
         &self,
         a: Option<i32>,
-        b: Option<String>,
+        b: Option<floe::CompactString>,
         o: Option<Class<OneOptional>>,
         _: &Current,
     ) -> R<()> {
@@ -80,7 +80,7 @@ impl Initial for InitialI {
         op_long: i64,
         op_float: f32,
         op_double: f64,
-        op_string: String,
+        op_string: floe::CompactString,
         op_my_enum: MyEnum,
         op_small_struct: SmallStruct,
         op_fixed_struct: FixedStruct,

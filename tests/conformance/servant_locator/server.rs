@@ -38,14 +38,14 @@ impl TestIntf for TestI {
     async fn unknown_exception_with_servant_exception(&self, current: &Current) -> R<()> {
         Err(object_not_exist(current))
     }
-    async fn impossible_exception(&self, throw: bool, _: &Current) -> R<String> {
+    async fn impossible_exception(&self, throw: bool, _: &Current) -> R<floe::CompactString> {
         if throw {
             Err(Error::user(TestImpossibleException {}))
         } else {
             Ok("Hello".into())
         }
     }
-    async fn intf_user_exception(&self, throw: bool, _: &Current) -> R<String> {
+    async fn intf_user_exception(&self, throw: bool, _: &Current) -> R<floe::CompactString> {
         if throw {
             Err(Error::user(TestIntfUserException {}))
         } else {

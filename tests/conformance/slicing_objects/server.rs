@@ -164,7 +164,7 @@ impl TestIntf for TestI {
         for i in 0..10 {
             let s = format!("D1.{}", i * 20);
             let pb = if i == 0 { None } else { r.get(&((i - 1) * 20)).cloned().flatten() };
-            let d1 = Class::new(D1 { base: B { sb: s.clone(), pb }, sd1: s, pd1: None });
+            let d1 = Class::new(D1 { base: B { sb: s.clone().into(), pb }, sd1: s.into(), pd1: None });
             d1.write().pd1 = d1.downcast();
             r.insert(i * 20, d1.downcast());
         }

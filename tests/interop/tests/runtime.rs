@@ -214,7 +214,7 @@ fn implicit_per_proxy_and_per_call_contexts() {
     c.set_implicit_context("shared", "implicit");
     let t = tester(&c, port);
     let got = c.block_on(t.get_context()).unwrap();
-    assert_eq!(got.get("implicit").map(String::as_str), Some("1"));
+    assert_eq!(got.get("implicit").map(floe::CompactString::as_str), Some("1"));
     let ctx: floe::Context = [("shared".to_string(), "proxy".to_string())].into();
     let got = c.block_on(t.ice_context(ctx).get_context()).unwrap();
     assert_eq!((got["implicit"].as_str(), got["shared"].as_str()), ("1", "proxy"), "per-proxy entries win");

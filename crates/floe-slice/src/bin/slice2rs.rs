@@ -21,6 +21,10 @@ struct Args {
     /// Path of the floe crate in generated code.
     #[arg(long = "floe-path", default_value = "::floe")]
     floe_path: String,
+    /// Map Slice `string` to `String` instead of `floe::CompactString` (in files that do not
+    /// choose with `[["rust:std-strings"]]` or `[["rust:compact-strings"]]`).
+    #[arg(long = "std-strings")]
+    std_strings: bool,
     /// Only check the files; write nothing.
     #[arg(long)]
     check: bool,
@@ -31,7 +35,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let options = floe_slice::gen::Options { floe: args.floe_path.clone() };
+    let options = floe_slice::gen::Options { floe: args.floe_path.clone(), std_strings: args.std_strings };
     let mut failed = false;
     for file in &args.files {
         let c = floe_slice::compile(&[file], &args.include);

@@ -48,11 +48,14 @@ pub use names::{ident, snake};
 pub struct Options {
     /// Path of the floe crate in generated code.
     pub floe: String,
+    /// Map Slice `string` to `String` rather than `floe::CompactString` in files that do not
+    /// choose with `[["rust:std-strings"]]` or `[["rust:compact-strings"]]`.
+    pub std_strings: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { floe: "::floe".to_string() }
+        Options { floe: "::floe".to_string(), std_strings: false }
     }
 }
 
@@ -60,7 +63,8 @@ impl Default for Options {
 struct Gen<'a> {
     /// The checked definitions and their symbols.
     unit: &'a Unit,
-    /// Strings map to `CompactString` (`[["rust:compact-strings"]]`).
+    /// Strings map to `CompactString` (the default) rather than `String`
+    /// (`[["rust:std-strings"]]` or [`Options::std_strings`]).
     compact_strings: bool,
     /// Path of the floe crate in generated code ([`Options::floe`]).
     f: String,
@@ -79,7 +83,10 @@ struct Gen<'a> {
 /// Generates Rust for every non-local definition of `unit` that does not come from an
 /// included file.
 pub fn generate(unit: &Unit, options: &Options) -> String {
-    let compact_strings = unit.global_metadata.iter().any(|m| m == "rust:compact-strings");
+    // `string` maps to CompactString unless the file or the options ask for `String`.
+    let has = |name: &str| unit.global_metadata.iter().any(|m| m == name);
+    let compact_strings =
+        if has("rust:std-strings") { false } else { has("rust:compact-strings") || !options.std_strings };
     let mut g = Gen {
         unit,
         compact_strings,

@@ -206,7 +206,8 @@ impl Decode for String {
 }
 
 /// A string stored inline when it is short (up to 24 bytes): decoding it allocates nothing.
-/// Generated code uses it for Slice `string` under the `[["rust:compact-strings"]]` metadata.
+/// Generated code maps Slice `string` to it unless a file asks for `String` with
+/// `[["rust:std-strings"]]`.
 impl Encode for compact_str::CompactString {
     #[inline]
     fn encode(&self, enc: &mut Encoder) {

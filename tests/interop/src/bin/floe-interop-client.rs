@@ -120,7 +120,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     c.run(&n("opFloat"), async { eq(t.op_float(1.5).await.map_err(fail)?, (1.5, 0.75)) }).await;
     c.run(&n("opDouble"), async { eq(t.op_double(2.25, 0.5).await.map_err(fail)?, (2.25, 2.75)) }).await;
     c.run(&n("opString"), async {
-        eq(t.op_string("héllo", "wörld").await.map_err(fail)?, ("héllowörld".to_string(), "olléh".to_string()))
+        eq(t.op_string("héllo", "wörld").await.map_err(fail)?, ("héllowörld".into(), "olléh".into()))
     })
     .await;
     c.run(&n("opColor"), async { eq(t.op_color(Color::Blue).await.map_err(fail)?, (Color::Blue, Color::Red)) }).await;
@@ -157,7 +157,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         eq(t.op_double_seq(&doubles).await.map_err(fail)?, (doubles.clone(), rev(&doubles)))
     })
     .await;
-    let strings = vec!["a".to_string(), String::new(), "ü".to_string()];
+    let strings: Vec<floe::CompactString> = vec!["a".into(), "".into(), "ü".into()];
     c.run(&n("opStringSeq"), async {
         eq(t.op_string_seq(&strings).await.map_err(fail)?, (strings.clone(), rev(&strings)))
     })
@@ -193,7 +193,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         eq(t.op_string_double_seq(&sd).await.map_err(fail)?, (sd.clone(), rev(&sd)))
     })
     .await;
-    let mixeds = vec![mixed(), Mixed { s: String::new(), c: Color::Red, ..mixed() }];
+    let mixeds = vec![mixed(), Mixed { s: floe::CompactString::default(), c: Color::Red, ..mixed() }];
     c.run(&n("opMixedSeq"), async { eq(t.op_mixed_seq(&mixeds).await.map_err(fail)?, (mixeds.clone(), rev(&mixeds))) })
         .await;
     let nested = vec![vec![1, 2], vec![], vec![3]];
@@ -201,20 +201,18 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         eq(t.op_int_seq_seq(&nested).await.map_err(fail)?, (nested.clone(), rev(&nested)))
     })
     .await;
-    let a: StringIntDict = [("a".to_string(), 1), ("b".to_string(), 2)].into();
-    let b: StringIntDict = [("b".to_string(), 3), ("c".to_string(), 4)].into();
-    let merged: StringIntDict = [("a".to_string(), 1), ("b".to_string(), 3), ("c".to_string(), 4)].into();
+    let a: StringIntDict = [("a".into(), 1), ("b".into(), 2)].into();
+    let b: StringIntDict = [("b".into(), 3), ("c".into(), 4)].into();
+    let merged: StringIntDict = [("a".into(), 1), ("b".into(), 3), ("c".into(), 4)].into();
     c.run(&n("opStringIntDict"), async { eq(t.op_string_int_dict(&a, &b).await.map_err(fail)?, (a.clone(), merged)) })
         .await;
-    let isd: IntStringDict = [(1, "one".to_string()), (-2, "two".to_string())].into();
+    let isd: IntStringDict = [(1, "one".into()), (-2, "two".into())].into();
     c.run(&n("opIntStringDict"), async { eq(t.op_int_string_dict(&isd).await.map_err(fail)?, isd.clone()) }).await;
-    let spd: StringPointDict = [("p".to_string(), Point { x: 1, y: 2 })].into();
+    let spd: StringPointDict = [("p".into(), Point { x: 1, y: 2 })].into();
     c.run(&n("opStringPointDict"), async { eq(t.op_string_point_dict(&spd).await.map_err(fail)?, spd.clone()) }).await;
-    let psd: PointStringDict =
-        [(Point { x: 1, y: 2 }, "p".to_string()), (Point { x: 3, y: 4 }, "q".to_string())].into();
+    let psd: PointStringDict = [(Point { x: 1, y: 2 }, "p".into()), (Point { x: 3, y: 4 }, "q".into())].into();
     c.run(&n("opPointStringDict"), async { eq(t.op_point_string_dict(&psd).await.map_err(fail)?, psd.clone()) }).await;
-    let sssd: StringStringSeqDict =
-        [("k".to_string(), vec!["v1".to_string(), "v2".to_string()]), ("e".to_string(), vec![])].into();
+    let sssd: StringStringSeqDict = [("k".into(), vec!["v1".into(), "v2".into()]), ("e".into(), vec![])].into();
     c.run(&n("opStringStringSeqDict"), async {
         eq(t.op_string_string_seq_dict(&sssd).await.map_err(fail)?, sssd.clone())
     })
@@ -229,10 +227,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
         .await;
         c.run("opOptionalInt unset", async { eq(t.op_optional_int(None).await.map_err(fail)?, (None, None)) }).await;
         c.run("opOptionalString set", async {
-            eq(
-                t.op_optional_string(Some("opt")).await.map_err(fail)?,
-                (Some("opt".to_string()), Some("opt".to_string())),
-            )
+            eq(t.op_optional_string(Some("opt")).await.map_err(fail)?, (Some("opt".into()), Some("opt".into())))
         })
         .await;
         c.run("opOptionalString unset", async { eq(t.op_optional_string(None).await.map_err(fail)?, (None, None)) })
@@ -249,7 +244,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     }
     c.run(&n("throwBase"), async {
         match t.throw_base("bad").await {
-            Err(CallError::User(TesterThrowBaseError::BaseError(e))) => eq(e.reason, "bad".to_string()),
+            Err(CallError::User(TesterThrowBaseError::BaseError(e))) => eq(e.reason, "bad".into()),
             other => Err(format!("{other:?}")),
         }
     })
@@ -257,7 +252,7 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     c.run(&n("throwDerived"), async {
         match t.throw_derived("worse", 7).await {
             Err(CallError::User(TesterThrowDerivedError::DerivedError(e))) => {
-                eq((e.reason, e.code), ("worse".to_string(), 7))
+                eq((e.reason, e.code), ("worse".into(), 7))
             }
             other => Err(format!("{other:?}")),
         }
@@ -287,14 +282,14 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     c.run(&n("getContext per proxy"), async {
         let ctx: Context = [("k".to_string(), "v".to_string()), ("z".to_string(), "w".to_string())].into();
         let got = t.ice_context(ctx).get_context().await.map_err(fail)?;
-        eq(got, HashMap::from([("k".to_string(), "v".to_string()), ("z".to_string(), "w".to_string())]))
+        eq(got, HashMap::from([("k".into(), "v".into()), ("z".into(), "w".into())]))
     })
     .await;
     c.run(&n("getContext empty"), async { eq(t.get_context().await.map_err(fail)?, HashMap::new()) }).await;
-    c.run(&n("getFacet"), async { eq(t.get_facet().await.map_err(fail)?, String::new()) }).await;
+    c.run(&n("getFacet"), async { eq(t.get_facet().await.map_err(fail)?, floe::CompactString::default()) }).await;
     c.run(&n("getEcho"), async {
         let e = t.get_echo().await.map_err(fail)?.ok_or("null proxy")?;
-        eq(e.echo_string("via getEcho").await.map_err(fail)?, "via getEcho".to_string())
+        eq(e.echo_string("via getEcho").await.map_err(fail)?, "via getEcho".into())
     })
     .await;
     c.run(&n("getSelf"), async {
@@ -326,21 +321,21 @@ async fn run(c: &mut Checks, communicator: &Communicator, t: &TesterPrx, v10: bo
     c.run(&n("echoProxy null"), async { eq(t.echo_proxy(None).await.map_err(fail)?, None) }).await;
     c.run(&n("callEcho"), async {
         let e = t.get_echo().await.map_err(fail)?;
-        eq(t.call_echo(e.as_ref(), "hi").await.map_err(fail)?, "hi".to_string())
+        eq(t.call_echo(e.as_ref(), "hi").await.map_err(fail)?, "hi".into())
     })
     .await;
     c.run(&n("facet echo"), async {
-        eq(EchoPrx::unchecked_cast(&t.ice_facet("echo")).echo_string("f").await.map_err(fail)?, "f".to_string())
+        eq(EchoPrx::unchecked_cast(&t.ice_facet("echo")).echo_string("f").await.map_err(fail)?, "f".into())
     })
     .await;
     c.run(&n("echo object"), async {
         let e = EchoPrx::unchecked_cast(&t.ice_identity(Identity::new("echo")));
-        eq(e.echo_string("e").await.map_err(fail)?, "e".to_string())
+        eq(e.echo_string("e").await.map_err(fail)?, "e".into())
     })
     .await;
     c.run(&n("named default servant"), async {
         let p = NamedPrx::unchecked_cast(&t.ice_identity(Identity::with_category("named", "alice")));
-        eq(p.name().await.map_err(fail)?, "alice".to_string())
+        eq(p.name().await.map_err(fail)?, "alice".into())
     })
     .await;
     c.run(&n("ObjectNotExist"), async {
@@ -564,8 +559,8 @@ async fn futures_join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
 struct CallbackEcho;
 
 impl Echo for CallbackEcho {
-    async fn echo_string(&self, s: String, _: &floe::Current) -> floe::Result<String> {
-        Ok(format!("callback {s}"))
+    async fn echo_string(&self, s: floe::CompactString, _: &floe::Current) -> floe::Result<floe::CompactString> {
+        Ok(floe::format_compact!("callback {s}"))
     }
 }
 

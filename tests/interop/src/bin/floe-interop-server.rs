@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use floe::bytes::Bytes;
+use floe::CompactString;
 use floe::{Communicator, Current, Identity, Proxy};
 use floe_interop::interop::*;
 
 struct EchoI;
 
 impl Echo for EchoI {
-    async fn echo_string(&self, s: String, _: &Current) -> floe::Result<String> {
+    async fn echo_string(&self, s: CompactString, _: &Current) -> floe::Result<CompactString> {
         Ok(s)
     }
 }
@@ -23,8 +24,8 @@ impl Echo for EchoI {
 struct NamedI;
 
 impl Named for NamedI {
-    async fn name(&self, current: &Current) -> floe::Result<String> {
-        Ok(current.id.name.to_string())
+    async fn name(&self, current: &Current) -> floe::Result<CompactString> {
+        Ok(current.id.name.as_str().into())
     }
 }
 
@@ -62,8 +63,13 @@ impl Tester for TesterI {
     async fn op_double(&self, a: f64, b: f64, _: &Current) -> floe::Result<(f64, f64)> {
         Ok((a, a + b))
     }
-    async fn op_string(&self, a: String, b: String, _: &Current) -> floe::Result<(String, String)> {
-        let rev: String = a.chars().rev().collect();
+    async fn op_string(
+        &self,
+        a: CompactString,
+        b: CompactString,
+        _: &Current,
+    ) -> floe::Result<(CompactString, CompactString)> {
+        let rev: CompactString = a.chars().rev().collect();
         Ok((a + &b, rev))
     }
     async fn op_color(&self, a: Color, _: &Current) -> floe::Result<(Color, Color)> {
@@ -171,9 +177,9 @@ impl Tester for TesterI {
     }
     async fn op_optional_string(
         &self,
-        a: Option<String>,
+        a: Option<CompactString>,
         _: &Current,
-    ) -> floe::Result<(Option<String>, Option<String>)> {
+    ) -> floe::Result<(Option<CompactString>, Option<CompactString>)> {
         Ok((a.clone(), a))
     }
     async fn op_optional_point(&self, a: Option<Point>, _: &Current) -> floe::Result<Option<Point>> {
@@ -182,26 +188,26 @@ impl Tester for TesterI {
     async fn op_optional_int_seq(&self, a: Option<IntSeq>, _: &Current) -> floe::Result<Option<IntSeq>> {
         Ok(a)
     }
-    async fn throw_base(&self, reason: String, _: &Current) -> floe::Result<()> {
+    async fn throw_base(&self, reason: CompactString, _: &Current) -> floe::Result<()> {
         Err(floe::Error::user(BaseError { reason }))
     }
-    async fn throw_derived(&self, reason: String, code: i32, _: &Current) -> floe::Result<()> {
+    async fn throw_derived(&self, reason: CompactString, code: i32, _: &Current) -> floe::Result<()> {
         Err(floe::Error::user(DerivedError { reason, code }))
     }
     async fn throw_other(&self, values: IntSeq, _: &Current) -> floe::Result<()> {
         Err(floe::Error::user(OtherError { values }))
     }
-    async fn throw_undeclared(&self, reason: String, _: &Current) -> floe::Result<()> {
+    async fn throw_undeclared(&self, reason: CompactString, _: &Current) -> floe::Result<()> {
         Err(floe::Error::user(DerivedError { reason, code: 1 }))
     }
     async fn throw_non_slice(&self, _: &Current) -> floe::Result<()> {
         Err(floe::Error::UnknownException("servant failed with a non-Slice error".into()))
     }
     async fn get_context(&self, current: &Current) -> floe::Result<StringStringDict> {
-        Ok(current.ctx.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        Ok(current.ctx.iter().map(|(k, v)| (k.as_str().into(), v.as_str().into())).collect())
     }
-    async fn get_facet(&self, current: &Current) -> floe::Result<String> {
-        Ok(current.facet.to_string())
+    async fn get_facet(&self, current: &Current) -> floe::Result<CompactString> {
+        Ok(current.facet.as_str().into())
     }
     async fn get_echo(&self, current: &Current) -> floe::Result<Option<EchoPrx>> {
         let adapter = current.adapter().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
@@ -214,7 +220,7 @@ impl Tester for TesterI {
     async fn echo_proxy(&self, p: Option<EchoPrx>, _: &Current) -> floe::Result<Option<EchoPrx>> {
         Ok(p)
     }
-    async fn call_echo(&self, e: Option<EchoPrx>, s: String, _: &Current) -> floe::Result<String> {
+    async fn call_echo(&self, e: Option<EchoPrx>, s: CompactString, _: &Current) -> floe::Result<CompactString> {
         match e {
             Some(e) => e.echo_string(&s).await,
             None => Err(floe::Error::UnknownLocalException("callEcho: null proxy".into())),
