@@ -77,7 +77,7 @@ pub enum Layers {
 }
 
 /// A client-side TLS stream over TCP, watched for security failures.
-type ClientTls = ssl::Watched<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+type ClientTls = ssl::Watched<tokio_rustls::client::TlsStream<tcp::WatchedTcp>>;
 
 fn over<S: AsyncRead + AsyncWrite + Send + 'static>(
     io: S,
@@ -102,7 +102,7 @@ async fn client_tls(
     stream: tokio::net::TcpStream,
     host: &str,
 ) -> crate::error::Result<(ClientTls, Vec<Vec<u8>>)> {
-    let s = ctx.connect(stream, host).await?;
+    let s = ctx.connect(tcp::WatchedTcp::new(stream), host).await?;
     let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
     Ok((ssl::Watched::new(s), certs))
 }
@@ -127,7 +127,7 @@ pub async fn connect_layers(
         }
         Layers::Ws(resource) => {
             let _ = stream.set_nodelay(true);
-            let ws = ws::client_handshake(stream, &http_host, resource).await?;
+            let ws = ws::client_handshake(tcp::WatchedTcp::new(stream), &http_host, resource).await?;
             let headers = ws.headers().to_vec();
             (with_headers(over(ws, local, remote, Vec::new()), headers), None)
         }
@@ -152,19 +152,19 @@ pub async fn accept_layers(stream: tokio::net::TcpStream, layers: &Layers) -> cr
         Layers::Tcp => tcp::wrap(stream),
         Layers::Ssl(ctx) => {
             let _ = stream.set_nodelay(true);
-            let s = ctx.accept(stream).await?;
+            let s = ctx.accept(tcp::WatchedTcp::new(stream)).await?;
             let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
             over(s, local, remote, certs)
         }
         Layers::Ws(_) => {
             let _ = stream.set_nodelay(true);
-            let ws = ws::server_handshake(stream).await?;
+            let ws = ws::server_handshake(tcp::WatchedTcp::new(stream)).await?;
             let headers = ws.headers().to_vec();
             with_headers(over(ws, local, remote, Vec::new()), headers)
         }
         Layers::Wss(ctx, _) => {
             let _ = stream.set_nodelay(true);
-            let s = ctx.accept(stream).await?;
+            let s = ctx.accept(tcp::WatchedTcp::new(stream)).await?;
             let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
             let ws = ws::server_handshake(s).await?;
             let headers = ws.headers().to_vec();

@@ -76,12 +76,72 @@ fn read_into(fd: std::os::fd::RawFd, buf: &mut ReadBuf<'_>) -> io::Result<usize>
 impl AsyncRead for TcpRead {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let stream: &TcpStream = this.half.as_ref();
+        poll_read_watched(this.half.as_ref(), &mut this.watch, cx, buf)
+    }
+}
+
+/// A whole TCP stream whose reads are those of [`TcpRead`] (one system call per message
+/// drained, busy-polling threads watching it): what TLS runs over, so that `ssl` and `wss`
+/// connections are served as promptly as `tcp` ones.
+pub(crate) struct WatchedTcp {
+    stream: TcpStream,
+    watch: Option<std::sync::Arc<super::busy_poll::Watch>>,
+}
+
+impl WatchedTcp {
+    /// Wraps a connected stream.
+    pub(crate) fn new(stream: TcpStream) -> Self {
+        WatchedTcp { stream, watch: None }
+    }
+}
+
+impl AsyncRead for WatchedTcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        poll_read_watched(&this.stream, &mut this.watch, cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for WatchedTcp {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// Reads from `stream` into `buf` as [`TcpRead`] describes, with `watch` the stream's
+/// registration with a busy-polling thread.
+fn poll_read_watched(
+    stream: &TcpStream,
+    watch: &mut Option<std::sync::Arc<super::busy_poll::Watch>>,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<()>> {
+    {
         let fd = stream.as_raw_fd();
         if buf.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        if this.watch.as_ref().is_some_and(|w| w.take_readable()) {
+        if watch.as_ref().is_some_and(|w| w.take_readable()) {
             // A spin saw data: read it now, whatever tokio's readiness says yet.
             match read_into(fd, buf) {
                 Ok(_) => return Poll::Ready(Ok(())),
@@ -91,7 +151,7 @@ impl AsyncRead for TcpRead {
         }
         loop {
             if stream.poll_read_ready(cx)?.is_pending() {
-                super::busy_poll::watch(fd, &mut this.watch, cx.waker());
+                super::busy_poll::watch(fd, watch, cx.waker());
                 return Poll::Pending;
             }
             let cap = buf.remaining();
