@@ -38,8 +38,9 @@ const SUITES: &[(&str, &[&str])] = &[
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
     ("custom", &[]),
 ];
-/// What is extracted from the source tarball: the Python clients and their helper, and the
-/// C++ clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++.
+/// What is extracted from the source tarball: the Python clients and their helper, the C++
+/// clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++, and the
+/// Java clients of some suites, which it builds with slice2java and javac.
 const EXTRACT: &[&str] = &[
     "ice-3.7.8/python/test/TestHelper.py",
     "ice-3.7.8/python/test/Ice",
@@ -47,6 +48,17 @@ const EXTRACT: &[&str] = &[
     "ice-3.7.8/cpp/test/Ice",
     "ice-3.7.8/cpp/test/Common/TestHelper.cpp",
     "ice-3.7.8/cpp/test/include/TestHelper.h",
+    "ice-3.7.8/java/test/src/main/java/test/TestHelper.java",
+    "ice-3.7.8/java/test/src/main/java/test/TestDriver.java",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/operations",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/objects",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/exceptions",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/optional",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/slicing/objects",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/slicing/exceptions",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/enums",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/inheritance",
+    "ice-3.7.8/java/test/src/main/java/test/Ice/facets",
 ];
 const VERSION: &str = "3.7.8";
 

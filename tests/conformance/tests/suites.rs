@@ -448,3 +448,39 @@ mod transports {
     }
     over!(binding_ws, "ws", "binding", "floe-conformance-binding", ["TestAdapter"], 1);
 }
+
+// Ice's Java clients (built once per Ice version with slice2java and javac): one variant of
+// each suite here, the whole matrix in `tests/java_matrix.rs`.
+
+#[test]
+fn java_operations_1_1() {
+    check_java(suite!("operations", "floe-conformance-operations", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn java_exceptions_1_0() {
+    check_java(
+        suite!("exceptions", "floe-conformance-exceptions", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.0",
+        &[],
+    );
+}
+
+#[test]
+fn java_objects_1_1_sliced_format() {
+    check_java(
+        suite!("objects", "floe-conformance-objects", ["TestAdapter"], 1),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
+    );
+}
+
+#[test]
+fn java_optional_1_1() {
+    check_java(suite!("optional", "floe-conformance-optional", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn java_slicing_objects_1_1() {
+    check_java(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.1", &[]);
+}

@@ -81,6 +81,96 @@ pub(crate) enum Client {
     Python,
     /// A C++ client built from `cpp/test/Ice/<suite>` (see [`cpp_client`]).
     Cpp(PathBuf),
+    /// A Java client built from `java/test/src/main/java/test/Ice/<suite>` (see
+    /// [`java_client`]): its class directory and its class.
+    Java(PathBuf, String),
+}
+
+/// Ice for Java from Debian's libzeroc-ice3.7-java.
+pub(crate) const ICE_JAR: &str = "/usr/share/java/ice-3.7.8.jar";
+
+/// The Slice files a suite's Java client compiles (the client's side of them).
+pub(crate) fn java_client_slices(suite: &str) -> &'static [&'static str] {
+    match suite {
+        "objects" => &["Forward.ice", "Test.ice"],
+        "slicing/objects" | "slicing/exceptions" => &["ClientPrivate.ice"],
+        _ => &["Test.ice"],
+    }
+}
+
+/// Builds the Java test client of a suite with slice2java and javac against Debian's Ice for
+/// Java, once per Ice version, beside the C++ clients (see [`cpp_cache`]): javac compiles
+/// `Client.java` and all the generated code, and from the source path the test sources the
+/// client uses.
+/// Returns the class directory and the client's class.
+pub(crate) fn java_client(suite: &str) -> Result<(PathBuf, String), String> {
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
+    let class = format!("test.Ice.{}.Client", suite.replace('/', "."));
+    if !Path::new(ICE_JAR).exists() {
+        return Err(format!("{ICE_JAR} is missing (Debian libzeroc-ice3.7-java: bash scripts/install-deps)"));
+    }
+    let src = PathBuf::from(floe_conformance::ICE_TEST_SOURCES).join("java/test/src/main/java");
+    // `<target>/ice-conformance/java-clients/<Ice version>/<suite>`.
+    let cpp = cpp_cache()?;
+    let (version, cache) = (cpp.file_name().ok_or("no version")?, cpp.parent().and_then(Path::parent));
+    let out = cache.ok_or("no cache directory")?.join("java-clients").join(version).join(suite.replace('/', "-"));
+    if out.join("classes").join("test/TestDriver.class").exists() {
+        return Ok((out.join("classes"), class));
+    }
+    let started = Instant::now();
+    let work = out.with_extension(format!("tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let (generated, classes) = (work.join("generated"), work.join("classes"));
+    for d in [&generated, &classes] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let dir = src.join("test/Ice").join(suite);
+    for slice in java_client_slices(suite) {
+        let output = Command::new("slice2java")
+            .arg("-I/usr/share/ice/slice")
+            .arg(format!("-I{}", dir.display()))
+            .arg("--output-dir")
+            .arg(&generated)
+            .arg(dir.join(slice))
+            .output()
+            .map_err(|e| format!("slice2java: {e}"))?;
+        if !output.status.success() {
+            return Err(format!("slice2java {slice} failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+        }
+    }
+    // All the generated code, as Ice for Java finds classes by name (types it receives,
+    // compact ids) that nothing in the client's sources names.
+    let mut generated_sources = Vec::new();
+    let mut dirs = vec![generated.clone()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "java") {
+                generated_sources.push(path);
+            }
+        }
+    }
+    let output = Command::new("javac")
+        .args(["-nowarn", "-encoding", "UTF-8", "-cp", ICE_JAR, "-sourcepath"])
+        .arg(format!("{}:{}", src.display(), generated.display()))
+        .arg("-d")
+        .arg(&classes)
+        .arg(src.join("test/TestDriver.java"))
+        .arg(dir.join("Client.java"))
+        .args(&generated_sources)
+        .output()
+        .map_err(|e| format!("javac: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("javac of the {suite} client failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.parent().ok_or("no parent")?).map_err(|e| e.to_string())?;
+    std::fs::rename(&work, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    eprintln!("built the Java {suite} client in {:.0?}", started.elapsed());
+    Ok((out.join("classes"), class))
 }
 
 /// How to build the C++ client of a suite (as `cpp/test/Ice/<suite>/Makefile.mk` says): the
@@ -306,6 +396,14 @@ pub(crate) fn run_sides(
             c
         }
         Client::Cpp(binary) => Command::new(binary),
+        Client::Java(classes, class) => {
+            let mut c = Command::new("java");
+            c.arg(format!("-Dtest.class={class}"))
+                .arg("-cp")
+                .arg(format!("{}:{ICE_JAR}", classes.display()))
+                .arg("test.TestDriver");
+            c
+        }
     };
     let client =
         command.args(&common).args(client_extra).args(&numbers).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
@@ -315,7 +413,7 @@ pub(crate) fn run_sides(
             for (mut server, _) in servers {
                 kill(&mut server);
             }
-            return Err(format!("cannot start {PYTHON}: {e}"));
+            return Err(format!("cannot start the client: {e}"));
         }
     };
     let mut client_out = client.stdout.take().expect("stdout");
@@ -374,6 +472,16 @@ pub(crate) fn check_cpp(suite: Suite, encoding: &str, extra: &[&str]) {
     let client = cpp_client(suite.dir).unwrap_or_else(|e| panic!("building the C++ {} client: {e}", suite.dir));
     if let Err(e) = run_client(&suite, encoding, extra, &Client::Cpp(client)) {
         panic!("Ice/{} (C++ client) with encoding {encoding} {extra:?}: {e}", suite.dir);
+    }
+}
+
+/// Runs a suite's Java client (built once, see [`java_client`]) with extra properties for both
+/// the client and the server.
+pub(crate) fn check_java(suite: Suite, encoding: &str, extra: &[&str]) {
+    let (classes, class) =
+        java_client(suite.dir).unwrap_or_else(|e| panic!("building the Java {} client: {e}", suite.dir));
+    if let Err(e) = run_client(&suite, encoding, extra, &Client::Java(classes, class)) {
+        panic!("Ice/{} (Java client) with encoding {encoding} {extra:?}: {e}", suite.dir);
     }
 }
 
