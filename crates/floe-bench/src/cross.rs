@@ -9,6 +9,10 @@
 //! - floe's client is this binary with `--against`;
 //! - Ice's is `ice-tester-client`.
 //!
+//! - the caps: a raw-socket server and client that replay pre-encoded messages and do no
+//!   other work (`raw_tester.rs`), under Ice's client and against Ice's server, show how fast
+//!   each test can go when only the Ice peer works.
+//!
 //! Every client runs as a process of its own against servers that stay up for the whole
 //! stage, one pair after another in each round, rounds interleaved.
 
@@ -25,6 +29,8 @@ use crate::against::TESTS;
 pub(crate) enum Side {
     Floe,
     Ice,
+    /// The raw replay side of the caps.
+    Raw,
 }
 
 impl Side {
@@ -32,13 +38,20 @@ impl Side {
         match self {
             Side::Floe => "floe",
             Side::Ice => "ice-cpp",
+            Side::Raw => "raw",
         }
     }
 }
 
 /// The pairs, in the order each round runs them: (client, server).
-const PAIRS: [(Side, Side); 4] =
-    [(Side::Ice, Side::Floe), (Side::Ice, Side::Ice), (Side::Floe, Side::Ice), (Side::Floe, Side::Floe)];
+const PAIRS: [(Side, Side); 6] = [
+    (Side::Ice, Side::Floe),
+    (Side::Ice, Side::Ice),
+    (Side::Ice, Side::Raw),
+    (Side::Floe, Side::Ice),
+    (Side::Raw, Side::Ice),
+    (Side::Floe, Side::Floe),
+];
 
 /// The values of one test of one pair, over the rounds.
 #[derive(Debug, Clone)]
@@ -102,6 +115,11 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
             c.arg(port.to_string());
             c
         }
+        Side::Raw => {
+            let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            c.args(["--serve", "raw-tester", "--port", &port.to_string()]);
+            c
+        }
     };
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     let child = cmd.spawn().map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
@@ -131,6 +149,11 @@ fn client(side: Side, port: u16, quick: bool, ice_dir: &Path) -> Result<Results,
             let mut c = Command::new(ice_dir.join("ice-tester-client"));
             crate::ice_malloc_env(&mut c);
             c.arg(&proxy);
+            c
+        }
+        Side::Raw => {
+            let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            c.args(["--raw-against", &port.to_string()]);
             c
         }
     };
@@ -194,11 +217,16 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
             return (Vec::new(), notes);
         }
     };
-    let servers = [Side::Floe, Side::Ice].map(|s| start(s, &floe_server, ice_dir).map_err(|e| (s, e)));
+    let servers = [Side::Floe, Side::Ice, Side::Raw].map(|s| start(s, &floe_server, ice_dir).map_err(|e| (s, e)));
     let started = Instant::now();
     for round in 0..runs {
         for (client_side, server_side) in PAIRS {
-            let server = match &servers[usize::from(server_side == Side::Ice)] {
+            let at = match server_side {
+                Side::Floe => 0,
+                Side::Ice => 1,
+                Side::Raw => 2,
+            };
+            let server = match &servers[at] {
                 Ok(s) => s,
                 Err((_, e)) => {
                     if round == 0 {
@@ -268,7 +296,8 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 }
 
 /// The Markdown table: per test, the server ratio (floe's server / Ice's, both under Ice's
-/// client) and the client ratio (floe's client / Ice's, both against Ice's server).
+/// client) and the client ratio (floe's client / Ice's, both against Ice's server), each
+/// beside its cap (the raw replay side in floe's place) and floe's ratio to that cap.
 pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -276,21 +305,30 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
         "each side alone: Interop::Tester ({} workload), client → server, medians of {runs} round(s)\n",
         if quick { "quick" } else { "full" }
     );
-    s.push_str("| test | unit | Ice → floe | Ice → Ice | floe server / Ice server | floe → Ice | floe client / Ice client | floe → floe |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str(
+        "| test | unit | Ice → floe | Ice → Ice | floe server / Ice server | cap: Ice → raw | floe server / cap \
+         | floe → Ice | floe client / Ice client | cap: raw → Ice | floe client / cap | floe → floe |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (test, unit) in TESTS {
         let ice_floe = median_of(series, Side::Ice, Side::Floe, test);
         let ice_ice = median_of(series, Side::Ice, Side::Ice, test);
+        let ice_raw = median_of(series, Side::Ice, Side::Raw, test);
         let floe_ice = median_of(series, Side::Floe, Side::Ice, test);
+        let raw_ice = median_of(series, Side::Raw, Side::Ice, test);
         let floe_floe = median_of(series, Side::Floe, Side::Floe, test);
         let _ = writeln!(
             s,
-            "| {test} | {unit} | {} | {} | {} | {} | {} | {} |",
+            "| {test} | {unit} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(ice_floe),
             cell(ice_ice),
             ratio(ice_floe, ice_ice),
+            cell(ice_raw),
+            ratio(ice_floe, ice_raw),
             cell(floe_ice),
             ratio(floe_ice, ice_ice),
+            cell(raw_ice),
+            ratio(floe_ice, raw_ice),
             cell(floe_floe)
         );
     }
@@ -331,9 +369,14 @@ mod tests {
             mk(Side::Ice, Side::Floe, "twoway", vec![30_000.0, 20_000.0, 26_000.0]),
             mk(Side::Ice, Side::Ice, "twoway", vec![20_000.0]),
             mk(Side::Floe, Side::Ice, "twoway", vec![10_000.0]),
+            mk(Side::Ice, Side::Raw, "twoway", vec![52_000.0]),
+            mk(Side::Raw, Side::Ice, "twoway", vec![12_500.0]),
         ];
         let t = table(&series, true, 3, &[]);
-        assert!(t.contains("| twoway | calls/s | 26.0k | 20.0k | 1.30 | 10.0k | 0.50 | – |"), "{t}");
-        assert_eq!(json_records(&series).len(), 3);
+        assert!(
+            t.contains("| twoway | calls/s | 26.0k | 20.0k | 1.30 | 52.0k | 0.50 | 10.0k | 0.50 | 12.5k | 0.80 | – |"),
+            "{t}"
+        );
+        assert_eq!(json_records(&series).len(), 5);
     }
 }

@@ -10,6 +10,7 @@ mod cross;
 mod floe_system;
 mod pipeline;
 mod raw;
+mod raw_tester;
 mod report;
 mod tests;
 mod tls;
@@ -73,6 +74,10 @@ struct Args {
     /// test, `RESULT <name> <value> <unit>`; `--quick` for the short workload.
     #[arg(long, value_name = "PROXY")]
     against: Option<String>,
+    /// Internal: play the cross pairs' workload with the raw replay client against the Tester
+    /// on this port (the client side of the caps).
+    #[arg(long, hide = true, value_name = "PORT")]
+    raw_against: Option<u16>,
     /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
     /// server's file limit caps it; the report says when it did.
     #[arg(long)]
@@ -507,6 +512,16 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if let Some(port) = args.raw_against {
+        return match raw_tester::run(port, args.quick) {
+            Ok(true) => std::process::ExitCode::SUCCESS,
+            Ok(false) => std::process::ExitCode::from(1),
+            Err(e) => {
+                eprintln!("floe-bench --raw-against: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     if args.conn_load {
         let load = connections::LoadArgs {
             port: args.port,
@@ -535,6 +550,7 @@ fn main() -> std::process::ExitCode {
         let r = match system.as_str() {
             "raw" => raw::serve(args.port, args.ssl_port).map_err(|e| e.to_string()),
             "raw-scale" => connections::serve_raw_scale(args.port).map_err(|e| e.to_string()),
+            "raw-tester" => raw_tester::serve(args.port).map_err(|e| e.to_string()),
             "floe" => floe_system::serve(args.port, (!args.defaults).then_some(args.threads), args.ssl_port)
                 .map_err(|e| e.to_string()),
             #[cfg(feature = "tonic")]

@@ -14,7 +14,8 @@ use floe::protocol::{OperationMode, RequestPrefix};
 use crate::tests::Test;
 use crate::tls::Buffered;
 
-fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
+/// A reply message with status OK and `payload` as its encapsulation's contents.
+pub(crate) fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
     let size = 14 + 4 + 1 + 6 + payload.len();
     let mut r = Vec::with_capacity(size);
     r.extend_from_slice(b"IceP\x01\x00\x01\x00\x02\x00");
@@ -27,9 +28,11 @@ fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
     r
 }
 
-struct Cursor<'a> {
-    b: &'a [u8],
-    p: usize,
+/// A reader of request bodies that never fails (out-of-range reads give zeros), for
+/// baselines that trust their peer.
+pub(crate) struct Cursor<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) p: usize,
 }
 
 impl Cursor<'_> {
@@ -45,7 +48,7 @@ impl Cursor<'_> {
         }
         self.int() as usize
     }
-    fn int(&mut self) -> i32 {
+    pub(crate) fn int(&mut self) -> i32 {
         let mut a = [0u8; 4];
         if let Some(s) = self.b.get(self.p..self.p + 4) {
             a.copy_from_slice(s);
@@ -60,7 +63,13 @@ impl Cursor<'_> {
         s
     }
     /// Skips identity, facet; returns (operation, params) and moves past the request.
-    fn request(&mut self) -> (String, Vec<u8>) {
+    pub(crate) fn request(&mut self) -> (String, Vec<u8>) {
+        let (op, params) = self.request_range();
+        (op, self.b[params].to_vec())
+    }
+
+    /// Like [`Cursor::request`], with the parameters as a range of the body (no copy).
+    pub(crate) fn request_range(&mut self) -> (String, std::ops::Range<usize>) {
         self.str();
         self.str();
         if self.size() == 1 {
@@ -78,7 +87,7 @@ impl Cursor<'_> {
         let start = (self.p + 2).min(self.b.len());
         let end = (self.p + rest).min(self.b.len()).max(start);
         self.p += rest;
-        (op, self.b[start..end].to_vec())
+        (op, start..end)
     }
 }
 
@@ -260,6 +269,7 @@ fn counted(op: &str) -> bool {
     matches!(op.as_bytes(), b"incr" | [b'b' | b's' | b'i' | b'l' | b'f' | b'd', b'1' | b'2' | b'4' | b'8'])
 }
 
+/// A whole request message to identity `a` (request id 1).
 fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u8> {
     let prefix = RequestPrefix::new(&Identity::new("a"), "", op, OperationMode::Normal);
     encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, params).to_vec()

@@ -184,6 +184,8 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
             "ice-cpp client → floe server",
             "floe client → ice-cpp server",
             "floe client → floe server",
+            "ice-cpp client → raw server",
+            "raw client → ice-cpp server",
             "ice-cpp client → ice-cpp server",
         ] {
             let needle = format!("\"system\": \"{pair}\", \"test\": \"cross/{test}\"");
