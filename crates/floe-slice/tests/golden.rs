@@ -112,7 +112,8 @@ fn class_graphs_round_trip() {
         let as_leaf = leaf2.downcast::<Leaf>().unwrap();
         assert_eq!(as_leaf.read().name, "x");
         assert_eq!(as_leaf.read().value, 2, "derived classes reach base members through Deref");
-        let expected_label = if encoding == EncodingVersion::V1_0 { None } else { Some("l".to_string()) };
+        let expected_label =
+            if encoding == EncodingVersion::V1_0 { None } else { Some(floe::CompactString::from("l")) };
         assert_eq!(leaf2.read().label, expected_label, "{encoding}: optionals do not exist in 1.0");
 
         // A Node where a Leaf is required is refused, never accepted as a wrong type.

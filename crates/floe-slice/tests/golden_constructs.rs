@@ -104,8 +104,8 @@ fn construct_types_behave() {
 struct Greeter;
 
 impl interface::interfaces::Greeter for Greeter {
-    async fn greet(&self, name: String, _current: &floe::Current) -> floe::Result<String> {
-        Ok(format!("hello {name}"))
+    async fn greet(&self, name: floe::CompactString, _current: &floe::Current) -> floe::Result<floe::CompactString> {
+        Ok(floe::format_compact!("hello {name}"))
     }
 
     async fn ping(&self, _current: &floe::Current) -> floe::Result<()> {

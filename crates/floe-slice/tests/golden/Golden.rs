@@ -113,7 +113,7 @@ pub mod demo {
 
     #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub struct Named {
-        pub name: String,
+        pub name: ::floe::CompactString,
         pub r#where: Point,
         pub flag: bool,
     }
@@ -203,9 +203,9 @@ pub mod demo {
 
     pub type SampleSeq = Vec<Sample>;
 
-    pub type Names = Vec<String>;
+    pub type Names = Vec<::floe::CompactString>;
 
-    pub type PointMap = std::collections::HashMap<String, Point>;
+    pub type PointMap = std::collections::HashMap<::floe::CompactString, Point>;
 
     pub type SortedNames = std::collections::BTreeMap<i32, Names>;
 
@@ -223,7 +223,7 @@ pub mod demo {
 
     #[derive(Debug, Clone, PartialEq, Default)]
     pub struct Failure {
-        pub reason: String,
+        pub reason: ::floe::CompactString,
     }
 
     impl Failure {
@@ -257,9 +257,9 @@ pub mod demo {
 
     #[derive(Debug, Clone, PartialEq, Default)]
     pub struct Detailed {
-        pub reason: String,
+        pub reason: ::floe::CompactString,
         pub code: i32,
-        pub hint: Option<String>,
+        pub hint: Option<::floe::CompactString>,
     }
 
     impl Detailed {
@@ -290,7 +290,7 @@ pub mod demo {
         }
         fn decode_body(dec: &mut ::floe::encoding::Decoder) -> ::floe::encoding::Result<Self> {
             let code = ::floe::encoding::Decode::decode(dec)?;
-            let hint = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<String as ::floe::encoding::Decode>::decode(dec)?) } else { None };
+            let hint = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<::floe::CompactString as ::floe::encoding::Decode>::decode(dec)?) } else { None };
             dec.end_exception_slice()?;
             let __h = dec.start_exception_slice()?;
             if __h.type_id != "::Demo::Failure" {
@@ -429,7 +429,7 @@ pub mod demo {
         /// Servant trait for `::Demo::Nested::Peer`: implement it and serve it with [`PeerServer`].
         pub trait Peer: Send + Sync + 'static {
             fn poke(&self, w: Wrapper, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
-            fn upload(&self, name: String, data: super::Blob, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
+            fn upload(&self, name: ::floe::CompactString, data: super::Blob, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
         }
 
         /// Dispatches requests for `::Demo::Nested::Peer` to a [`Peer`] servant.
@@ -468,7 +468,7 @@ pub mod demo {
                             if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                                 return r;
                             }
-                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((name, data)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
+                            let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; let data: super::Blob = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((name, data)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                             let current = &request.current;
                             let (name, data) = match __args {
                                 Ok(v) => v,
@@ -523,15 +523,15 @@ pub mod demo {
             ::floe::codegen::block_on(&self.0, self.version())
         }
 
-        pub async fn name(&self) -> ::floe::Result<String> {
+        pub async fn name(&self) -> ::floe::Result<::floe::CompactString> {
             self.0.twoway_only("name")?;
             let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
         /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn name_blocking(&self) -> ::floe::Result<String> {
+        pub fn name_blocking(&self) -> ::floe::Result<::floe::CompactString> {
             ::floe::codegen::block_on(&self.0, self.name())
         }
 
@@ -540,7 +540,7 @@ pub mod demo {
     /// Servant trait for `::Demo::Base`: implement it and serve it with [`BaseServer`].
     pub trait Base: Send + Sync + 'static {
         fn version(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<i32>> + Send;
-        fn name(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<String>> + Send;
+        fn name(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<::floe::CompactString>> + Send;
     }
 
     /// Dispatches requests for `::Demo::Base` to a [`Base`] servant.
@@ -671,15 +671,15 @@ pub mod demo {
             ::floe::codegen::block_on(&self.0, self.r#move(p, dx))
         }
 
-        pub async fn find(&self, key: Option<i32>) -> ::floe::Result<(Option<String>, Option<Level>)> {
+        pub async fn find(&self, key: Option<i32>) -> ::floe::Result<(Option<::floe::CompactString>, Option<Level>)> {
             self.0.twoway_only("find")?;
             let __outcome = self.0.invoke("find", ::floe::protocol::OperationMode::Normal, None, |enc| { if let Some(__v) = key { if enc.write_optional_tag(2, ::floe::encoding::OptionalFormat::F4) { let _ = &__v; __v.encode(enc); } } }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("find".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<String as ::floe::encoding::Decode>::decode(dec)?) } else { None }; let __out_level = if dec.read_optional(3, ::floe::encoding::OptionalFormat::Size)? {  Some(<Level as ::floe::encoding::Decode>::decode(dec)?) } else { None }; Ok((__ret, __out_level)) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<::floe::CompactString as ::floe::encoding::Decode>::decode(dec)?) } else { None }; let __out_level = if dec.read_optional(3, ::floe::encoding::OptionalFormat::Size)? {  Some(<Level as ::floe::encoding::Decode>::decode(dec)?) } else { None }; Ok((__ret, __out_level)) })
         }
 
         /// Blocking form of [`Self::find`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn find_blocking(&self, key: Option<i32>) -> ::floe::Result<(Option<String>, Option<Level>)> {
+        pub fn find_blocking(&self, key: Option<i32>) -> ::floe::Result<(Option<::floe::CompactString>, Option<Level>)> {
             ::floe::codegen::block_on(&self.0, self.find(key))
         }
 
@@ -781,15 +781,15 @@ pub mod demo {
             ::floe::codegen::block_on(&self.0, self.version())
         }
 
-        pub async fn name(&self) -> ::floe::Result<String> {
+        pub async fn name(&self) -> ::floe::Result<::floe::CompactString> {
             self.0.twoway_only("name")?;
             let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
         /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn name_blocking(&self) -> ::floe::Result<String> {
+        pub fn name_blocking(&self) -> ::floe::Result<::floe::CompactString> {
             ::floe::codegen::block_on(&self.0, self.name())
         }
 
@@ -846,14 +846,14 @@ pub mod demo {
     pub trait Service: Base + Send + Sync + 'static {
         fn ping(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
         fn r#move(&self, p: Point, dx: i32, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<(Point, i32)>> + Send;
-        fn find(&self, key: Option<i32>, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<(Option<String>, Option<Level>)>> + Send;
+        fn find(&self, key: Option<i32>, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<(Option<::floe::CompactString>, Option<Level>)>> + Send;
         fn fetch(&self, size: i32, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<(Blob, ByteVec)>> + Send;
         fn samples(&self, input: SampleSeq, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<SampleSeq>> + Send;
         fn map(&self, m: PointMap, names: SortedNames, levels: LevelByPoint, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<PointMap>> + Send;
-        fn fail(&self, why: String, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
+        fn fail(&self, why: ::floe::CompactString, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
         fn self_(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<Option<ServicePrx>>> + Send;
         fn peer(&self, other: Option<nested::PeerPrx>, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<Option<nested::PeerPrx>>> + Send;
-        fn r#type(&self, r#match: String, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
+        fn r#type(&self, r#match: ::floe::CompactString, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
     }
 
     /// Dispatches requests for `::Demo::Service` to a [`Service`] servant.
@@ -967,7 +967,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: String = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((why,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let why: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((why,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (why,) = match __args {
                             Ok(v) => v,
@@ -1012,7 +1012,7 @@ pub mod demo {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: String = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((r#match,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let r#match: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((r#match,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (r#match,) = match __args {
                             Ok(v) => v,
@@ -1168,15 +1168,15 @@ pub mod demo {
             ::floe::codegen::block_on(&self.0, self.version())
         }
 
-        pub async fn name(&self) -> ::floe::Result<String> {
+        pub async fn name(&self) -> ::floe::Result<::floe::CompactString> {
             self.0.twoway_only("name")?;
             let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
         /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn name_blocking(&self) -> ::floe::Result<String> {
+        pub fn name_blocking(&self) -> ::floe::Result<::floe::CompactString> {
             ::floe::codegen::block_on(&self.0, self.name())
         }
 
@@ -1431,15 +1431,15 @@ pub mod demo {
             ::floe::codegen::block_on(&self.0, self.version())
         }
 
-        pub async fn name(&self) -> ::floe::Result<String> {
+        pub async fn name(&self) -> ::floe::Result<::floe::CompactString> {
             self.0.twoway_only("name")?;
             let __outcome = self.0.invoke("name", ::floe::protocol::OperationMode::Nonmutating, None, |enc| {  }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("name".into()))?;
-            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
+            __outcome.decode(|dec: &mut ::floe::encoding::Decoder| { let __ret: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) })
         }
 
         /// Blocking form of [`Self::name`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn name_blocking(&self) -> ::floe::Result<String> {
+        pub fn name_blocking(&self) -> ::floe::Result<::floe::CompactString> {
             ::floe::codegen::block_on(&self.0, self.name())
         }
 
@@ -1576,7 +1576,7 @@ pub mod demo {
     pub struct Node {
         pub value: i32,
         pub next: Option<::floe::Class<Node>>,
-        pub label: Option<String>,
+        pub label: Option<::floe::CompactString>,
     }
 
     impl Node {
@@ -1612,7 +1612,7 @@ pub mod demo {
             dec.start_class_slice()?;
             self.value = ::floe::encoding::Decode::decode(dec)?;
             self.next = ::floe::encoding::Decode::decode(dec)?;
-            self.label = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<String as ::floe::encoding::Decode>::decode(dec)?) } else { None };
+            self.label = if dec.read_optional(1, ::floe::encoding::OptionalFormat::VSize)? {  Some(<::floe::CompactString as ::floe::encoding::Decode>::decode(dec)?) } else { None };
             dec.end_class_slice()?;
             Ok(())
         }
@@ -1629,7 +1629,7 @@ pub mod demo {
     pub struct Leaf {
         /// The base class's part (also reachable through `Deref`).
         pub base: Node,
-        pub name: String,
+        pub name: ::floe::CompactString,
     }
 
     impl Default for Leaf {

@@ -3,9 +3,9 @@
 pub mod dictionaries {
     #![allow(unused_imports, dead_code, clippy::all, unused_mut, unused_variables, non_snake_case)]
     use ::floe::encoding::{Decode as _, Encode as _};
-    pub type Counts = std::collections::HashMap<String, i32>;
+    pub type Counts = std::collections::HashMap<::floe::CompactString, i32>;
 
-    pub type Sorted = std::collections::BTreeMap<i32, String>;
+    pub type Sorted = std::collections::BTreeMap<i32, ::floe::CompactString>;
 
 }
 

@@ -5,7 +5,7 @@ pub mod exceptions {
     use ::floe::encoding::{Decode as _, Encode as _};
     #[derive(Debug, Clone, PartialEq, Default)]
     pub struct Failure {
-        pub reason: String,
+        pub reason: ::floe::CompactString,
     }
 
     impl Failure {
@@ -39,7 +39,7 @@ pub mod exceptions {
 
     #[derive(Debug, Clone, PartialEq, Default)]
     pub struct Detailed {
-        pub reason: String,
+        pub reason: ::floe::CompactString,
         pub code: Option<i32>,
     }
 

@@ -5,7 +5,7 @@ pub mod interfaces {
     use ::floe::encoding::{Decode as _, Encode as _};
     #[derive(Debug, Clone, PartialEq, Default)]
     pub struct Refused {
-        pub reason: String,
+        pub reason: ::floe::CompactString,
     }
 
     impl Refused {
@@ -80,15 +80,15 @@ pub mod interfaces {
     }
 
     impl GreeterPrx {
-        pub async fn greet(&self, name: &str) -> Result<String, ::floe::CallError<GreeterGreetError>> {
+        pub async fn greet(&self, name: &str) -> Result<::floe::CompactString, ::floe::CallError<GreeterGreetError>> {
             self.0.twoway_only("greet")?;
             let __outcome = self.0.invoke("greet", ::floe::protocol::OperationMode::Normal, None, |enc| { name.encode(enc); }).await?;
             let __outcome = __outcome.ok_or_else(|| ::floe::Error::TwowayOnly("greet".into()))?;
-            __outcome.decode_or_user(|dec: &mut ::floe::encoding::Decoder| { let __ret: String = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) }, |__id: &str, dec: &mut ::floe::encoding::Decoder| match __id { "::Interfaces::Refused" => Some(<Refused as ::floe::encoding::UserExceptionSlices>::decode_body(dec).map(GreeterGreetError::Refused)), _ => None })
+            __outcome.decode_or_user(|dec: &mut ::floe::encoding::Decoder| { let __ret: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; Ok(__ret) }, |__id: &str, dec: &mut ::floe::encoding::Decoder| match __id { "::Interfaces::Refused" => Some(<Refused as ::floe::encoding::UserExceptionSlices>::decode_body(dec).map(GreeterGreetError::Refused)), _ => None })
         }
 
         /// Blocking form of [`Self::greet`]: fails with `Error::BlockingInAsync` on the thread of a current-thread runtime.
-        pub fn greet_blocking(&self, name: &str) -> Result<String, ::floe::CallError<GreeterGreetError>> {
+        pub fn greet_blocking(&self, name: &str) -> Result<::floe::CompactString, ::floe::CallError<GreeterGreetError>> {
             ::floe::codegen::block_on(&self.0, self.greet(name))
         }
 
@@ -143,7 +143,7 @@ pub mod interfaces {
 
     /// Servant trait for `::Interfaces::Greeter`: implement it and serve it with [`GreeterServer`].
     pub trait Greeter: Send + Sync + 'static {
-        fn greet(&self, name: String, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<String>> + Send;
+        fn greet(&self, name: ::floe::CompactString, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<::floe::CompactString>> + Send;
         fn ping(&self, current: &::floe::Current) -> impl std::future::Future<Output = ::floe::Result<()>> + Send;
     }
 
@@ -168,7 +168,7 @@ pub mod interfaces {
                         if let Err(r) = request.current.check_mode(::floe::protocol::OperationMode::Normal) {
                             return r;
                         }
-                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: String = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((name,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
+                        let __args = (|dec: &mut ::floe::encoding::Decoder| -> ::floe::encoding::Result<_> { let name: ::floe::CompactString = ::floe::encoding::Decode::decode(dec)?; ::floe::codegen::finish_params(dec)?; Ok((name,)) })(&mut ::floe::codegen::take_plain_decoder(&mut request));
                         let current = &request.current;
                         let (name,) = match __args {
                             Ok(v) => v,

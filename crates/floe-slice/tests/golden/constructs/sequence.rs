@@ -5,7 +5,7 @@ pub mod sequences {
     use ::floe::encoding::{Decode as _, Encode as _};
     pub type Blob = ::floe::bytes::Bytes;
 
-    pub type Names = Vec<String>;
+    pub type Names = Vec<::floe::CompactString>;
 
 }
 

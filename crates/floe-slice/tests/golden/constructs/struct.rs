@@ -41,7 +41,7 @@ pub mod structs {
 
     #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub struct Label {
-        pub text: String,
+        pub text: ::floe::CompactString,
         pub shown: bool,
     }
 
