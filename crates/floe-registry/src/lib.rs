@@ -4,6 +4,8 @@ pub mod config;
 pub mod database;
 pub mod store;
 
+mod etcd;
+
 mod admin;
 mod servants;
 
@@ -208,14 +210,18 @@ impl std::fmt::Debug for RegistryService {
 }
 
 impl RegistryService {
-    /// Opens the database, creates and activates the registry's adapters (client, server and
+    /// Opens the database (or connects to etcd), creates and activates the registry's adapters (client, server and
     /// internal endpoints) and serves its objects. Must be called inside a tokio runtime.
     pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
-        let store = match &config.data_dir {
-            Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
-            None => None,
+        let db = if !config.etcd_endpoints.is_empty() {
+            Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await?
+        } else {
+            let store = match &config.data_dir {
+                Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
+                None => None,
+            };
+            Database::new(&communicator, store)
         };
-        let db = Database::new(&communicator, store);
         let client =
             communicator.create_object_adapter_with_endpoints("IceGrid.Registry.Client", &config.client_endpoints)?;
         let server =
@@ -269,9 +275,7 @@ impl RegistryService {
             (&shared.registry, "::IceGrid::Registry"),
             (&shared.locator_registry, "::Ice::LocatorRegistry"),
         ] {
-            if let Some(w) = shared.db.add_object(proxy.clone(), type_id, true) {
-                database::durable(w).await;
-            }
+            database::durable(shared.db.add_local_object(proxy.clone(), type_id)).await;
         }
 
         internal.activate().await?;
