@@ -43,6 +43,13 @@ pub struct Config {
     pub session_timeout: i32,
     /// Replica groups declared with `Floe.Registry.ReplicaGroup.<id>.*`, by id.
     pub replica_groups: BTreeMap<String, ReplicaGroupConfig>,
+    /// `Floe.Registry.AdapterCheck.Interval` in seconds (default 0: no checks): how often the
+    /// registry pings every registered adapter, so that the registrations of servers that
+    /// died without unregistering expire.
+    pub adapter_check_interval: Option<Duration>,
+    /// `Floe.Registry.AdapterCheck.Failures` (default 3): how many checks in a row an
+    /// adapter must fail before its registration is removed.
+    pub adapter_check_failures: u32,
     /// `Floe.Registry.Etcd.Endpoints` (comma-separated `http://host:port` URLs): keep the
     /// state in this etcd cluster, shared with other replicas, instead of the data directory.
     pub etcd_endpoints: Vec<String>,
@@ -165,7 +172,11 @@ impl Config {
         if !etcd_prefix.ends_with('/') {
             etcd_prefix.push('/');
         }
+        let check = props.get_int("Floe.Registry.AdapterCheck.Interval", 0).map_err(bad)?.clamp(0, 86_400);
         Ok(Config {
+            adapter_check_interval: (check > 0).then(|| Duration::from_secs(check as u64)),
+            adapter_check_failures: props.get_int("Floe.Registry.AdapterCheck.Failures", 3).map_err(bad)?.clamp(1, 1000)
+                as u32,
             etcd_endpoints,
             etcd_prefix,
             etcd_lease_ttl: props.get_int("Floe.Registry.Etcd.LeaseTTL", 30).map_err(bad)?.clamp(2, 86_400),

@@ -75,6 +75,11 @@ impl Tables {
                     self.leave_group(&id, &old.replica_group);
                 }
             }
+            Op::RemoveAdapterIf(id, seen) => {
+                if self.adapters.get(&id).is_some_and(|a| record(&a.proxy, &a.replica_group) == seen) {
+                    self.apply(Op::RemoveAdapter(id));
+                }
+            }
             Op::PutObject(key, entry) => {
                 self.objects.insert(key, entry);
             }
@@ -92,6 +97,9 @@ pub(crate) enum Op {
     PutAdapter(String, AdapterEntry),
     /// Unregisters an adapter.
     RemoveAdapter(String),
+    /// Unregisters an adapter if its record (see [`record`]) is still this one: it has not
+    /// registered again meanwhile.
+    RemoveAdapterIf(String, Vec<u8>),
     /// Adds or replaces a well-known object (key: the identity's string form).
     PutObject(String, ObjectEntry),
     /// Removes a well-known object.
@@ -359,6 +367,22 @@ impl Database {
         Some(self.commit(&mut t, ops))
     }
 
+    /// Unregisters adapter `id` if it is still registered as `entry` (it has not registered
+    /// again meanwhile, through this replica or another).
+    pub fn remove_adapter_if(&self, id: &str, entry: &AdapterEntry) -> Written {
+        let mut t = self.tables();
+        let seen = record(&entry.proxy, &entry.replica_group);
+        if !self.is_etcd() && t.adapters.get(id).is_none_or(|a| record(&a.proxy, &a.replica_group) != seen) {
+            return None;
+        }
+        self.commit(&mut t, vec![Op::RemoveAdapterIf(id.to_string(), seen)])
+    }
+
+    /// Every registered adapter.
+    pub fn adapters(&self) -> Vec<(String, AdapterEntry)> {
+        self.tables().adapters.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
     /// How many adapters are registered.
     pub fn adapter_count(&self) -> usize {
         self.tables().adapters.len()
@@ -426,7 +450,7 @@ impl Database {
 fn change(op: &Op) -> Change {
     match op {
         Op::PutAdapter(id, a) => Change::PutAdapter(id.clone(), record(&a.proxy, &a.replica_group)),
-        Op::RemoveAdapter(id) => Change::RemoveAdapter(id.clone()),
+        Op::RemoveAdapter(id) | Op::RemoveAdapterIf(id, _) => Change::RemoveAdapter(id.clone()),
         Op::PutObject(_, o) => {
             Change::PutObject(identity_key(o.proxy.ice_get_identity()), record(&o.proxy, &o.type_id))
         }

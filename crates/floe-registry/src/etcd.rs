@@ -374,7 +374,7 @@ async fn watch_loop(ctx: Arc<Ctx>, mut next: i64) {
 /// The key a change is about.
 fn key_of(ctx: &Ctx, op: &Op) -> String {
     match op {
-        Op::PutAdapter(id, _) | Op::RemoveAdapter(id) => ctx.adapter_key(id),
+        Op::PutAdapter(id, _) | Op::RemoveAdapter(id) | Op::RemoveAdapterIf(id, _) => ctx.adapter_key(id),
         Op::PutObject(id, _) | Op::RemoveObject(id) => ctx.object_key(id),
     }
 }
@@ -392,11 +392,15 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
             },
         };
         let mut keys: HashSet<String> = first.ops.iter().map(|op| key_of(&ctx, op)).collect();
+        // A conditional change goes in a transaction of its own, as its condition covers the
+        // whole transaction.
+        let conditional = |j: &Job| j.ops.iter().any(|op| matches!(op, Op::RemoveAdapterIf(..)));
+        let alone = conditional(&first);
         let mut batch = vec![first];
-        while keys.len() < MAX_OPS {
+        while !alone && keys.len() < MAX_OPS {
             let Ok(job) = rx.try_recv() else { break };
             let job_keys: Vec<String> = job.ops.iter().map(|op| key_of(&ctx, op)).collect();
-            if keys.len() + job_keys.len() > MAX_OPS || job_keys.iter().any(|k| keys.contains(k)) {
+            if conditional(&job) || keys.len() + job_keys.len() > MAX_OPS || job_keys.iter().any(|k| keys.contains(k)) {
                 held = Some(job);
                 break;
             }
@@ -465,16 +469,29 @@ async fn commit(ctx: &Ctx, ops: &[&Op], deadline: Instant) -> Result<Option<i64>
                             Some(PutOptions::new().with_lease(lease)),
                         ),
                         Op::PutObject(_, o) => TxnOp::put(key, record(&o.proxy, &o.type_id), None),
-                        Op::RemoveAdapter(_) | Op::RemoveObject(_) => TxnOp::delete(key, None),
+                        Op::RemoveAdapter(_) | Op::RemoveAdapterIf(..) | Op::RemoveObject(_) => {
+                            TxnOp::delete(key, None)
+                        }
                     }
                 })
                 .collect();
-            match client.txn(Txn::new().and_then(txn_ops)).await {
+            // Conditional removals: only if the value is still the one seen.
+            let compares: Vec<Compare> = ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::RemoveAdapterIf(_, seen) => {
+                        Some(Compare::value(key_of(ctx, op), CompareOp::Equal, seen.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            match client.txn(Txn::new().when(compares).and_then(txn_ops)).await {
                 Ok(resp) => {
-                    let changed = resp.op_responses().iter().any(|r| match r {
-                        TxnOpResponse::Delete(d) => d.deleted() > 0,
-                        _ => true,
-                    });
+                    let changed = resp.succeeded()
+                        && resp.op_responses().iter().any(|r| match r {
+                            TxnOpResponse::Delete(d) => d.deleted() > 0,
+                            _ => true,
+                        });
                     let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
                     return Ok(changed.then_some(revision));
                 }

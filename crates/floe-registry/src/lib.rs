@@ -7,6 +7,7 @@ pub mod store;
 mod etcd;
 
 mod admin;
+mod check;
 mod servants;
 
 use std::collections::HashMap;
@@ -201,6 +202,7 @@ pub struct RegistryService {
     shared: Arc<Shared>,
     adapters: Vec<ObjectAdapter>,
     reaper: tokio::task::JoinHandle<()>,
+    checker: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for RegistryService {
@@ -292,7 +294,10 @@ impl RegistryService {
                 }
             }
         });
-        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper })
+        let checker = shared.config.adapter_check_interval.map(|interval| {
+            tokio::spawn(check::run(Arc::downgrade(&shared), interval, shared.config.adapter_check_failures))
+        });
+        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper, checker })
     }
 
     /// The proxy of `<InstanceName>/Locator`, for `Ice.Default.Locator`.
@@ -313,6 +318,9 @@ impl RegistryService {
             a.deactivate().await;
         }
         self.reaper.abort();
+        if let Some(c) = &self.checker {
+            c.abort();
+        }
         self.shared.db.close();
     }
 }

@@ -3,7 +3,7 @@
 //! made through one replica are seen by the others; clients whose locator proxy lists every
 //! replica keep resolving, without one failed call, while a replica and then an etcd member
 //! (the leader) are killed; registrations outlive a dead replica but expire once no replica renews their
-//! lease. Skipped, with the reason printed, where `/usr/bin/etcd` is missing
+//! lease, and those of servers that died expire when adapter checks are on. Skipped, with the reason printed, where `/usr/bin/etcd` is missing
 //! (`scripts/install-deps` installs Debian's etcd-server).
 
 mod common;
@@ -282,6 +282,35 @@ fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
             let n: Vec<usize> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
             assert!(n.len() >= 2 && n[0] > 0 && n[1] == 0, "Ice for Python: {line}");
         }
+    });
+}
+
+#[test]
+fn adapters_of_servers_that_died_expire_on_every_replica() {
+    let Some(cluster) = EtcdCluster::start("etcd-checks") else { return };
+    let (p1, p2) = (free_port(), free_port());
+    let checks = ["--Floe.Registry.AdapterCheck.Interval=1", "--Floe.Registry.AdapterCheck.Failures=2"];
+    let _r1 = replica(&cluster, p1, "Replica1", &checks);
+    let _r2 = replica(&cluster, p2, "Replica2", &checks);
+    let c = communicator();
+    runtime().block_on(async {
+        let server = Communicator::with_properties(Properties::new()).unwrap();
+        let adapter = server.create_object_adapter_with_endpoints("Live", "tcp -h 127.0.0.1").unwrap();
+        adapter.activate().await.unwrap();
+        let live = adapter.create_direct_proxy(Identity::new("dummy"));
+        let registry: LocatorRegistryPrx = locator_prx(&c, &[p1]).get_registry().await.unwrap().unwrap();
+        registry.set_adapter_direct_proxy("Live", Some(&live)).await.unwrap();
+        // Nothing listens there: a server that died without unregistering.
+        register(&c, p1, "Dead", "", free_port()).await;
+        assert!(resolved_port(&c, p2, "Dead").await.is_some());
+        let deadline = Instant::now() + Duration::from_secs(8);
+        while !(is_adapter_not_found(&c, p1, "Dead").await && is_adapter_not_found(&c, p2, "Dead").await) {
+            assert!(Instant::now() < deadline, "Dead is still registered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(resolved_port(&c, p2, "Live").await.is_some());
+        assert!(resolved_port(&c, p1, "Live").await.is_some());
+        server.destroy().await;
     });
 }
 
