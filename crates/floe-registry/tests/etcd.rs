@@ -24,6 +24,8 @@ const ETCD: &str = "/usr/bin/etcd";
 /// A three-member etcd cluster on loopback.
 struct EtcdCluster {
     members: Vec<Option<Server>>,
+    /// Each member's arguments, to restart it.
+    args: Vec<Vec<String>>,
     client_urls: Vec<String>,
     _data: TempDir,
 }
@@ -41,32 +43,29 @@ impl EtcdCluster {
         let initial: Vec<String> =
             peers.iter().enumerate().map(|(i, p)| format!("m{i}=http://127.0.0.1:{p}")).collect();
         let token = format!("{name}-{}", std::process::id());
-        let members = (0..3)
+        let args: Vec<Vec<String>> = (0..3)
             .map(|i| {
-                let mut cmd = Command::new(ETCD);
-                cmd.args([
-                    &format!("--name=m{i}"),
-                    &format!("--data-dir={}", data.0.join(format!("m{i}")).display()),
-                    &format!("--listen-client-urls=http://127.0.0.1:{}", clients[i]),
-                    &format!("--advertise-client-urls=http://127.0.0.1:{}", clients[i]),
-                    &format!("--listen-peer-urls=http://127.0.0.1:{}", peers[i]),
-                    &format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", peers[i]),
-                    &format!("--initial-cluster={}", initial.join(",")),
-                    "--initial-cluster-state=new",
-                    &format!("--initial-cluster-token={token}"),
+                vec![
+                    format!("--name=m{i}"),
+                    format!("--data-dir={}", data.0.join(format!("m{i}")).display()),
+                    format!("--listen-client-urls=http://127.0.0.1:{}", clients[i]),
+                    format!("--advertise-client-urls=http://127.0.0.1:{}", clients[i]),
+                    format!("--listen-peer-urls=http://127.0.0.1:{}", peers[i]),
+                    format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", peers[i]),
+                    format!("--initial-cluster={}", initial.join(",")),
+                    "--initial-cluster-state=new".into(),
+                    format!("--initial-cluster-token={token}"),
                     // Quick elections, so that killing the leader costs little.
-                    "--heartbeat-interval=50",
-                    "--election-timeout=500",
-                    "--logger=zap",
-                    "--log-level=error",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-                Some(Server { child: cmd.spawn().expect("etcd starts"), output: Default::default() })
+                    "--heartbeat-interval=50".into(),
+                    "--election-timeout=500".into(),
+                    "--logger=zap".into(),
+                    "--log-level=error".into(),
+                ]
             })
             .collect();
+        let members = args.iter().map(|a| Some(spawn_etcd(a))).collect();
         let client_urls = clients.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
-        Some(EtcdCluster { members, client_urls, _data: data })
+        Some(EtcdCluster { members, args, client_urls, _data: data })
     }
 
     fn endpoints_property(&self) -> String {
@@ -95,10 +94,26 @@ impl EtcdCluster {
     fn kill(&mut self, i: usize) {
         drop(self.members[i].take());
     }
+
+    /// Starts member `i` again, on its data.
+    fn restart(&mut self, i: usize) {
+        self.members[i] = Some(spawn_etcd(&self.args[i]));
+    }
+}
+
+fn spawn_etcd(args: &[String]) -> Server {
+    let mut cmd = Command::new(ETCD);
+    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    Server { child: cmd.spawn().expect("etcd starts"), output: Default::default() }
 }
 
 /// A floe-registry replica on `port` using the cluster, with `extra` arguments.
 fn replica(cluster: &EtcdCluster, port: u16, name: &str, extra: &[&str]) -> Server {
+    replica_of(&cluster.endpoints_property(), port, name, extra)
+}
+
+/// A floe-registry replica on `port` using the etcd members of `endpoints` (the property).
+fn replica_of(endpoints: &str, port: u16, name: &str, extra: &[&str]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-registry"));
     cmd.args([
         &format!("--IceGrid.InstanceName={INSTANCE}"),
@@ -108,7 +123,7 @@ fn replica(cluster: &EtcdCluster, port: u16, name: &str, extra: &[&str]) -> Serv
         "--IceGrid.Registry.DynamicRegistration=1",
         "--IceGrid.Registry.AdminPermissionsVerifier=TestGrid/NullPermissionsVerifier",
         &format!("--IceGrid.Registry.ReplicaName={name}"),
-        &cluster.endpoints_property(),
+        endpoints,
         // The cluster may still be electing its first leader.
         "--Floe.Registry.Etcd.Timeout=20",
     ])
@@ -348,5 +363,43 @@ fn registrations_outlive_a_replica_and_expire_with_the_last_one() {
         // And the new replica registers again under a new lease.
         register(&c, p3, "Through3", "", 10003).await;
         assert_eq!(resolved_port(&c, p3, "Through3").await, Some(10003));
+    });
+}
+
+#[test]
+fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
+    let Some(mut cluster) = EtcdCluster::start("etcd-compact") else { return };
+    let (p1, p2) = (free_port(), free_port());
+    // Replica 1 knows only member 0; replica 2 the two others.
+    let only_first = format!("--Floe.Registry.Etcd.Endpoints={}", cluster.client_urls[0]);
+    let others = format!("--Floe.Registry.Etcd.Endpoints={},{}", cluster.client_urls[1], cluster.client_urls[2]);
+    let _r1 = replica_of(&only_first, p1, "Replica1", &[]);
+    let _r2 = replica_of(&others, p2, "Replica2", &[]);
+    let c = communicator();
+    runtime().block_on(async {
+        register(&c, p2, "Stays", "", 10001).await;
+        register(&c, p2, "Leaves", "", 10002).await;
+        register(&c, p2, "Moves", "", 10003).await;
+        assert_eq!(resolved_port(&c, p1, "Leaves").await, Some(10002));
+        // Replica 1 loses its member; meanwhile the state changes and etcd compacts its
+        // history, so that its watch cannot resume where it stopped.
+        cluster.kill(0);
+        let registry: LocatorRegistryPrx = locator_prx(&c, &[p2]).get_registry().await.unwrap().unwrap();
+        registry.set_adapter_direct_proxy("Leaves", None).await.unwrap();
+        register(&c, p2, "Moves", "", 10004).await;
+        register(&c, p2, "Arrives", "", 10005).await;
+        let mut etcd = etcd_client::Client::connect([&cluster.client_urls[1]], None).await.unwrap();
+        let revision = etcd.get("/", None).await.unwrap().header().unwrap().revision();
+        etcd.compact(revision, None).await.unwrap();
+        // Still the old state, from replica 1's cache.
+        assert_eq!(resolved_port(&c, p1, "Moves").await, Some(10003));
+        cluster.restart(0);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while resolved_port(&c, p1, "Arrives").await.is_none() {
+            assert!(Instant::now() < deadline, "replica 1 did not catch up");
+        }
+        assert_eq!(resolved_port(&c, p1, "Moves").await, Some(10004));
+        assert_eq!(resolved_port(&c, p1, "Stays").await, Some(10001));
+        assert!(is_adapter_not_found(&c, p1, "Leaves").await);
     });
 }
