@@ -216,6 +216,9 @@ impl RegistryService {
     /// internal endpoints) and serves its objects. Must be called inside a tokio runtime.
     pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
         let db = if !config.etcd_endpoints.is_empty() {
+            if let Some(dir) = &config.data_dir {
+                tracing::warn!(target: "floe_registry", "the state is in etcd: the data directory {} is not used", dir.display());
+            }
             Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await?
         } else {
             let store = match &config.data_dir {
