@@ -156,11 +156,13 @@ pub(crate) async fn connect(
     communicator: &Communicator,
     tables: SharedTables,
 ) -> Result<Etcd, StartError> {
+    // HTTP/2 pings find a member that stopped answering; etcd closes connections that ping
+    // more often than every 5 s (`--grpc-keepalive-min-time`), or at all while idle.
     let options = ConnectOptions::new()
         .with_connect_timeout(Duration::from_secs(2))
         .with_timeout(Duration::from_secs(5))
-        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
-        .with_keep_alive_while_idle(true);
+        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+        .with_keep_alive_while_idle(false);
     let client = Client::connect(&config.etcd_endpoints, Some(options))
         .await
         .map_err(|e| StartError(format!("Floe.Registry.Etcd.Endpoints: {e}")))?;
@@ -353,6 +355,7 @@ async fn watch_loop(ctx: Arc<Ctx>, mut next: i64) {
                     ops.extend(ctx.parse(kv.key(), value));
                     last = Some(kv.mod_revision());
                 }
+                tracing::trace!(target: "floe_registry::etcd", "watch: {} events up to {last:?}", ops.len());
                 ctx.tables.apply(ops);
                 if let Some(r) = last {
                     next = r + 1;
@@ -405,8 +408,10 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
                 break;
             }
             keys.extend(job_keys);
+            batch.push(job);
         }
         let ops: Vec<&Op> = batch.iter().flat_map(|j| j.ops.iter()).collect();
+        let ops_len = ops.len();
         let deadline = Instant::now() + ctx.timeout;
         let mut revision = None;
         let mut failed = false;
@@ -427,6 +432,7 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
             continue;
         }
         let dones: Vec<_> = batch.drain(..).map(|j| j.done).collect();
+        tracing::trace!(target: "floe_registry::etcd", "wrote {} changes of {} requests at revision {revision:?}", ops_len, dones.len());
         match revision {
             None => dones.into_iter().for_each(|d| {
                 let _ = d.send(());
@@ -441,6 +447,8 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
                         dones.into_iter().for_each(|d| {
                             let _ = d.send(());
                         });
+                    } else {
+                        tracing::warn!(target: "floe_registry::etcd", "the watch did not bring revision {r} back in time");
                     }
                 });
             }

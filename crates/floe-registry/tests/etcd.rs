@@ -338,6 +338,27 @@ fn registrations_outlive_a_replica_and_expire_with_the_last_one() {
     let r2 = replica(&cluster, p2, "Replica2", &[ttl]);
     let c = communicator();
     runtime().block_on(async {
+        // Registrations that arrive together (written to etcd in a few transactions).
+        let mut together = tokio::task::JoinSet::new();
+        for i in 0..300u16 {
+            let c = c.clone();
+            together.spawn(async move { register(&c, p1, &format!("Many-{i}"), "Many", 20000 + i).await });
+        }
+        while let Some(r) = together.join_next().await {
+            r.unwrap();
+        }
+        // All through replica 1 at once (it has read its own writes), through replica 2 soon.
+        let many = locator_prx(&c, &[p1]).find_adapter_by_id("Many").await.unwrap().unwrap();
+        assert_eq!(many.reference().wire.endpoints.len(), 300);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let many = locator_prx(&c, &[p2]).find_adapter_by_id("Many").await.unwrap().unwrap();
+            if many.reference().wire.endpoints.len() == 300 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "replica 2 has {} of 300", many.reference().wire.endpoints.len());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         register(&c, p1, "Through1", "", 10001).await;
         add_object(&c, p1, "kept @ Through1", "::Demo::Kept").await;
         assert_eq!(resolved_port(&c, p2, "Through1").await, Some(10001));
