@@ -211,12 +211,23 @@ fn python_loop(locator: &str, adapter: &str, object: &str, stop: &Path) -> Optio
 fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
     let Some(mut cluster) = EtcdCluster::start("etcd-failover") else { return };
     let (p1, p2) = (free_port(), free_port());
-    let mut r1 = Some(replica(&cluster, p1, "Replica1", &["--Floe.Registry.Etcd.LeaseTTL=2"]));
-    let _r2 = replica(&cluster, p2, "Replica2", &["--Floe.Registry.Etcd.LeaseTTL=2"]);
+    // Each replica publishes the locator registry endpoints of both, so that the locator
+    // registry proxy a server gets (and Ice caches) reaches either.
+    let (s1, s2) = (free_port(), free_port());
+    let published =
+        format!("--IceGrid.Registry.Server.PublishedEndpoints=tcp -h 127.0.0.1 -p {s1}:tcp -h 127.0.0.1 -p {s2}");
+    let server = |port: u16| format!("--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1 -p {port}");
+    let ttl = "--Floe.Registry.Etcd.LeaseTTL=2";
+    let mut r1 = Some(replica(&cluster, p1, "Replica1", &[ttl, &server(s1), &published]));
+    let _r2 = replica(&cluster, p2, "Replica2", &[ttl, &server(s2), &published]);
     let c = communicator();
     let stop_file = TempDir::new("etcd-failover-stop");
     let stop_path: PathBuf = stop_file.0.join("stop");
     runtime().block_on(async {
+        // The locator registry proxy of replica 1, as a server would keep it.
+        let cached_registry: LocatorRegistryPrx = locator_prx(&c, &[p1]).get_registry().await.unwrap().unwrap();
+        assert_eq!(cached_registry.as_object().reference().wire.endpoints.len(), 2);
+        cached_registry.ice_ping().await.unwrap();
         // What one replica registers, the other resolves.
         register(&c, p1, "Hello-1", "Hello", 10001).await;
         register(&c, p1, "Hello-2", "Hello", 10002).await;
@@ -271,6 +282,10 @@ fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
         // Writes go on too: register through the surviving replica.
         register(&c, p2, "Late", "", 10004).await;
         assert_eq!(resolved_port(&c, p2, "Late").await, Some(10004));
+        // And through the locator registry proxy obtained from the replica that died.
+        let proxy = c.string_to_proxy("dummy:tcp -h 127.0.0.1 -p 10005").unwrap();
+        cached_registry.set_adapter_direct_proxy("Later", Some(&proxy)).await.unwrap();
+        assert_eq!(resolved_port(&c, p2, "Later").await, Some(10005));
         // Longer than the lease's TTL: what replica 1 registered stays, as replica 2 keeps
         // the registrations' lease alive.
         tokio::time::sleep(Duration::from_secs(3)).await;
