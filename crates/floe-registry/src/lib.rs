@@ -4,10 +4,9 @@ pub mod config;
 pub mod database;
 pub mod store;
 
-mod etcd;
-
 mod admin;
 mod check;
+mod etcd;
 mod servants;
 
 use std::collections::HashMap;
@@ -212,8 +211,9 @@ impl std::fmt::Debug for RegistryService {
 }
 
 impl RegistryService {
-    /// Opens the database (or connects to etcd), creates and activates the registry's adapters (client, server and
-    /// internal endpoints) and serves its objects. Must be called inside a tokio runtime.
+    /// Opens the database (or connects to etcd), creates and activates the registry's adapters
+    /// (client, server and internal endpoints) and serves its objects. Must be called inside a
+    /// tokio runtime.
     pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
         let db = if !config.etcd_endpoints.is_empty() {
             if let Some(dir) = &config.data_dir {
