@@ -8,6 +8,7 @@ mod against;
 mod connections;
 mod cross;
 mod floe_system;
+mod locate;
 mod pipeline;
 mod raw;
 mod raw_tester;
@@ -608,6 +609,7 @@ fn main() -> std::process::ExitCode {
     let want_cross = args.peers.split(',').any(|p| p.trim() == "ice")
         && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "cross"));
     let cross_runs = args.runs.unwrap_or(3).clamp(1, 5);
+    let want_locate = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "locate"));
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
         match build_ice_peer() {
@@ -746,6 +748,14 @@ fn main() -> std::process::ExitCode {
             }
             Err(e) => println!("note: cross pairs skipped: {e}"),
         }
+    }
+    if want_locate {
+        let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
+        let (series, locate_notes) = locate::run(args.quick, runs);
+        let text = locate::table(&series, args.quick, runs, &locate_notes);
+        println!("\n{text}");
+        extra_json.extend(locate::json_records(&series));
+        sections.push(("Locate", text));
     }
     if want_connections {
         let plan = connections::Plan {

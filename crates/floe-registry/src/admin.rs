@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use floe::{Connection, Current, Error, Identity, ObjectPrx, Proxy};
 
-use crate::database::{durable, identity_string};
+use crate::database::{identity_string, written};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
@@ -307,10 +307,7 @@ impl AdminI {
         };
         let id = proxy.ice_get_identity().clone();
         match self.shared.db.add_object(proxy, &type_id, false) {
-            Some(w) => {
-                durable(w).await;
-                Ok(())
-            }
+            Some(w) => written(w).await,
             None => Err(Error::user(ObjectExistsException { id })),
         }
     }
@@ -441,10 +438,7 @@ impl Admin for AdminI {
     async fn remove_adapter(&self, id: String, _: &Current) -> floe::Result<()> {
         self.record.touch();
         match self.shared.db.remove_adapter(&id) {
-            Some(w) => {
-                durable(w).await;
-                Ok(())
-            }
+            Some(w) => written(w).await,
             None => Err(Error::user(AdapterNotExistException { id })),
         }
     }
@@ -463,10 +457,7 @@ impl Admin for AdminI {
         let Some(proxy) = obj else { return Err(deployment("the proxy is null")) };
         let id = proxy.ice_get_identity().clone();
         match self.shared.db.update_object(proxy) {
-            Some(w) => {
-                durable(w).await;
-                Ok(())
-            }
+            Some(w) => written(w).await,
             None => Err(Error::user(ObjectNotRegisteredException { id })),
         }
     }
@@ -478,10 +469,7 @@ impl Admin for AdminI {
     async fn remove_object(&self, id: Identity, _: &Current) -> floe::Result<()> {
         self.record.touch();
         match self.shared.db.remove_object(&id) {
-            Some(w) => {
-                durable(w).await;
-                Ok(())
-            }
+            Some(w) => written(w).await,
             None => Err(Error::user(ObjectNotRegisteredException { id })),
         }
     }

@@ -1,8 +1,8 @@
 //! The registry's state: dynamically registered adapters (and the replica groups they form)
 //! and well-known objects, kept in memory and written through to the [`Store`].
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 use floe::encoding::{Decode, Decoder, Encode, Encoder, EncodingVersion};
 use floe::{Communicator, Identity, ObjectPrx};
@@ -34,6 +34,9 @@ struct Tables {
     groups: BTreeMap<String, Vec<String>>,
     /// Keyed by the identity's string form, so that listings come out sorted.
     objects: BTreeMap<String, ObjectEntry>,
+    /// The objects this registry serves itself (its locator, query, …): with etcd they are
+    /// kept here only, as each replica has its own.
+    local_objects: BTreeSet<String>,
 }
 
 impl Tables {
@@ -54,19 +57,68 @@ impl Tables {
             }
         }
     }
+
+    /// Applies one change, keeping the replica groups in step with the adapters.
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::PutAdapter(id, entry) => {
+                if let Some(old) = self.adapters.get(&id).map(|a| a.replica_group.clone()) {
+                    if old != entry.replica_group {
+                        self.leave_group(&id, &old);
+                    }
+                }
+                self.join_group(&id, &entry.replica_group);
+                self.adapters.insert(id, entry);
+            }
+            Op::RemoveAdapter(id) => {
+                if let Some(old) = self.adapters.remove(&id) {
+                    self.leave_group(&id, &old.replica_group);
+                }
+            }
+            Op::RemoveAdapterIf(id, seen) => {
+                if self.adapters.get(&id).is_some_and(|a| record(&a.proxy, &a.replica_group) == seen) {
+                    self.apply(Op::RemoveAdapter(id));
+                }
+            }
+            Op::PutObject(key, entry) => {
+                self.objects.insert(key, entry);
+            }
+            Op::RemoveObject(key) => {
+                self.objects.remove(&key);
+            }
+        }
+    }
+}
+
+/// One change to the registry's state, as the tables apply it.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// Registers an adapter (or changes its endpoints or replica group).
+    PutAdapter(String, AdapterEntry),
+    /// Unregisters an adapter.
+    RemoveAdapter(String),
+    /// Unregisters an adapter if its record (see [`record`]) is still this one: it has not
+    /// registered again meanwhile.
+    RemoveAdapterIf(String, Vec<u8>),
+    /// Adds or replaces a well-known object (key: the identity's string form).
+    PutObject(String, ObjectEntry),
+    /// Removes a well-known object.
+    RemoveObject(String),
 }
 
 /// Encoding used for stored records.
 const ENCODING: EncodingVersion = EncodingVersion { major: 1, minor: 1 };
 
-fn record(proxy: &ObjectPrx, text: &str) -> Vec<u8> {
+/// A stored record: a proxy and a text (an adapter's replica group, an object's type).
+pub(crate) fn record(proxy: &ObjectPrx, text: &str) -> Vec<u8> {
     let mut enc = Encoder::new(ENCODING);
     ObjectPrx::encode_nullable(Some(proxy), &mut enc);
     text.encode(&mut enc);
     enc.into_bytes().to_vec()
 }
 
-fn read_record(communicator: &Communicator, bytes: &[u8]) -> Option<(ObjectPrx, String)> {
+/// Reads a record written by [`record`].
+pub(crate) fn read_record(communicator: &Communicator, bytes: &[u8]) -> Option<(ObjectPrx, String)> {
     let mut dec = Decoder::from_slice(bytes, ENCODING);
     let proxy = ObjectPrx::decode(communicator, &mut dec).ok()??;
     let text = String::decode(&mut dec).ok()?;
@@ -84,10 +136,21 @@ pub fn identity_string(id: &Identity) -> String {
     floe::reference::identity_to_string(id)
 }
 
-/// The registry's database: in-memory tables, written through to a store when there is one.
+/// Where changes go besides the tables.
+enum Backend {
+    /// Nowhere: the state lives in memory only.
+    Memory,
+    /// Written through to a redb database.
+    Redb(Store),
+    /// Sent to etcd; the tables change when the watch brings the change back.
+    Etcd(crate::etcd::Etcd),
+}
+
+/// The registry's database: in-memory tables, written through to a store when there is one,
+/// or a cache of what etcd holds.
 pub struct Database {
-    tables: Mutex<Tables>,
-    store: Mutex<Option<Store>>,
+    tables: Arc<Mutex<Tables>>,
+    backend: Mutex<Backend>,
 }
 
 impl std::fmt::Debug for Database {
@@ -96,13 +159,59 @@ impl std::fmt::Debug for Database {
     }
 }
 
-/// A pending write: completes once the change is durable.
+/// A pending write: completes once the change is durable (an error, the sender dropped,
+/// when it could not be made).
 pub type Written = Option<tokio::sync::oneshot::Receiver<()>>;
 
-/// Waits for a write to be durable.
-pub async fn durable(w: Written) {
-    if let Some(rx) = w {
-        let _ = rx.await;
+/// Waits for a write to be durable; false if it failed.
+pub async fn durable(w: Written) -> bool {
+    match w {
+        Some(rx) => rx.await.is_ok(),
+        None => true,
+    }
+}
+
+/// Waits for a write to be durable; an error for the caller (an `UnknownLocalException`)
+/// if it could not be made.
+pub(crate) async fn written(w: Written) -> floe::Result<()> {
+    if durable(w).await {
+        Ok(())
+    } else {
+        Err(floe::Error::UnknownLocalException(
+            "the registry cannot store the change: its etcd cluster is unavailable".into(),
+        ))
+    }
+}
+
+/// The tables, shared with the task that keeps them in step with etcd.
+#[derive(Clone)]
+pub(crate) struct SharedTables(Arc<Mutex<Tables>>);
+
+impl SharedTables {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies changes that etcd reported.
+    pub(crate) fn apply(&self, ops: impl IntoIterator<Item = Op>) {
+        let mut t = self.lock();
+        for op in ops {
+            t.apply(op);
+        }
+    }
+
+    /// Replaces everything but the local objects with `ops` (after etcd compacted away the
+    /// history the watch needed).
+    pub(crate) fn reset(&self, ops: impl IntoIterator<Item = Op>) {
+        let mut t = self.lock();
+        t.adapters.clear();
+        t.groups.clear();
+        let local = std::mem::take(&mut t.local_objects);
+        t.objects.retain(|k, _| local.contains(k));
+        t.local_objects = local;
+        for op in ops {
+            t.apply(op);
+        }
     }
 }
 
@@ -110,39 +219,90 @@ impl Database {
     /// A database over `store` (None: memory only), filled with what the store held.
     pub fn new(communicator: &Communicator, store: Option<(Store, Contents)>) -> Database {
         let mut tables = Tables::default();
-        let store = store.map(|(store, contents)| {
-            for (id, bytes) in contents.adapters {
-                if let Some((proxy, replica_group)) = read_record(communicator, &bytes) {
-                    tables.join_group(&id, &replica_group);
-                    tables.adapters.insert(id, AdapterEntry { proxy, replica_group });
+        let backend = match store {
+            Some((store, contents)) => {
+                for (id, bytes) in contents.adapters {
+                    if let Some((proxy, replica_group)) = read_record(communicator, &bytes) {
+                        tables.apply(Op::PutAdapter(id, AdapterEntry { proxy, replica_group }));
+                    }
                 }
-            }
-            for (key, bytes) in contents.objects {
-                let mut dec = Decoder::from_slice(&key, ENCODING);
-                let Ok(id) = Identity::decode(&mut dec) else { continue };
-                if let Some((proxy, type_id)) = read_record(communicator, &bytes) {
-                    tables.objects.insert(identity_string(&id), ObjectEntry { proxy, type_id });
+                for (key, bytes) in contents.objects {
+                    let mut dec = Decoder::from_slice(&key, ENCODING);
+                    let Ok(id) = Identity::decode(&mut dec) else { continue };
+                    if let Some((proxy, type_id)) = read_record(communicator, &bytes) {
+                        tables.apply(Op::PutObject(identity_string(&id), ObjectEntry { proxy, type_id }));
+                    }
                 }
+                Backend::Redb(store)
             }
-            store
-        });
-        Database { tables: Mutex::new(tables), store: Mutex::new(store) }
+            None => Backend::Memory,
+        };
+        Database { tables: Arc::new(Mutex::new(tables)), backend: Mutex::new(backend) }
+    }
+
+    /// An empty database whose tables `connect` fills and keeps in step with etcd.
+    pub(crate) async fn with_etcd<F, Fut, E>(connect: F) -> Result<Database, E>
+    where
+        F: FnOnce(SharedTables) -> Fut,
+        Fut: std::future::Future<Output = Result<crate::etcd::Etcd, E>>,
+    {
+        let tables = Arc::new(Mutex::new(Tables::default()));
+        let etcd = connect(SharedTables(tables.clone())).await?;
+        Ok(Database { tables, backend: Mutex::new(Backend::Etcd(etcd)) })
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
         self.tables.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues changes while the tables are locked, so that the store sees them in order.
-    fn write(&self, _tables: &Tables, changes: Vec<Change>) -> Written {
-        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        store.as_ref().map(|s| s.write(changes))
+    /// Makes changes: applies them to the tables and writes them to the store, or (with
+    /// etcd) sends them to etcd, from where the watch brings them back into the tables.
+    /// Called with the tables locked, so that the store sees the changes in order.
+    fn commit(&self, t: &mut Tables, ops: Vec<Op>) -> Written {
+        let backend = self.backend.lock().unwrap_or_else(|e| e.into_inner());
+        match &*backend {
+            Backend::Memory => {
+                for op in ops {
+                    t.apply(op);
+                }
+                None
+            }
+            Backend::Redb(store) => {
+                let changes = ops.iter().map(change).collect();
+                for op in ops {
+                    t.apply(op);
+                }
+                Some(store.write(changes))
+            }
+            Backend::Etcd(etcd) => {
+                // The registry's own objects are not shared: changes to them stay here.
+                let (local, shared): (Vec<Op>, Vec<Op>) = ops.into_iter().partition(|op| match op {
+                    Op::PutObject(k, _) | Op::RemoveObject(k) => t.local_objects.contains(k),
+                    _ => false,
+                });
+                for op in local {
+                    if let Op::RemoveObject(k) = &op {
+                        t.local_objects.remove(k);
+                    }
+                    t.apply(op);
+                }
+                if shared.is_empty() {
+                    None
+                } else {
+                    Some(etcd.write(shared))
+                }
+            }
+        }
     }
 
-    /// Writes what is queued and closes the store.
+    /// Writes what is queued and closes the store (with etcd: stops keeping the cache and
+    /// the registrations' lease alive).
     pub fn close(&self) {
-        if let Some(mut s) = self.store.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            s.close();
+        let mut backend = self.backend.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *backend, Backend::Memory) {
+            Backend::Redb(mut s) => s.close(),
+            Backend::Etcd(e) => e.close(),
+            Backend::Memory => {}
         }
     }
 
@@ -151,24 +311,22 @@ impl Database {
     /// Registers (Some) or unregisters (None) an adapter's endpoints, with its replica group.
     pub fn set_adapter(&self, id: &str, replica_group: &str, proxy: Option<ObjectPrx>) -> Written {
         let mut t = self.tables();
-        match proxy {
+        let op = match proxy {
             Some(proxy) => {
-                if let Some(old) = t.adapters.get(id).map(|a| a.replica_group.clone()) {
-                    if old != replica_group {
-                        t.leave_group(id, &old);
-                    }
-                }
-                t.join_group(id, replica_group);
-                let bytes = record(&proxy, replica_group);
-                t.adapters.insert(id.to_string(), AdapterEntry { proxy, replica_group: replica_group.to_string() });
-                self.write(&t, vec![Change::PutAdapter(id.to_string(), bytes)])
+                Op::PutAdapter(id.to_string(), AdapterEntry { proxy, replica_group: replica_group.to_string() })
             }
             None => {
-                let old = t.adapters.remove(id)?;
-                t.leave_group(id, &old.replica_group);
-                self.write(&t, vec![Change::RemoveAdapter(id.to_string())])
+                if !t.adapters.contains_key(id) && !self.is_etcd() {
+                    return None;
+                }
+                Op::RemoveAdapter(id.to_string())
             }
-        }
+        };
+        self.commit(&mut t, vec![op])
+    }
+
+    fn is_etcd(&self) -> bool {
+        matches!(&*self.backend.lock().unwrap_or_else(|e| e.into_inner()), Backend::Etcd(_))
     }
 
     /// The adapter registered as `id`.
@@ -195,19 +353,34 @@ impl Database {
     /// when there is neither.
     pub fn remove_adapter(&self, id: &str) -> Option<Written> {
         let mut t = self.tables();
-        if let Some(old) = t.adapters.remove(id) {
-            t.leave_group(id, &old.replica_group);
-            return Some(self.write(&t, vec![Change::RemoveAdapter(id.to_string())]));
+        if t.adapters.contains_key(id) {
+            return Some(self.commit(&mut t, vec![Op::RemoveAdapter(id.to_string())]));
         }
-        let members = t.groups.remove(id)?;
-        let mut changes = Vec::new();
-        for m in members {
-            if let Some(a) = t.adapters.get_mut(&m) {
-                a.replica_group.clear();
-                changes.push(Change::PutAdapter(m.clone(), record(&a.proxy, "")));
-            }
+        let members = t.groups.get(id)?.clone();
+        let ops = members
+            .iter()
+            .filter_map(|m| {
+                let a = t.adapters.get(m)?;
+                Some(Op::PutAdapter(m.clone(), AdapterEntry { proxy: a.proxy.clone(), replica_group: String::new() }))
+            })
+            .collect();
+        Some(self.commit(&mut t, ops))
+    }
+
+    /// Unregisters adapter `id` if it is still registered as `entry` (it has not registered
+    /// again meanwhile, through this replica or another).
+    pub fn remove_adapter_if(&self, id: &str, entry: &AdapterEntry) -> Written {
+        let mut t = self.tables();
+        let seen = record(&entry.proxy, &entry.replica_group);
+        if !self.is_etcd() && t.adapters.get(id).is_none_or(|a| record(&a.proxy, &a.replica_group) != seen) {
+            return None;
         }
-        Some(self.write(&t, changes))
+        self.commit(&mut t, vec![Op::RemoveAdapterIf(id.to_string(), seen)])
+    }
+
+    /// Every registered adapter.
+    pub fn adapters(&self) -> Vec<(String, AdapterEntry)> {
+        self.tables().adapters.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// How many adapters are registered.
@@ -225,32 +398,41 @@ impl Database {
     /// Adds a well-known object; None if one with that identity exists (and `replace` is
     /// false).
     pub fn add_object(&self, proxy: ObjectPrx, type_id: &str, replace: bool) -> Option<Written> {
-        let id = proxy.ice_get_identity().clone();
-        let key = identity_string(&id);
+        let key = identity_string(proxy.ice_get_identity());
         let mut t = self.tables();
         if !replace && t.objects.contains_key(&key) {
             return None;
         }
-        let bytes = record(&proxy, type_id);
-        t.objects.insert(key, ObjectEntry { proxy, type_id: type_id.to_string() });
-        Some(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
+        Some(self.commit(&mut t, vec![Op::PutObject(key, ObjectEntry { proxy, type_id: type_id.to_string() })]))
+    }
+
+    /// Adds one of the registry's own objects (its locator, query, …). With etcd it is kept
+    /// in this replica's tables only, as every replica serves its own.
+    pub fn add_local_object(&self, proxy: ObjectPrx, type_id: &str) -> Written {
+        let key = identity_string(proxy.ice_get_identity());
+        let mut t = self.tables();
+        if self.is_etcd() {
+            t.local_objects.insert(key.clone());
+        }
+        self.commit(&mut t, vec![Op::PutObject(key, ObjectEntry { proxy, type_id: type_id.to_string() })])
     }
 
     /// Replaces the proxy of a well-known object, keeping its type; None if there is none.
     pub fn update_object(&self, proxy: ObjectPrx) -> Option<Written> {
-        let id = proxy.ice_get_identity().clone();
+        let key = identity_string(proxy.ice_get_identity());
         let mut t = self.tables();
-        let entry = t.objects.get_mut(&identity_string(&id))?;
-        entry.proxy = proxy;
-        let bytes = record(&entry.proxy, &entry.type_id);
-        Some(self.write(&t, vec![Change::PutObject(identity_key(&id), bytes)]))
+        let type_id = t.objects.get(&key)?.type_id.clone();
+        Some(self.commit(&mut t, vec![Op::PutObject(key, ObjectEntry { proxy, type_id })]))
     }
 
     /// Removes a well-known object; None if there is none.
     pub fn remove_object(&self, id: &Identity) -> Option<Written> {
+        let key = identity_string(id);
         let mut t = self.tables();
-        t.objects.remove(&identity_string(id))?;
-        Some(self.write(&t, vec![Change::RemoveObject(identity_key(id))]))
+        if !t.objects.contains_key(&key) {
+            return None;
+        }
+        Some(self.commit(&mut t, vec![Op::RemoveObject(key)]))
     }
 
     /// Well-known objects whose identity (as a string) matches `pattern` (see [`matches`]).
@@ -261,6 +443,21 @@ impl Database {
     /// Well-known objects of type `type_id`.
     pub fn objects_of_type(&self, type_id: &str) -> Vec<ObjectEntry> {
         self.tables().objects.values().filter(|e| e.type_id == type_id).cloned().collect()
+    }
+}
+
+/// The store's form of a change.
+fn change(op: &Op) -> Change {
+    match op {
+        Op::PutAdapter(id, a) => Change::PutAdapter(id.clone(), record(&a.proxy, &a.replica_group)),
+        Op::RemoveAdapter(id) | Op::RemoveAdapterIf(id, _) => Change::RemoveAdapter(id.clone()),
+        Op::PutObject(_, o) => {
+            Change::PutObject(identity_key(o.proxy.ice_get_identity()), record(&o.proxy, &o.type_id))
+        }
+        // Keys are identity_string's output, which parses back.
+        Op::RemoveObject(key) => Change::RemoveObject(identity_key(
+            &floe::reference::string_to_identity(key).unwrap_or_else(|_| Identity::new(key)),
+        )),
     }
 }
 

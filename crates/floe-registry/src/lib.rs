@@ -5,6 +5,8 @@ pub mod database;
 pub mod store;
 
 mod admin;
+mod check;
+mod etcd;
 mod servants;
 
 use std::collections::HashMap;
@@ -199,6 +201,7 @@ pub struct RegistryService {
     shared: Arc<Shared>,
     adapters: Vec<ObjectAdapter>,
     reaper: tokio::task::JoinHandle<()>,
+    checker: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for RegistryService {
@@ -208,14 +211,22 @@ impl std::fmt::Debug for RegistryService {
 }
 
 impl RegistryService {
-    /// Opens the database, creates and activates the registry's adapters (client, server and
-    /// internal endpoints) and serves its objects. Must be called inside a tokio runtime.
+    /// Opens the database (or connects to etcd), creates and activates the registry's adapters
+    /// (client, server and internal endpoints) and serves its objects. Must be called inside a
+    /// tokio runtime.
     pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
-        let store = match &config.data_dir {
-            Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
-            None => None,
+        let db = if !config.etcd_endpoints.is_empty() {
+            if let Some(dir) = &config.data_dir {
+                tracing::warn!(target: "floe_registry", "the state is in etcd: the data directory {} is not used", dir.display());
+            }
+            Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await?
+        } else {
+            let store = match &config.data_dir {
+                Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
+                None => None,
+            };
+            Database::new(&communicator, store)
         };
-        let db = Database::new(&communicator, store);
         let client =
             communicator.create_object_adapter_with_endpoints("IceGrid.Registry.Client", &config.client_endpoints)?;
         let server =
@@ -269,9 +280,7 @@ impl RegistryService {
             (&shared.registry, "::IceGrid::Registry"),
             (&shared.locator_registry, "::Ice::LocatorRegistry"),
         ] {
-            if let Some(w) = shared.db.add_object(proxy.clone(), type_id, true) {
-                database::durable(w).await;
-            }
+            database::durable(shared.db.add_local_object(proxy.clone(), type_id)).await;
         }
 
         internal.activate().await?;
@@ -288,7 +297,10 @@ impl RegistryService {
                 }
             }
         });
-        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper })
+        let checker = shared.config.adapter_check_interval.map(|interval| {
+            tokio::spawn(check::run(Arc::downgrade(&shared), interval, shared.config.adapter_check_failures))
+        });
+        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper, checker })
     }
 
     /// The proxy of `<InstanceName>/Locator`, for `Ice.Default.Locator`.
@@ -309,6 +321,9 @@ impl RegistryService {
             a.deactivate().await;
         }
         self.reaper.abort();
+        if let Some(c) = &self.checker {
+            c.abort();
+        }
         self.shared.db.close();
     }
 }

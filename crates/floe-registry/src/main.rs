@@ -12,6 +12,7 @@ const USAGE: &str = "usage: floe-registry [--Ice.Config=FILE] [--Name=value ...]
   --IceGrid.Registry.Server.Endpoints=ENDPOINTS
   --IceGrid.Registry.Internal.Endpoints=ENDPOINTS
   --IceGrid.Registry.LMDB.Path=DIR               (required; or IceGrid.Registry.Data)
+  --Floe.Registry.Etcd.Endpoints=URL,...          (instead: the state in etcd, shared by replicas)
   --IceGrid.Registry.DynamicRegistration=1
   --IceGrid.Registry.PermissionsVerifier=PROXY / AdminPermissionsVerifier=PROXY
 See docs/registry.md.";
@@ -62,7 +63,7 @@ async fn run(args: Vec<String>) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let config = match Config::from_properties(communicator.properties()) {
-        Ok(c) if c.data_dir.is_none() => {
+        Ok(c) if c.data_dir.is_none() && c.etcd_endpoints.is_empty() => {
             eprintln!("floe-registry: property `IceGrid.Registry.LMDB.Path' is not set");
             return ExitCode::FAILURE;
         }

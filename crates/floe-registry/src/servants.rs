@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
-use crate::database::durable;
+use crate::database::written;
 use crate::slice::glacier2::PermissionsVerifier;
 use crate::slice::ice::{
     AdapterNotFoundException, Locator as IceLocator, LocatorRegistry, LocatorRegistryPrx, ObjectNotFoundException,
@@ -59,8 +59,7 @@ impl LocatorRegistryI {
             return Err(Error::user(AdapterNotFoundException {}));
         }
         tracing::debug!(target: "floe_registry::locator", adapter = id, group, registered = proxy.is_some(), "setAdapterDirectProxy");
-        durable(self.0.db.set_adapter(id, group, proxy)).await;
-        Ok(())
+        written(self.0.db.set_adapter(id, group, proxy)).await
     }
 }
 

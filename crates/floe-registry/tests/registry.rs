@@ -465,3 +465,58 @@ fn sessions_of_clients_that_have_gone_expire() {
         c2.destroy().await;
     });
 }
+
+/// Waits (up to `limit`) until adapter `id` is no longer registered.
+async fn unregistered_within(l: &LocatorPrx, id: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if is_adapter_not_found(l, id).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[test]
+fn adapters_of_servers_that_died_expire_with_checks() {
+    let data = TempDir::new("checks");
+    let port = free_port();
+    let _registry = registry(
+        port,
+        &data.0,
+        &[
+            "--IceGrid.Registry.DynamicRegistration=1",
+            "--Floe.Registry.AdapterCheck.Interval=1",
+            "--Floe.Registry.AdapterCheck.Failures=2",
+        ],
+    );
+    let c = communicator(port);
+    runtime().block_on(async {
+        // A live server: an adapter that listens (its `dummy` object does not exist, which
+        // still answers the ping).
+        let server = Communicator::with_properties(Properties::new()).unwrap();
+        let adapter = server.create_object_adapter_with_endpoints("Live", "tcp -h 127.0.0.1").unwrap();
+        adapter.activate().await.unwrap();
+        let live = adapter.create_direct_proxy(Identity::new("dummy"));
+        let locator = locator_prx(&c, port);
+        let registry = locator.get_registry().await.unwrap().unwrap();
+        registry.set_replicated_adapter_direct_proxy("Live", "Group", Some(&live)).await.unwrap();
+        // A server that died without unregistering: nothing listens there any more.
+        let dead = c.string_to_proxy(&format!("dummy:tcp -h 127.0.0.1 -p {}", free_port())).unwrap();
+        registry.set_replicated_adapter_direct_proxy("Dead", "Group", Some(&dead)).await.unwrap();
+
+        let started = Instant::now();
+        assert!(unregistered_within(&locator, "Dead", Duration::from_secs(8)).await, "Dead is still registered");
+        println!("the dead adapter expired after {:?}", started.elapsed());
+        let group = locator.find_adapter_by_id("Group").await.unwrap().unwrap();
+        assert_eq!(ports(&group), ports(&live));
+        // The live one stays as long as it answers…
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(locator.find_adapter_by_id("Live").await.unwrap().is_some());
+        // …and goes once its server has gone.
+        server.destroy().await;
+        assert!(unregistered_within(&locator, "Live", Duration::from_secs(8)).await, "Live is still registered");
+        assert!(is_adapter_not_found(&locator, "Group").await);
+    });
+}
