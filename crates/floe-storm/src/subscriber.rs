@@ -347,6 +347,7 @@ impl Subscriber {
                 }
                 return;
             };
+            debug!(target: "floe::storm", "subscriber {}: delivering {} events", identity_to_string(&self.id), batch.len());
             let result = match tokio::time::timeout(self.config.send_timeout, self.send(&batch)).await {
                 Ok(r) => r,
                 Err(_) => Err(Failure::Soft(format!("no delivery within {:?}", self.config.send_timeout))),
