@@ -158,7 +158,7 @@ impl std::fmt::Debug for Subscriber {
 }
 
 /// Why a subscription was refused: the reason of a `BadQoS`.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct BadQoS(pub String);
 
 /// Reads a QoS: (delivery, retry count).
@@ -482,5 +482,125 @@ fn classify(e: Error) -> Failure {
             debug!(target: "floe::storm", "delivery failed: {e}");
             Failure::Soft(e.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_QUEUE_SIZE_MAX;
+
+    fn proxy(c: &floe::Communicator, s: &str) -> ObjectPrx {
+        c.string_to_proxy(s).unwrap()
+    }
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_qos_and_the_proxy_mode_decide_the_delivery() {
+        let c = floe::Communicator::new().unwrap();
+        let twoway = proxy(&c, "s:tcp -h 127.0.0.1 -p 1");
+        assert_eq!(parse_qos(&q(&[]), &twoway).unwrap(), (Delivery::Twoway { ordered: false }, 0));
+        assert_eq!(
+            parse_qos(&q(&[("reliability", "ordered"), ("retryCount", "-1")]), &twoway).unwrap(),
+            (Delivery::Twoway { ordered: true }, -1)
+        );
+        assert_eq!(parse_qos(&q(&[("retryCount", " 3 ")]), &twoway.ice_oneway()).unwrap(), (Delivery::Oneway, 3));
+        assert_eq!(parse_qos(&q(&[]), &twoway.ice_datagram()).unwrap().0, Delivery::Oneway);
+        assert_eq!(parse_qos(&q(&[]), &twoway.ice_batch_oneway()).unwrap().0, Delivery::Batch);
+        assert_eq!(parse_qos(&q(&[]), &twoway.ice_batch_datagram()).unwrap().0, Delivery::Batch);
+        // Unknown keys are ignored, as IceStorm does.
+        assert!(parse_qos(&q(&[("priority", "high")]), &twoway).is_ok());
+        for bad in [
+            q(&[("reliability", "best")]),
+            q(&[("retryCount", "often")]),
+            q(&[("locatorCacheTimeout", "x")]),
+            q(&[("connectionCached", "")]),
+        ] {
+            assert!(parse_qos(&bad, &twoway).is_err(), "{bad:?}");
+        }
+        let e = parse_qos(&q(&[("reliability", "ordered")]), &twoway.ice_oneway()).unwrap_err();
+        assert!(e.0.contains("twoway"), "{}", e.0);
+        c.destroy_blocking();
+    }
+
+    #[test]
+    fn events_cross_links_as_whole_encapsulations() {
+        let mut ctx = Context::new();
+        ctx.insert("cost".into(), "4".into());
+        let e = Event {
+            op: "tick".into(),
+            mode: OperationMode::Idempotent,
+            encoding: EncodingVersion { major: 1, minor: 0 },
+            params: Bytes::from_static(&[1, 2, 3]),
+            ctx,
+        };
+        let data = e.to_event_data();
+        assert_eq!(&data.data[..], &[9, 0, 0, 0, 1, 0, 1, 2, 3]);
+        let back = Event::from_event_data(data.clone()).unwrap();
+        assert_eq!((back.op.as_str(), back.mode, back.encoding, &back.params[..]), ("tick", e.mode, e.encoding, &[1u8, 2, 3][..]));
+        assert_eq!(event_cost(&back), 4);
+        // Sizes that lie are refused.
+        for bad in [&[9u8, 0, 0, 0, 1, 1][..], &[5, 0, 0, 0, 1, 1], &[1, 2]] {
+            let mut d = data.clone();
+            d.data = Bytes::copy_from_slice(bad);
+            assert!(Event::from_event_data(d).is_none(), "{bad:?}");
+        }
+    }
+
+    fn config(policy: QueueFullPolicy) -> Arc<StormConfig> {
+        let props = floe::Properties::new();
+        props.set("IceStorm.TopicManager.Endpoints", "tcp");
+        props.set("IceStorm.Publish.Endpoints", "tcp");
+        props.set("IceStorm.Send.QueueSizeMax", "3");
+        let mut c = StormConfig::from_properties(&props).unwrap();
+        c.queue_full_policy = policy;
+        Arc::new(c)
+    }
+
+    fn event(n: u8) -> Arc<Event> {
+        Arc::new(Event {
+            op: "tick".into(),
+            mode: OperationMode::Normal,
+            encoding: EncodingVersion { major: 1, minor: 1 },
+            params: Bytes::copy_from_slice(&[n]),
+            ctx: Context::new(),
+        })
+    }
+
+    #[test]
+    fn a_full_queue_removes_the_subscriber_or_drops_the_oldest_events() {
+        let c = floe::Communicator::new().unwrap();
+        let p = proxy(&c, "s:tcp -h 127.0.0.1 -p 1");
+        let record = Record { proxy: p.to_string(), qos: vec![], link: None };
+        let events: Vec<Arc<Event>> = (0..5).map(event).collect();
+
+        let s = Subscriber::new(p.ice_get_identity().clone(), record.clone(), p.clone(), None, Delivery::Twoway { ordered: false }, 0, config(QueueFullPolicy::RemoveSubscriber));
+        assert!(s.queue(&events[..3], false));
+        assert!(!s.errored());
+        assert!(!s.queue(&events[3..4], false), "a fourth event fits a queue of three");
+        assert!(s.errored() && s.queued() == 0);
+
+        let s = Subscriber::new(p.ice_get_identity().clone(), record, p.clone(), None, Delivery::Twoway { ordered: false }, 0, config(QueueFullPolicy::DropEvents));
+        assert!(s.queue(&events, false));
+        let kept: Vec<u8> = s.queue.lock().unwrap().events.iter().map(|e| e.params[0]).collect();
+        assert_eq!(kept, vec![2, 3, 4]);
+        assert!(DEFAULT_QUEUE_SIZE_MAX > 3);
+        c.destroy_blocking();
+    }
+
+    #[test]
+    fn links_do_not_pass_on_forwarded_events() {
+        let c = floe::Communicator::new().unwrap();
+        let p = proxy(&c, "IceStorm/b.link:tcp -h 127.0.0.1 -p 1");
+        let record = Record { proxy: p.to_string(), qos: vec![], link: Some((0, "IceStorm/topic.b".into())) };
+        let s = Subscriber::new(p.ice_get_identity().clone(), record, p, None, Delivery::Link { cost: 0 }, -1, config(QueueFullPolicy::RemoveSubscriber));
+        assert!(s.queue(&[event(1)], true));
+        assert_eq!(s.queued(), 0);
+        assert!(s.queue(&[event(1)], false));
+        assert_eq!(s.queued(), 1);
+        c.destroy_blocking();
     }
 }
