@@ -82,16 +82,14 @@ pub struct Storm {
 impl Storm {
     /// Creates the adapters (bound, not yet active), opens the store and restores the topics.
     pub fn new(communicator: Communicator, config: StormConfig) -> Result<Storm, Error> {
-        let topic_adapter =
-            communicator.create_object_adapter_with_endpoints("IceStorm.TopicManager", &config.topic_manager_endpoints)?;
+        let topic_adapter = communicator
+            .create_object_adapter_with_endpoints("IceStorm.TopicManager", &config.topic_manager_endpoints)?;
         let publish_adapter =
             communicator.create_object_adapter_with_endpoints("IceStorm.Publish", &config.publish_endpoints)?;
         let (store, contents) = match &config.data_dir {
             Some(dir) => {
-                let (store, contents) = Store::open(dir).map_err(|e| Error::Property {
-                    name: "IceStorm.LMDB.Path".into(),
-                    reason: e.to_string(),
-                })?;
+                let (store, contents) = Store::open(dir)
+                    .map_err(|e| Error::Property { name: "IceStorm.LMDB.Path".into(), reason: e.to_string() })?;
                 (Some(store), contents)
             }
             None => (None, Vec::new()),
@@ -106,10 +104,13 @@ impl Storm {
         });
         let instance = shared.config.instance_name.clone();
         let manager = Arc::new(Manager(shared.clone()));
+        shared.topic_adapter.add(
+            ice_storm::TopicManagerServer::new(ManagerServant(manager.clone())),
+            Identity::with_category(&instance, "TopicManager"),
+        );
         shared
             .topic_adapter
-            .add(ice_storm::TopicManagerServer::new(ManagerServant(manager.clone())), Identity::with_category(&instance, "TopicManager"));
-        shared.topic_adapter.add(ice_storm::FinderServer::new(FinderServant(manager)), Identity::with_category("IceStorm", "Finder"));
+            .add(ice_storm::FinderServer::new(FinderServant(manager)), Identity::with_category("IceStorm", "Finder"));
         Ok(Storm { shared, restored: Mutex::new(contents) })
     }
 
@@ -168,7 +169,7 @@ impl ice_storm::TopicManager for ManagerServant {
         let written = {
             let mut topics = shared.topics.lock().expect("topics");
             if topics.contains_key(&name) {
-                return Err(Error::user(TopicExists { name, ..Default::default() }));
+                return Err(Error::user(TopicExists { name }));
             }
             let topic = TopicCore::new(shared.clone(), &name);
             topics.insert(name.clone(), topic.clone());
@@ -182,7 +183,7 @@ impl ice_storm::TopicManager for ManagerServant {
     async fn retrieve(&self, name: String, _: &Current) -> floe::Result<Option<TopicPrx>> {
         match self.0 .0.topic(&name) {
             Some(t) => Ok(Some(t.proxy())),
-            None => Err(Error::user(NoSuchTopic { name, ..Default::default() })),
+            None => Err(Error::user(NoSuchTopic { name })),
         }
     }
 

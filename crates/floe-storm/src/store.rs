@@ -257,8 +257,13 @@ mod tests {
     fn topics_and_subscribers_survive_reopening() {
         let dir = std::env::temp_dir().join(format!("floe-storm-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let sub = Record { proxy: "s -o:tcp -h 127.0.0.1 -p 1".into(), qos: vec![("retryCount".into(), "3".into())], link: None };
-        let link = Record { proxy: "IceStorm/b.link:tcp".into(), qos: vec![], link: Some((5, "IceStorm/topic.b".into())) };
+        let sub = Record {
+            proxy: "s -o:tcp -h 127.0.0.1 -p 1".into(),
+            qos: vec![("retryCount".into(), "3".into())],
+            link: None,
+        };
+        let link =
+            Record { proxy: "IceStorm/b.link:tcp".into(), qos: vec![], link: Some((5, "IceStorm/topic.b".into())) };
         {
             let (store, contents) = Store::open(&dir).unwrap();
             assert!(contents.is_empty());

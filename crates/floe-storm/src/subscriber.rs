@@ -179,9 +179,7 @@ pub fn parse_qos(qos: &[(String, String)], proxy: &ObjectPrx) -> Result<(Deliver
                     .map_err(|_| BadQoS(format!("invalid retry count (numeric value required): {v}")))?;
             }
             "locatorCacheTimeout" | "connectionCached" => {
-                v.trim()
-                    .parse::<i32>()
-                    .map_err(|_| BadQoS(format!("invalid {k} (numeric value required): {v}")))?;
+                v.trim().parse::<i32>().map_err(|_| BadQoS(format!("invalid {k} (numeric value required): {v}")))?;
             }
             _ => {}
         }
@@ -436,11 +434,12 @@ impl Subscriber {
                     .iter()
                     .map(|e| {
                         let prefix = RequestPrefix::new(&self.id, &facet, &e.op, e.mode);
-                        floe::protocol::request::encode_request(1, &prefix, &e.ctx, e.encoding, |enc| enc.write_raw(&e.params))
+                        floe::protocol::request::encode_request(1, &prefix, &e.ctx, e.encoding, |enc| {
+                            enc.write_raw(&e.params)
+                        })
                     })
                     .collect();
-                let replies =
-                    floe::codegen::invoke_many_raw(&conn, msgs, Compress::No).await.map_err(classify)?;
+                let replies = floe::codegen::invoke_many_raw(&conn, msgs, Compress::No).await.map_err(classify)?;
                 for r in replies {
                     match r {
                         Ok(reply) => match reply.body {
@@ -456,11 +455,8 @@ impl Subscriber {
                 Ok(())
             }
             Delivery::Link { cost } => {
-                let events: Vec<EventData> = batch
-                    .iter()
-                    .filter(|e| cost == 0 || event_cost(e) <= cost)
-                    .map(|e| e.to_event_data())
-                    .collect();
+                let events: Vec<EventData> =
+                    batch.iter().filter(|e| cost == 0 || event_cost(e) <= cost).map(|e| e.to_event_data()).collect();
                 if events.is_empty() {
                     return Ok(());
                 }
@@ -488,7 +484,6 @@ fn classify(e: Error) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DEFAULT_QUEUE_SIZE_MAX;
 
     fn proxy(c: &floe::Communicator, s: &str) -> ObjectPrx {
         c.string_to_proxy(s).unwrap()
@@ -540,7 +535,10 @@ mod tests {
         let data = e.to_event_data();
         assert_eq!(&data.data[..], &[9, 0, 0, 0, 1, 0, 1, 2, 3]);
         let back = Event::from_event_data(data.clone()).unwrap();
-        assert_eq!((back.op.as_str(), back.mode, back.encoding, &back.params[..]), ("tick", e.mode, e.encoding, &[1u8, 2, 3][..]));
+        assert_eq!(
+            (back.op.as_str(), back.mode, back.encoding, &back.params[..]),
+            ("tick", e.mode, e.encoding, &[1u8, 2, 3][..])
+        );
         assert_eq!(event_cost(&back), 4);
         // Sizes that lie are refused.
         for bad in [&[9u8, 0, 0, 0, 1, 1][..], &[5, 0, 0, 0, 1, 1], &[1, 2]] {
@@ -577,17 +575,32 @@ mod tests {
         let record = Record { proxy: p.to_string(), qos: vec![], link: None };
         let events: Vec<Arc<Event>> = (0..5).map(event).collect();
 
-        let s = Subscriber::new(p.ice_get_identity().clone(), record.clone(), p.clone(), None, Delivery::Twoway { ordered: false }, 0, config(QueueFullPolicy::RemoveSubscriber));
+        let s = Subscriber::new(
+            p.ice_get_identity().clone(),
+            record.clone(),
+            p.clone(),
+            None,
+            Delivery::Twoway { ordered: false },
+            0,
+            config(QueueFullPolicy::RemoveSubscriber),
+        );
         assert!(s.queue(&events[..3], false));
         assert!(!s.errored());
         assert!(!s.queue(&events[3..4], false), "a fourth event fits a queue of three");
         assert!(s.errored() && s.queued() == 0);
 
-        let s = Subscriber::new(p.ice_get_identity().clone(), record, p.clone(), None, Delivery::Twoway { ordered: false }, 0, config(QueueFullPolicy::DropEvents));
+        let s = Subscriber::new(
+            p.ice_get_identity().clone(),
+            record,
+            p.clone(),
+            None,
+            Delivery::Twoway { ordered: false },
+            0,
+            config(QueueFullPolicy::DropEvents),
+        );
         assert!(s.queue(&events, false));
         let kept: Vec<u8> = s.queue.lock().unwrap().events.iter().map(|e| e.params[0]).collect();
         assert_eq!(kept, vec![2, 3, 4]);
-        assert!(DEFAULT_QUEUE_SIZE_MAX > 3);
         c.destroy_blocking();
     }
 
@@ -596,7 +609,15 @@ mod tests {
         let c = floe::Communicator::new().unwrap();
         let p = proxy(&c, "IceStorm/b.link:tcp -h 127.0.0.1 -p 1");
         let record = Record { proxy: p.to_string(), qos: vec![], link: Some((0, "IceStorm/topic.b".into())) };
-        let s = Subscriber::new(p.ice_get_identity().clone(), record, p, None, Delivery::Link { cost: 0 }, -1, config(QueueFullPolicy::RemoveSubscriber));
+        let s = Subscriber::new(
+            p.ice_get_identity().clone(),
+            record,
+            p,
+            None,
+            Delivery::Link { cost: 0 },
+            -1,
+            config(QueueFullPolicy::RemoveSubscriber),
+        );
         assert!(s.queue(&[event(1)], true));
         assert_eq!(s.queued(), 0);
         assert!(s.queue(&[event(1)], false));

@@ -13,7 +13,7 @@ use crate::service::Shared;
 use crate::slice::ice;
 use crate::slice::ice_storm::{
     self, AlreadySubscribed, BadQoS, EventDataSeq, InvalidSubscriber, LinkExists, LinkInfo, LinkInfoSeq, NoSuchLink,
-    TopicInternalPrx, TopicLinkPrx, TopicPrx, QoS,
+    QoS, TopicInternalPrx, TopicLinkPrx, TopicPrx,
 };
 use crate::store::{Change, Record};
 use crate::subscriber::{parse_qos, Delivery, Event, Subscriber};
@@ -138,21 +138,25 @@ impl TopicCore {
     /// Restores a stored subscriber or link.
     pub fn restore(self: &Arc<Self>, id: &str, record: Record) -> Result<(), Error> {
         let communicator = &self.shared.communicator;
-        let id = floe::reference::string_to_identity(id).map_err(|e| Error::Property {
-            name: "stored subscriber".into(),
-            reason: e,
-        })?;
+        let id = floe::reference::string_to_identity(id)
+            .map_err(|e| Error::Property { name: "stored subscriber".into(), reason: e })?;
         let proxy = communicator.string_to_proxy(&record.proxy)?;
         let s = match &record.link {
             Some((cost, topic)) => {
                 let topic = communicator.string_to_proxy(topic)?;
-                Subscriber::new(id, record.clone(), proxy, Some(topic), Delivery::Link { cost: *cost }, -1, self.shared.config.clone())
+                Subscriber::new(
+                    id,
+                    record.clone(),
+                    proxy,
+                    Some(topic),
+                    Delivery::Link { cost: *cost },
+                    -1,
+                    self.shared.config.clone(),
+                )
             }
             None => {
-                let (delivery, retry) = parse_qos(&record.qos, &proxy).map_err(|e| Error::Property {
-                    name: "stored subscriber".into(),
-                    reason: e.0,
-                })?;
+                let (delivery, retry) = parse_qos(&record.qos, &proxy)
+                    .map_err(|e| Error::Property { name: "stored subscriber".into(), reason: e.0 })?;
                 Subscriber::new(id, record.clone(), proxy, None, delivery, retry, self.shared.config.clone())
             }
         };
@@ -279,12 +283,11 @@ impl ice_storm::Topic for TopicServant {
     ) -> floe::Result<Option<ObjectPrx>> {
         let t = self.live(current)?;
         let Some(proxy) = subscriber else {
-            return Err(Error::user(InvalidSubscriber { reason: "subscriber is a null proxy".into(), ..Default::default() }));
+            return Err(Error::user(InvalidSubscriber { reason: "subscriber is a null proxy".into() }));
         };
         let mut qos: Vec<(String, String)> = qos.into_iter().collect();
         qos.sort();
-        let (delivery, retry) =
-            parse_qos(&qos, &proxy).map_err(|e| Error::user(BadQoS { reason: e.0, ..Default::default() }))?;
+        let (delivery, retry) = parse_qos(&qos, &proxy).map_err(|e| Error::user(BadQoS { reason: e.0 }))?;
         let id = proxy.ice_get_identity().clone();
         t.trace(|| format!("subscribe {} ({proxy}) QoS {qos:?}", identity_to_string(&id)));
         let record = Record { proxy: proxy.to_string(), qos, link: None };
@@ -308,16 +311,16 @@ impl ice_storm::Topic for TopicServant {
     async fn link(&self, link_to: Option<TopicPrx>, cost: i32, current: &Current) -> floe::Result<()> {
         let t = self.live(current)?;
         let Some(to) = link_to else {
-            return Err(Error::user(InvalidSubscriber { reason: "link to a null proxy".into(), ..Default::default() }));
+            return Err(Error::user(InvalidSubscriber { reason: "link to a null proxy".into() }));
         };
         let id = to.as_object().ice_get_identity().clone();
         let name = identity_to_topic_name(&id);
         if t.subscribers().iter().any(|s| s.id == id) {
-            return Err(Error::user(LinkExists { name, ..Default::default() }));
+            return Err(Error::user(LinkExists { name }));
         }
         let link: Option<TopicLinkPrx> = TopicInternalPrx::from_object(to.as_object().clone()).get_link_proxy().await?;
         let Some(link) = link else {
-            return Err(Error::user(InvalidSubscriber { reason: "the topic has no link object".into(), ..Default::default() }));
+            return Err(Error::user(InvalidSubscriber { reason: "the topic has no link object".into() }));
         };
         t.trace(|| format!("link {} cost {cost}", identity_to_string(&id)));
         let record = Record { proxy: link.to_string(), qos: vec![], link: Some((cost, to.to_string())) };
@@ -330,7 +333,7 @@ impl ice_storm::Topic for TopicServant {
             -1,
             t.shared.config.clone(),
         );
-        let written = t.add(s, true).ok_or_else(|| Error::user(LinkExists { name, ..Default::default() }))?;
+        let written = t.add(s, true).ok_or_else(|| Error::user(LinkExists { name }))?;
         let _ = written.await;
         Ok(())
     }
@@ -349,7 +352,7 @@ impl ice_storm::Topic for TopicServant {
                 let _ = w.await;
                 Ok(())
             }
-            None => Err(Error::user(NoSuchLink { name: identity_to_topic_name(&id), ..Default::default() })),
+            None => Err(Error::user(NoSuchLink { name: identity_to_topic_name(&id) })),
         }
     }
 

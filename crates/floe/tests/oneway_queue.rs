@@ -272,10 +272,9 @@ fn a_twoway_request_that_takes_a_full_queue_along_wakes_the_waiting_oneway_calle
         // Polled right after the flood first waits, before the flush task runs: its direct
         // write takes the full queue along.
         let call = twoway.invoke("ping", OperationMode::Normal, None, |_| {});
-        let (sent, reply) =
-            tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(flood, call) })
-                .await
-                .expect("the oneway caller was never woken");
+        let (sent, reply) = tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(flood, call) })
+            .await
+            .expect("the oneway caller was never woken");
         reply.unwrap();
         sent
     });

@@ -155,19 +155,26 @@ fn python_peers(service: &Service, topic: &str, modes: &[&str], count: usize) {
         })
         .collect();
     let out = python_peer(&[
-        "publish", "--manager", &service.manager, "--topic", topic, "--count", &expect, "--size", "100", "--mode", "mixed",
-        "--pace-ms", "0.5",
+        "publish",
+        "--manager",
+        &service.manager,
+        "--topic",
+        topic,
+        "--count",
+        &expect,
+        "--size",
+        "100",
+        "--mode",
+        "mixed",
+        "--pace-ms",
+        "0.5",
     ])
     .output()
     .unwrap();
     assert!(out.status.success(), "publisher failed: {}", String::from_utf8_lossy(&out.stderr));
     for (mode, sub) in subscribers {
         let text = sub.finish(Duration::from_secs(60));
-        assert!(
-            text.contains(&format!("received {count} in order")),
-            "{:?} {mode} subscriber: {text}",
-            service.kind
-        );
+        assert!(text.contains(&format!("received {count} in order")), "{:?} {mode} subscriber: {text}", service.kind);
     }
 }
 
@@ -277,7 +284,11 @@ fn assert_all_in_order(ticks: &[Tick], n: i32, what: &str) {
     let got = seqs(ticks);
     if got != (0..n).collect::<Vec<_>>() {
         let first_wrong = got.iter().enumerate().find(|(i, s)| **s != *i as i32).map(|(i, _)| i);
-        panic!("{what}: {} ticks instead of {n}, first out of place at {first_wrong:?}, last {:?}", got.len(), got.last());
+        panic!(
+            "{what}: {} ticks instead of {n}, first out of place at {first_wrong:?}, last {:?}",
+            got.len(),
+            got.last()
+        );
     }
 }
 
@@ -411,8 +422,11 @@ fn links(service: &Service) {
         let (a, b, d) = (create(&m, "a").await, create(&m, "b").await, create(&m, "c").await);
         a.link(Some(&b), 5).await.unwrap();
         a.link(Some(&d), 0).await.unwrap();
-        assert!(matches!(a.link(Some(&b), 1).await, Err(CallError::User(TopicLinkError::LinkExists(e))) if e.name == "b"));
-        let mut infos: Vec<(String, i32)> = a.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name, l.cost)).collect();
+        assert!(
+            matches!(a.link(Some(&b), 1).await, Err(CallError::User(TopicLinkError::LinkExists(e))) if e.name == "b")
+        );
+        let mut infos: Vec<(String, i32)> =
+            a.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name, l.cost)).collect();
         infos.sort();
         assert_eq!(infos, vec![("b".to_string(), 5), ("c".to_string(), 0)]);
         // b links back to a: events a forwards to b are not forwarded again.
@@ -442,11 +456,18 @@ fn links(service: &Service) {
         assert_eq!(got_b[1].ctx.get("cost").map(String::as_str), Some("3"), "the context travels with the event");
 
         a.unlink(Some(&b)).await.unwrap();
-        assert!(matches!(a.unlink(Some(&b)).await, Err(CallError::User(TopicUnlinkError::NoSuchLink(e))) if e.name == "b"));
+        assert!(
+            matches!(a.unlink(Some(&b)).await, Err(CallError::User(TopicUnlinkError::NoSuchLink(e))) if e.name == "b")
+        );
         tick(&publisher, 4, b"", None).await.unwrap();
         let got_c = wait_ticks(&collected[2], 5, Duration::from_secs(10)).await;
         assert_eq!(seqs(&got_c), vec![0, 1, 2, 3, 4]);
-        assert_eq!(seqs(&collected[1].lock().unwrap()), vec![0, 1, 3], "{:?}: an unlinked topic got an event", service.kind);
+        assert_eq!(
+            seqs(&collected[1].lock().unwrap()),
+            vec![0, 1, 3],
+            "{:?}: an unlinked topic got an event",
+            service.kind
+        );
     });
     c.destroy_blocking();
 }
@@ -464,14 +485,17 @@ fn links_and_costs_through_icestorm() {
 #[test]
 fn icestormadmin_manages_floe_storm() {
     let storm = floe_storm("admin", &["--IceStorm.InstanceName=Weather"]);
-    let manager = format!("--IceStormAdmin.TopicManager.Default=Weather/TopicManager:tcp -h 127.0.0.1 -p {}", storm.topic_port);
+    let manager =
+        format!("--IceStormAdmin.TopicManager.Default=Weather/TopicManager:tcp -h 127.0.0.1 -p {}", storm.topic_port);
     let admin = |commands: &str| {
         let out = Command::new("icestormadmin").arg(&manager).args(["-e", commands]).output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
     };
-    let (ok, out) = admin("create north south east; link north south 7; link north east; links; topics; subscribers north");
+    let (ok, out) =
+        admin("create north south east; link north south 7; link north east; links; topics; subscribers north");
     assert!(ok, "{out}");
-    for line in ["north to south with cost 7", "north to east with cost 0", "Weather/topic.south", "Weather/topic.east"] {
+    for line in ["north to south with cost 7", "north to east with cost 0", "Weather/topic.south", "Weather/topic.east"]
+    {
         assert!(out.contains(line), "missing {line:?} in {out}");
     }
     let (ok, out) = admin("unlink north east; destroy east; links; topics");
@@ -563,7 +587,11 @@ fn hung_and_dead_subscribers_never_hold_back_the_others() {
         let got = wait_ticks(&ticks, n as usize, Duration::from_secs(30)).await;
         let elapsed = started.elapsed();
         assert_all_in_order(&got, n, "the good twoway subscriber");
-        assert_all_in_order(&wait_ticks(&ticks_oneway, n as usize, Duration::from_secs(10)).await, n, "the good oneway subscriber");
+        assert_all_in_order(
+            &wait_ticks(&ticks_oneway, n as usize, Duration::from_secs(10)).await,
+            n,
+            "the good oneway subscriber",
+        );
         eprintln!("10,000 1 kB events to the good subscribers in {elapsed:?}");
         assert!(elapsed < Duration::from_secs(20), "the good subscribers were held back: {elapsed:?}");
 
@@ -605,7 +633,9 @@ fn topics_links_and_subscribers_survive_a_restart() {
     let (topic_port, publish_port, subscriber_port) = (free_port(), free_port(), free_port());
     let mut storm = floe_storm_on(&dir, topic_port, publish_port, &[]);
     let c = Communicator::new().unwrap();
-    let adapter = c.create_object_adapter_with_endpoints("Subscribers", &format!("tcp -h 127.0.0.1 -p {subscriber_port}")).unwrap();
+    let adapter = c
+        .create_object_adapter_with_endpoints("Subscribers", &format!("tcp -h 127.0.0.1 -p {subscriber_port}"))
+        .unwrap();
     let (ticks_x, servant_x) = collector();
     let (ticks_y, servant_y) = collector();
     let sub_x = adapter.add(servant_x, floe::Identity::new("sub-x")).ice_oneway();
@@ -631,7 +661,8 @@ fn topics_links_and_subscribers_survive_a_restart() {
         names.sort();
         assert_eq!(names, vec!["empty", "x", "y"]);
         let x = m.retrieve("x").await.unwrap().unwrap();
-        let links: Vec<(String, i32)> = x.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name, l.cost)).collect();
+        let links: Vec<(String, i32)> =
+            x.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name, l.cost)).collect();
         assert_eq!(links, vec![("y".to_string(), 4)]);
         let mut subs: Vec<String> = x.get_subscribers().await.unwrap().iter().map(id_str).collect();
         subs.sort();
@@ -646,7 +677,11 @@ fn topics_links_and_subscribers_survive_a_restart() {
             tick(&publisher, seq, b"after", None).await.unwrap();
         }
         assert_all_in_order(&wait_ticks(&ticks_x, 100, Duration::from_secs(10)).await, 100, "x's restored subscriber");
-        assert_all_in_order(&wait_ticks(&ticks_y, 100, Duration::from_secs(10)).await, 100, "y's subscriber, through the restored link");
+        assert_all_in_order(
+            &wait_ticks(&ticks_y, 100, Duration::from_secs(10)).await,
+            100,
+            "y's subscriber, through the restored link",
+        );
     });
     c.destroy_blocking();
 }
