@@ -782,3 +782,42 @@ fn garbage_on_both_endpoints_never_stops_delivery() {
     });
     c.destroy_blocking();
 }
+
+/// Links between the two services, both ways: a floe-storm topic linked to an IceStorm topic
+/// (IceStorm's link object receives floe-storm's `forward`), and an IceStorm topic linked to
+/// a floe-storm topic (floe-storm answers IceStorm's `getLinkProxy` and `forward`).
+#[test]
+fn links_between_floe_storm_and_icestorm() {
+    let floe = floe_storm("cross", &[]);
+    let ice = icestorm("cross", &[]);
+    let c = Communicator::new().unwrap();
+    c.block_on(async {
+        let (mf, mi) = (manager(&c, &floe), manager(&c, &ice));
+        let (fa, ib) = (create(&mf, "fa").await, create(&mi, "ib").await);
+        let (ia, fb) = (create(&mi, "ia").await, create(&mf, "fb").await);
+        fa.link(Some(&ib), 3).await.unwrap();
+        ia.link(Some(&fb), 0).await.unwrap();
+        let infos: Vec<(String, i32)> =
+            fa.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name, l.cost)).collect();
+        assert_eq!(infos, vec![("ib".to_string(), 3)]);
+        let adapter = c.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+        adapter.activate().await.unwrap();
+        let (on_ice, servant) = collector();
+        ib.subscribe_and_get_publisher(&qos(&[]), Some(&adapter.add_with_uuid(servant))).await.unwrap();
+        let (on_floe, servant) = collector();
+        fb.subscribe_and_get_publisher(&qos(&[]), Some(&adapter.add_with_uuid(servant).ice_oneway())).await.unwrap();
+        let (to_fa, to_ia) = (fa.get_publisher().await.unwrap().unwrap(), ia.get_publisher().await.unwrap().unwrap());
+        let expensive = Context::from([("cost".to_string(), "7".to_string())]);
+        for seq in 0..200 {
+            tick(&to_fa, seq, b"floe to ice", None).await.unwrap();
+            tick(&to_ia, seq, b"ice to floe", None).await.unwrap();
+        }
+        // Above the floe-storm link's cost: not forwarded to IceStorm.
+        tick(&to_fa, 999, b"", Some(&expensive)).await.unwrap();
+        tick(&to_fa, 200, b"", None).await.unwrap();
+        tick(&to_ia, 200, b"", None).await.unwrap();
+        assert_all_in_order(&wait_ticks(&on_ice, 201, Duration::from_secs(15)).await, 201, "floe-storm → IceStorm");
+        assert_all_in_order(&wait_ticks(&on_floe, 201, Duration::from_secs(15)).await, 201, "IceStorm → floe-storm");
+    });
+    c.destroy_blocking();
+}
