@@ -213,3 +213,71 @@ fn a_lone_oneway_is_written_before_its_call_returns() {
     let got = peer.join().unwrap();
     assert_eq!((got[0].0.as_str(), got[0].1), ("bye", 1));
 }
+
+/// A twoway request written directly while the oneway queue is full takes the queued requests
+/// along; the oneway caller waiting for room must learn that there is room again, although
+/// the flush task will find nothing left to write.
+#[test]
+fn a_twoway_request_that_takes_a_full_queue_along_wakes_the_waiting_oneway_caller() {
+    let (port, peer) = raw_peer(move |mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut oneways = 0;
+        loop {
+            let n = s.read(&mut chunk).expect("peer read");
+            assert!(n > 0, "client closed after {oneways} oneways");
+            buf.extend_from_slice(&chunk[..n]);
+            while buf.len() >= 14 {
+                let size = i32::from_le_bytes(buf[10..14].try_into().unwrap()) as usize;
+                if buf.len() < size {
+                    break;
+                }
+                let msg: Vec<u8> = buf.drain(..size).collect();
+                let r = Request::decode(bytes::Bytes::from(msg[14..].to_vec())).expect("request decodes");
+                if r.request_id != 0 {
+                    // An empty successful reply.
+                    let mut reply = vec![b'I', b'c', b'e', b'P', 1, 0, 1, 0, 2, 0, 25, 0, 0, 0];
+                    reply.extend_from_slice(&r.request_id.to_le_bytes());
+                    reply.extend_from_slice(&[0, 6, 0, 0, 0, 1, 1]);
+                    s.write_all(&reply).unwrap();
+                } else if r.operation == "last" {
+                    return oneways;
+                } else {
+                    oneways += 1;
+                }
+            }
+        }
+    });
+    let c = Communicator::new().unwrap();
+    let oneway = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
+    let twoway = oneway.ice_twoway();
+    let padding = vec![7u8; 4096];
+    let sent = c.block_on(async {
+        oneway.ice_get_connection().await.unwrap();
+        let flood = async {
+            // 1 MB: four times the queue's limit, so the caller waits for room.
+            for k in 0..256 {
+                oneway
+                    .invoke("put", OperationMode::Normal, None, |e| {
+                        e.write_i32(k);
+                        e.write_raw(&padding);
+                    })
+                    .await
+                    .unwrap();
+            }
+            oneway.invoke("last", OperationMode::Normal, None, |_| {}).await.unwrap();
+            256
+        };
+        // Polled right after the flood first waits, before the flush task runs: its direct
+        // write takes the full queue along.
+        let call = twoway.invoke("ping", OperationMode::Normal, None, |_| {});
+        let (sent, reply) = tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(flood, call) })
+            .await
+            .expect("the oneway caller was never woken");
+        reply.unwrap();
+        sent
+    });
+    assert_eq!(peer.join().unwrap(), sent);
+    c.destroy_blocking();
+}

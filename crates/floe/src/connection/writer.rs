@@ -125,7 +125,10 @@ impl Connection {
         let w = guard.as_mut().expect("checked above");
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match job.poll_write(w, &mut cx) {
-            Poll::Ready(result) => Started::Done(self.wrote(guard, result)),
+            Poll::Ready(result) => {
+                let took_queued = !job.queued.is_empty();
+                Started::Done(self.wrote(guard, result, took_queued))
+            }
             Poll::Pending => Started::Blocked(PendingWrite { guard, job }),
         }
     }
@@ -148,15 +151,22 @@ impl Connection {
         };
         let mut abandoned = abandoned;
         abandoned.armed = false;
-        self.wrote(guard, result)
+        let took_queued = !job.queued.is_empty();
+        self.wrote(guard, result, took_queued)
     }
 
     /// Ends a write: releases the write half, and closes the connection if the write failed.
-    fn wrote(&self, guard: WriterGuard<'_>, result: std::io::Result<()>) -> Result<()> {
+    /// A write that took the queued oneway requests along made room in the queue: the callers
+    /// waiting for room learn of it (the flush task, finding the queue empty, will not tell
+    /// them).
+    fn wrote(&self, guard: WriterGuard<'_>, result: std::io::Result<()>, took_queued: bool) -> Result<()> {
         drop(guard);
         match result {
             Ok(()) => {
                 self.shared.activity.touch_write();
+                if took_queued {
+                    self.shared.oneways.wake_waiters();
+                }
                 Ok(())
             }
             Err(e) => {

@@ -227,9 +227,10 @@ impl<'a> Gen<'a> {
     }
 }
 
-/// The invocation mode of an operation.
+/// The invocation mode of an operation. As with Ice's compilers, `["nonmutating"]` changes
+/// the mode of idempotent operations only: on any other it is sent (and expected) as `Normal`.
 fn op_mode(o: &Operation) -> &'static str {
-    if o.metadata.iter().any(|m| m == "nonmutating") {
+    if o.idempotent && o.metadata.iter().any(|m| m == "nonmutating") {
         "Nonmutating"
     } else if o.idempotent {
         "Idempotent"
