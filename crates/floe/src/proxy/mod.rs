@@ -474,8 +474,12 @@ impl ObjectPrx {
         Ok(connection)
     }
 
-    /// A connection to the first of `endpoints` that connects.
+    /// An open connection to any of `endpoints`, as Ice reuses one before it connects;
+    /// otherwise a connection to the first of `endpoints` that connects.
     async fn connect_first(&self, endpoints: &[crate::encoding::EndpointData]) -> Result<Connection> {
+        if let Some(c) = self.inner.instance.find_open_connection(endpoints) {
+            return Ok(c);
+        }
         let mut last = None;
         for ep in endpoints {
             match self.inner.instance.connect(ep).await {
