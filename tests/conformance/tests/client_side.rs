@@ -99,6 +99,36 @@ fn binding_1_0() {
     binding("1.0");
 }
 
+fn objects(encoding: &str, extra: &[&str]) {
+    let setup = Setup {
+        dir: "objects",
+        script: "Server.py",
+        adapters: &["TestAdapter"],
+        ports: 1,
+        encoding,
+        extra,
+        // The graphs have cycles: Ice's C++ client of the suite accepts them the same way.
+        client_extra: &["--Ice.AcceptClassCycles=1"],
+    };
+    run(setup, client_side::objects::all_tests);
+}
+
+#[test]
+fn objects_1_1() {
+    objects("1.1", &[]);
+}
+
+/// As Ice's driver runs objects with the sliced format (on both sides).
+#[test]
+fn objects_1_1_sliced_format() {
+    objects("1.1", &["--Ice.Default.SlicedFormat=1"]);
+}
+
+#[test]
+fn objects_1_0() {
+    objects("1.0", &[]);
+}
+
 // The check of Ice's proxy client that floe fails: the `ice_timeout` of a proxy without
 // endpoints is lost (see `client_side::proxy::timeout_of_indirect_proxies`).
 // #[test]

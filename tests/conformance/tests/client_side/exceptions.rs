@@ -1,10 +1,10 @@
 //! Ice/exceptions: the client checks of `AllTests.py` against Ice's Python server.
 //!
-//! Ported: 60 checks — user exceptions caught as their exact, base and derived types (the
-//! generated error enum of each operation stands for Python's `except` clauses: the variant
-//! is the type received, its fields the members), undeclared exceptions, the memory limit on
-//! replies and requests, object/facet/operation not exist, unknown local and non-Ice
-//! exceptions, and the AMD-only operations.
+//! Ported: 38 checks (assertions in the source) — user exceptions caught as their exact, base
+//! and derived types (the generated error enum of each operation stands for Python's `except`
+//! clauses: the variant is the type received, its fields the members), undeclared exceptions,
+//! the memory limit on replies and requests, object/facet/operation not exist, unknown local
+//! and non-Ice exceptions, and the AMD-only operations.
 //!
 //! Not ported, as they do not apply to floe's client:
 //! - servant, servant locator and value factory registration errors (local object adapter

@@ -1,10 +1,11 @@
 //! Ice/proxy: the client checks of `AllTests.py` against Ice's Python server.
 //!
-//! Ported: 147 checks — proxy strings (identities, facets, adapter ids, modes, quoting and
-//! escapes, the parse errors), identity strings, the `ice_*` factory methods floe has and
-//! proxy equality, checked casts (with a context, up and down, to a missing facet and a type
-//! the object is not), `ice_fixed`, encoding versions against the server, and opaque
-//! endpoints (their parse errors, their printed forms, and the server echoing them back).
+//! Ported: 150 checks (assertions in the source, each opaque-endpoint parse error counted) —
+//! proxy strings (identities, facets, adapter ids, modes, quoting and escapes, the parse
+//! errors), identity strings, the `ice_*` factory methods floe has and proxy equality, checked
+//! casts (with a context, up and down, to a missing facet and a type the object is not),
+//! `ice_fixed`, encoding versions against the server, and opaque endpoints (their parse errors,
+//! their printed forms, and the server echoing them back).
 //!
 //! Not ported, as floe has no equivalent:
 //! - `stringToProxy("")` and `propertyToProxy("bogus")` returning a null proxy (floe has no
