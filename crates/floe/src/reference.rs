@@ -716,6 +716,7 @@ mod tests {
         assert_eq!(identity_to_string(&id), "c/a\\a\\v\\u0001\\u007f\\u001fz");
     }
 
+    #[test]
     fn escaped_facets_and_adapter_ids_round_trip() {
         // Found by the proxy_string fuzz target: control characters in an adapter id.
         for s in
