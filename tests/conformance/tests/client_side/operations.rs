@@ -19,6 +19,9 @@
 //!   `Shared`), and the implicit context's `put`/`get`/`containsKey` return values (floe's
 //!   setters return nothing).
 
+// The values are Ice's own test values (3.14, FLT_MAX as Ice writes it).
+#![allow(clippy::approx_constant, clippy::excessive_precision)]
+
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::{Duration, Instant};

@@ -154,53 +154,53 @@ pub(crate) async fn all_tests(h: Helper) {
     assert_ne!(base.ice_encoding_version(EncodingVersion::V1_0).ice_get_encoding_version(), EncodingVersion::V1_1);
 
     // Proxy comparison (equality: floe proxies are not ordered).
-    let foo = c.string_to_proxy("foo").expect("foo");
-    assert_eq!(foo, c.string_to_proxy("foo").expect("foo"));
-    assert_ne!(foo, c.string_to_proxy("foo2").expect("foo2"));
-    assert_eq!(foo.ice_facet("facet"), foo.ice_facet("facet"));
-    assert_ne!(foo.ice_facet("facet"), foo.ice_facet("facet1"));
-    assert_eq!(foo.ice_oneway(), foo.ice_oneway());
-    assert_ne!(foo.ice_oneway(), foo.ice_twoway());
-    assert_eq!(foo.ice_secure(true), foo.ice_secure(true));
-    assert_ne!(foo.ice_secure(false), foo.ice_secure(true));
+    let comp = c.string_to_proxy("foo").expect("foo");
+    assert_eq!(comp, c.string_to_proxy("foo").expect("foo"));
+    assert_ne!(comp, c.string_to_proxy("foo2").expect("foo2"));
+    assert_eq!(comp.ice_facet("facet"), comp.ice_facet("facet"));
+    assert_ne!(comp.ice_facet("facet"), comp.ice_facet("facet1"));
+    assert_eq!(comp.ice_oneway(), comp.ice_oneway());
+    assert_ne!(comp.ice_oneway(), comp.ice_twoway());
+    assert_eq!(comp.ice_secure(true), comp.ice_secure(true));
+    assert_ne!(comp.ice_secure(false), comp.ice_secure(true));
     use floe::reference::EndpointSelection;
     assert_eq!(
-        foo.ice_endpoint_selection(EndpointSelection::Random),
-        foo.ice_endpoint_selection(EndpointSelection::Random)
+        comp.ice_endpoint_selection(EndpointSelection::Random),
+        comp.ice_endpoint_selection(EndpointSelection::Random)
     );
     assert_ne!(
-        foo.ice_endpoint_selection(EndpointSelection::Random),
-        foo.ice_endpoint_selection(EndpointSelection::Ordered)
+        comp.ice_endpoint_selection(EndpointSelection::Random),
+        comp.ice_endpoint_selection(EndpointSelection::Ordered)
     );
-    assert_eq!(foo.ice_compress(true), foo.ice_compress(true));
-    assert_ne!(foo.ice_compress(false), foo.ice_compress(true));
-    assert_eq!(foo.ice_timeout(20), foo.ice_timeout(20));
+    assert_eq!(comp.ice_compress(true), comp.ice_compress(true));
+    assert_ne!(comp.ice_compress(false), comp.ice_compress(true));
+    assert_eq!(comp.ice_timeout(20), comp.ice_timeout(20));
     // Ice's `ice_timeout(10) != ice_timeout(20)` on this endpoint-less proxy: see
     // `timeout_of_indirect_proxies` below.
 
     let loc1 = c.string_to_proxy("loc1:default -p 10000").expect("loc1");
     let loc2 = c.string_to_proxy("loc2:default -p 10000").expect("loc2");
-    assert_eq!(foo.ice_locator(None), foo.ice_locator(None));
-    assert_eq!(foo.ice_locator(Some(&loc1)), foo.ice_locator(Some(&loc1)));
-    assert_ne!(foo.ice_locator(Some(&loc1)), foo.ice_locator(None));
-    assert_ne!(foo.ice_locator(None), foo.ice_locator(Some(&loc2)));
-    assert_ne!(foo.ice_locator(Some(&loc1)), foo.ice_locator(Some(&loc2)));
+    assert_eq!(comp.ice_locator(None), comp.ice_locator(None));
+    assert_eq!(comp.ice_locator(Some(&loc1)), comp.ice_locator(Some(&loc1)));
+    assert_ne!(comp.ice_locator(Some(&loc1)), comp.ice_locator(None));
+    assert_ne!(comp.ice_locator(None), comp.ice_locator(Some(&loc2)));
+    assert_ne!(comp.ice_locator(Some(&loc1)), comp.ice_locator(Some(&loc2)));
     let rtr1 = c.string_to_proxy("rtr1:default -p 10000").expect("rtr1");
     let rtr2 = c.string_to_proxy("rtr2:default -p 10000").expect("rtr2");
-    assert_eq!(foo.ice_router(None), foo.ice_router(None));
-    assert_eq!(foo.ice_router(Some(&rtr1)), foo.ice_router(Some(&rtr1)));
-    assert_ne!(foo.ice_router(Some(&rtr1)), foo.ice_router(None));
-    assert_ne!(foo.ice_router(None), foo.ice_router(Some(&rtr2)));
-    assert_ne!(foo.ice_router(Some(&rtr1)), foo.ice_router(Some(&rtr2)));
+    assert_eq!(comp.ice_router(None), comp.ice_router(None));
+    assert_eq!(comp.ice_router(Some(&rtr1)), comp.ice_router(Some(&rtr1)));
+    assert_ne!(comp.ice_router(Some(&rtr1)), comp.ice_router(None));
+    assert_ne!(comp.ice_router(None), comp.ice_router(Some(&rtr2)));
+    assert_ne!(comp.ice_router(Some(&rtr1)), comp.ice_router(Some(&rtr2)));
 
     let (ctx1, ctx2) = (ctx(&[("ctx1", "v1")]), ctx(&[("ctx2", "v2")]));
-    assert_eq!(foo.ice_context(Context::new()), foo.ice_context(Context::new()));
-    assert_eq!(foo.ice_context(ctx1.clone()), foo.ice_context(ctx1.clone()));
-    assert_ne!(foo.ice_context(ctx1.clone()), foo.ice_context(Context::new()));
-    assert_ne!(foo.ice_context(Context::new()), foo.ice_context(ctx2.clone()));
-    assert_ne!(foo.ice_context(ctx1.clone()), foo.ice_context(ctx2.clone()));
-    assert_eq!(foo.ice_prefer_secure(true), foo.ice_prefer_secure(true));
-    assert_ne!(foo.ice_prefer_secure(true), foo.ice_prefer_secure(false));
+    assert_eq!(comp.ice_context(Context::new()), comp.ice_context(Context::new()));
+    assert_eq!(comp.ice_context(ctx1.clone()), comp.ice_context(ctx1.clone()));
+    assert_ne!(comp.ice_context(ctx1.clone()), comp.ice_context(Context::new()));
+    assert_ne!(comp.ice_context(Context::new()), comp.ice_context(ctx2.clone()));
+    assert_ne!(comp.ice_context(ctx1.clone()), comp.ice_context(ctx2.clone()));
+    assert_eq!(comp.ice_prefer_secure(true), comp.ice_prefer_secure(true));
+    assert_ne!(comp.ice_prefer_secure(true), comp.ice_prefer_secure(false));
 
     let p10000 = c.string_to_proxy("foo:tcp -h 127.0.0.1 -p 10000").expect("foo");
     let p10001 = c.string_to_proxy("foo:tcp -h 127.0.0.1 -p 10001").expect("foo");
@@ -315,12 +315,12 @@ pub(crate) async fn all_tests(h: Helper) {
 
 /// Ice keeps the `ice_timeout` of a proxy without endpoints (an indirect one) and applies it to
 /// the endpoints the locator resolves; floe sets the timeout on the proxy's endpoints only, so
-/// on an indirect proxy it is lost: `foo.ice_timeout(10) == foo.ice_timeout(20)`. Not run
+/// on an indirect proxy it is lost: `comp.ice_timeout(10) == comp.ice_timeout(20)`. Not run
 /// until floe keeps it (`client_side.rs`, `proxy_timeout_of_indirect_proxies`).
 #[allow(dead_code)]
 pub(crate) async fn timeout_of_indirect_proxies(h: Helper) {
-    let foo = h.communicator.string_to_proxy("foo").expect("foo");
-    assert_ne!(foo.ice_timeout(10), foo.ice_timeout(20));
+    let comp = h.communicator.string_to_proxy("foo").expect("foo");
+    assert_ne!(comp.ice_timeout(10), comp.ice_timeout(20));
     h.proxy("test").ice_ping().await.expect("ping");
     MyClassPrx::from_object(h.proxy("test")).shutdown().await.expect("shutdown");
 }
