@@ -129,6 +129,21 @@ fn objects_1_0() {
     objects("1.0", &[]);
 }
 
+/// Encoding 1.1 only: the checks use 1.0 themselves where they apply (1.0 drops optionals).
+#[test]
+fn optional_1_1() {
+    let setup = Setup {
+        dir: "optional",
+        script: "Server.py",
+        adapters: &["TestAdapter"],
+        ports: 1,
+        encoding: "1.1",
+        extra: &[],
+        client_extra: &[],
+    };
+    run(setup, client_side::optional::all_tests);
+}
+
 // The check of Ice's proxy client that floe fails: the `ice_timeout` of a proxy without
 // endpoints is lost (see `client_side::proxy::timeout_of_indirect_proxies`).
 // #[test]
@@ -143,4 +158,21 @@ fn objects_1_0() {
 //         client_extra: &[],
 //     };
 //     run(setup, client_side::proxy::timeout_of_indirect_proxies);
+// }
+
+// The check of Ice's optional client that floe fails: a class instance that is both a required
+// and an optional member of an exception loses its own optional member (see
+// `client_side::optional::required_exception_members`).
+// #[test]
+// fn optional_required_exception_members() {
+//     let setup = Setup {
+//         dir: "optional",
+//         script: "Server.py",
+//         adapters: &["TestAdapter"],
+//         ports: 1,
+//         encoding: "1.1",
+//         extra: &[],
+//         client_extra: &[],
+//     };
+//     run(setup, client_side::optional::required_exception_members);
 // }

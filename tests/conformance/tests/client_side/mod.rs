@@ -7,6 +7,7 @@ pub(crate) mod binding;
 pub(crate) mod exceptions;
 pub(crate) mod objects;
 pub(crate) mod operations;
+pub(crate) mod optional;
 pub(crate) mod proxy;
 
 use std::future::Future;
