@@ -144,6 +144,35 @@ fn optional_1_1() {
     run(setup, client_side::optional::all_tests);
 }
 
+fn location(encoding: &str) {
+    let setup = Setup {
+        dir: "location",
+        script: "Server.py",
+        adapters: &["ServerManager"],
+        ports: 2,
+        encoding,
+        extra: &[],
+        client_extra: &[],
+    };
+    run(setup, |h| {
+        // As Ice's client of the suite: the server's locator is the default locator.
+        let mut args = h.args.clone();
+        args.push(format!("--Ice.Default.Locator=locator:{}", h.endpoint(0)));
+        let (communicator, _) = floe::Communicator::from_args(args).expect("communicator");
+        let h = client_side::Helper { communicator, base: h.base, args: h.args };
+        async move {
+            let c = h.communicator.clone();
+            client_side::location::all_tests(h).await;
+            c.destroy().await;
+        }
+    });
+}
+
+#[test]
+fn location_1_1() {
+    location("1.1");
+}
+
 // The check of Ice's proxy client that floe fails: the `ice_timeout` of a proxy without
 // endpoints is lost (see `client_side::proxy::timeout_of_indirect_proxies`).
 // #[test]

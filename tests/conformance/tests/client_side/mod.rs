@@ -5,6 +5,7 @@
 
 pub(crate) mod binding;
 pub(crate) mod exceptions;
+pub(crate) mod location;
 pub(crate) mod objects;
 pub(crate) mod operations;
 pub(crate) mod optional;
