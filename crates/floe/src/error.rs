@@ -82,9 +82,10 @@ pub enum Error {
     /// The servant failed in some other way (reply status 7).
     #[error("unknown exception: {0}")]
     UnknownException(String),
-    /// A message broke the protocol.
+    /// A message broke the protocol. (A message larger than `Ice.MessageSizeMax` is
+    /// [`Error::MemoryLimit`], Ice's `MemoryLimitException`.)
     #[error("protocol error: {0}")]
-    Protocol(#[from] ProtocolError),
+    Protocol(#[source] ProtocolError),
     /// Parameters or results did not decode.
     #[error("marshal error: {0}")]
     Marshal(#[from] DecodeError),
@@ -222,6 +223,17 @@ impl Error {
 
     pub(crate) fn lost(e: impl std::fmt::Display) -> Error {
         Error::ConnectionLost(e.to_string())
+    }
+}
+
+impl From<ProtocolError> for Error {
+    /// A message over `Ice.MessageSizeMax` is a [`Error::MemoryLimit`], as Ice raises
+    /// `MemoryLimitException` for it; any other protocol violation is [`Error::Protocol`].
+    fn from(e: ProtocolError) -> Self {
+        match e {
+            ProtocolError::MessageTooLarge { size, max } => Error::MemoryLimit { size, max },
+            e => Error::Protocol(e),
+        }
     }
 }
 

@@ -639,6 +639,14 @@ impl Instance {
         }
     }
 
+    /// An open connection to one of `endpoints` (the first in their order that has one).
+    pub(crate) fn find_open_connection(&self, endpoints: &[EndpointData]) -> Option<Connection> {
+        if self.is_destroyed() {
+            return None;
+        }
+        endpoints.iter().find_map(|ep| self.0.connections.find_open(&endpoint_to_string(ep)))
+    }
+
     /// Opens and validates a new connection to `endpoint`.
     async fn open(&self, endpoint: &EndpointData, key: &str) -> Result<Connection> {
         let ip = match endpoint {
@@ -713,6 +721,14 @@ impl ConnectionCache {
         let (attempt, outcome) = watch::channel(None);
         entries.insert(key.to_string(), CacheEntry::Connecting(outcome));
         Lookup::Connect(attempt)
+    }
+
+    /// The open connection to `key`, if there is one.
+    fn find_open(&self, key: &str) -> Option<Connection> {
+        match self.entries.lock().expect("connection cache").get(key) {
+            Some(CacheEntry::Open(c)) if !c.is_closed() => Some(c.clone()),
+            _ => None,
+        }
     }
 
     /// Every open connection, leaving the cache empty.

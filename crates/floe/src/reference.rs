@@ -369,23 +369,27 @@ fn tokenize(s: &str) -> std::result::Result<Vec<String>, String> {
 }
 
 fn unescape(s: &str) -> std::result::Result<String, String> {
-    let mut out = String::with_capacity(s.len());
+    // Octal (`\342`) and hex (`\xe2`) escapes are bytes, as in Ice: a character outside
+    // ASCII is written as its UTF-8 bytes (`ToStringMode.Compat`), so the result is
+    // assembled as bytes and must be UTF-8.
+    let mut out = Vec::with_capacity(s.len());
     let mut chars = s.chars().peekable();
+    let push = |out: &mut Vec<u8>, c: char| out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
     while let Some(c) = chars.next() {
         if c != '\\' {
-            out.push(c);
+            push(&mut out, c);
             continue;
         }
         let Some(e) = chars.next() else { return Err("trailing backslash".into()) };
         match e {
-            '\\' | '\'' | '"' | '/' | '?' => out.push(e),
-            'a' => out.push('\x07'),
-            'b' => out.push('\x08'),
-            'f' => out.push('\x0c'),
-            'n' => out.push('\n'),
-            'r' => out.push('\r'),
-            't' => out.push('\t'),
-            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '/' | '?' => push(&mut out, e),
+            'a' => out.push(0x07),
+            'b' => out.push(0x08),
+            'f' => out.push(0x0c),
+            'n' => out.push(b'\n'),
+            'r' => out.push(b'\r'),
+            't' => out.push(b'\t'),
+            'v' => out.push(0x0b),
             'u' | 'U' => {
                 // Exactly 4 (\u) or 8 (\U) hex digits, as Ice requires.
                 let n = if e == 'u' { 4 } else { 8 };
@@ -394,7 +398,7 @@ fn unescape(s: &str) -> std::result::Result<String, String> {
                     return Err(format!("\\{e} needs {n} hex digits"));
                 }
                 let v = u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\{e} escape"))?;
-                out.push(char::from_u32(v).ok_or_else(|| format!("bad \\{e} escape"))?);
+                push(&mut out, char::from_u32(v).ok_or_else(|| format!("bad \\{e} escape"))?);
             }
             '0'..='7' => {
                 let mut v = e.to_digit(8).unwrap_or(0);
@@ -407,15 +411,27 @@ fn unescape(s: &str) -> std::result::Result<String, String> {
                         None => break,
                     }
                 }
-                if v > 255 {
-                    return Err("octal escape above 255".into());
+                let byte = u8::try_from(v).map_err(|_| "octal escape above 255".to_string())?;
+                out.push(byte);
+            }
+            'x' => {
+                let mut v = None;
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(16)) {
+                        Some(d) => {
+                            v = Some(v.unwrap_or(0) * 16 + d);
+                            chars.next();
+                        }
+                        None => break,
+                    }
                 }
-                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                let v = v.ok_or_else(|| "\\x needs a hex digit".to_string())?;
+                out.push(u8::try_from(v).unwrap_or(0));
             }
             other => return Err(format!("unknown escape \\{other}")),
         }
     }
-    Ok(out)
+    String::from_utf8(out).map_err(|_| "escapes that are not UTF-8".to_string())
 }
 
 fn escape(s: &str, special: &str) -> String {
@@ -425,7 +441,9 @@ fn escape(s: &str, special: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
             '"' => out.push_str("\\\""),
+            '\x07' => out.push_str("\\a"),
             '\x08' => out.push_str("\\b"),
+            '\x0b' => out.push_str("\\v"),
             '\x0c' => out.push_str("\\f"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -434,8 +452,9 @@ fn escape(s: &str, special: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            // As Ice prints them by default (`ToStringMode.Unicode`).
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\{:03o}", c as u32);
+                let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
         }
@@ -559,11 +578,17 @@ pub fn parse_endpoint(s: &str, defaults: &ParseDefaults) -> std::result::Result<
         "ws" => EndpointData::Ws(ip(host), resource),
         "wss" => EndpointData::Wss(ip(host), resource),
         "udp" => EndpointData::Udp { host, port, compress },
-        "opaque" => EndpointData::Opaque {
-            ty: ty.ok_or("opaque endpoint without -t")?,
-            encoding: enc.ok_or("opaque endpoint without -e")?,
-            bytes: value.ok_or("opaque endpoint without -v")?,
-        },
+        "opaque" => {
+            let ty = ty.ok_or("opaque endpoint without -t")?;
+            let encoding = enc.ok_or("opaque endpoint without -e")?;
+            let bytes = value.ok_or("opaque endpoint without -v")?;
+            // As Ice does, an opaque endpoint of a transport floe has is that endpoint.
+            EndpointData::from_opaque_string(ty, encoding, &bytes).unwrap_or(EndpointData::Opaque {
+                ty,
+                encoding,
+                bytes,
+            })
+        }
         other => return Err(format!("unknown endpoint type {other:?}")),
     })
 }
@@ -678,6 +703,17 @@ mod tests {
         };
         let r = Reference::parse("x:default -p 3", &d).unwrap();
         assert_eq!(r.to_string(), "x -t -e 1.0:tcp -h 10.0.0.1 -p 3 -t 10000");
+    }
+
+    #[test]
+    fn escapes_read_and_print_as_ice_does() {
+        // Octal and hex escapes are UTF-8 bytes; control characters print as Ice's default
+        // (`ToStringMode.Unicode`) prints them.
+        let id = string_to_identity("\\342\\202\\254/a\\x41").expect("identity");
+        assert_eq!((id.category.as_str(), id.name.as_str()), ("\u{20ac}", "aA"));
+        assert!(string_to_identity("a\\342").is_err());
+        let id = Identity { name: "a\u{7}\u{b}\u{1}\u{7f}\u{1f}z".into(), category: "c".into() };
+        assert_eq!(identity_to_string(&id), "c/a\\a\\v\\u0001\\u007f\\u001fz");
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                 Ok(None) => break,
                 Err(e) => {
                     warn!(target: "floe::network", "closing connection: {e}\n{}", conn.shared.description);
-                    conn.close_forcefully(Error::Protocol(e));
+                    conn.close_forcefully(Error::from(e));
                     return;
                 }
             }

@@ -129,6 +129,20 @@ impl EndpointData {
         })
     }
 
+    /// The endpoint an opaque one of a transport floe has stands for, read as Ice reads
+    /// `opaque -t … -e … -v …` in a proxy string: tcp, udp and ws are taken apart when their
+    /// body decodes exactly; ssl and wss stay opaque, as in an Ice runtime without IceSSL.
+    pub(crate) fn from_opaque_string(ty: i16, encoding: EncodingVersion, bytes: &[u8]) -> Option<EndpointData> {
+        if ty == endpoint_type::SSL || ty == endpoint_type::WSS || encoding.major != 1 || encoding.minor > 1 {
+            return None;
+        }
+        let mut inner = Decoder::new(bytes::Bytes::copy_from_slice(bytes), encoding);
+        match EndpointData::decode_body(ty, &mut inner) {
+            Ok(Some(ep)) if inner.is_empty() => Some(ep),
+            _ => None,
+        }
+    }
+
     fn decode_body(ty: i16, dec: &mut Decoder) -> Result<Option<EndpointData>> {
         Ok(Some(match ty {
             endpoint_type::TCP => EndpointData::Tcp(Self::decode_ip(dec)?),

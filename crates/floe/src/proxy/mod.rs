@@ -474,8 +474,12 @@ impl ObjectPrx {
         Ok(connection)
     }
 
-    /// A connection to the first of `endpoints` that connects.
+    /// An open connection to any of `endpoints`, as Ice reuses one before it connects;
+    /// otherwise a connection to the first of `endpoints` that connects.
     async fn connect_first(&self, endpoints: &[crate::encoding::EndpointData]) -> Result<Connection> {
+        if let Some(c) = self.inner.instance.find_open_connection(endpoints) {
+            return Ok(c);
+        }
         let mut last = None;
         for ep in endpoints {
             match self.inner.instance.connect(ep).await {
@@ -645,10 +649,16 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder) + 'a,
     ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
         if self.inner.reference.wire.mode.is_batch() {
-            let due = self.queue_batch(operation, mode, context, write);
+            // As Ice does, a proxy whose encoding floe cannot speak (another major version)
+            // fails before anything is queued.
+            let unsupported = self.inner.reference.wire.encoding.compatible().err();
+            let due = if unsupported.is_none() { self.queue_batch(operation, mode, context, write) } else { None };
             // The flush future is boxed so that queuing stays a small, ready future.
             let flush = due.map(|msgs| Box::pin(self.send_batches(msgs)));
             return futures_util::future::Either::Left(async move {
+                if let Some(e) = unsupported {
+                    return Err(e.into());
+                }
                 if let Some(f) = flush {
                     f.await?;
                 }
@@ -668,6 +678,9 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder),
         tail: Option<&[u8]>,
     ) -> Result<Option<Outcome>> {
+        // Ice's UnsupportedEncodingException: nothing is sent with an encoding of another
+        // major version.
+        self.inner.reference.wire.encoding.compatible()?;
         let ctx = self.context_for(context);
         match self.inner.reference.wire.mode {
             InvocationMode::Oneway
@@ -816,6 +829,7 @@ impl ObjectPrx {
         I: IntoIterator<Item = F>,
         F: FnOnce(&mut Encoder),
     {
+        self.inner.reference.wire.encoding.compatible()?;
         let conn = self.ice_get_connection().await?;
         let ctx = self.context_for(None);
         let mut msgs = Vec::new();
