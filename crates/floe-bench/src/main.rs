@@ -11,6 +11,7 @@ mod floe_system;
 mod pipeline;
 mod raw;
 mod report;
+mod router;
 mod tests;
 mod tls;
 #[cfg(feature = "tonic")]
@@ -592,6 +593,8 @@ fn main() -> std::process::ExitCode {
     let want_cross = args.peers.split(',').any(|p| p.trim() == "ice")
         && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "cross"));
     let cross_runs = args.runs.unwrap_or(3).clamp(1, 5);
+    let want_router = args.peers.split(',').any(|p| p.trim() == "ice")
+        && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "router"));
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
         match build_ice_peer() {
@@ -730,6 +733,21 @@ fn main() -> std::process::ExitCode {
             }
             Err(e) => println!("note: cross pairs skipped: {e}"),
         }
+    }
+    if want_router {
+        let (series, router_notes) = router::run(args.quick, cross_runs);
+        let text = router::table(&series, args.quick, cross_runs, &router_notes);
+        println!("\n{text}");
+        extra_json.extend(router::json_records(&series));
+        sections.push(("Router", text));
+    }
+    if args.tests.as_deref().is_some_and(|l| l.split(',').any(|n| n.trim() == "router-sessions")) {
+        let n = args.connections.unwrap_or(if args.quick { 2_000 } else { 10_000 });
+        let (outcomes, notes) = router::run_sessions(n, args.quick);
+        let text = router::sessions_table(&outcomes, &notes);
+        println!("\n{text}");
+        extra_json.extend(router::sessions_json(&outcomes));
+        sections.push(("Router sessions", text));
     }
     if want_connections {
         let plan = connections::Plan {
