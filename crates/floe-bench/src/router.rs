@@ -9,8 +9,10 @@
 //! oneway `incCounter` (msg/s until the server counted them all), sequential 500 kB
 //! `sendByteSeq` (calls/s, latency) and sequential callbacks (`callEcho`: the server calls the
 //! client's `Echo` back, through the router when the client uses one). "Added latency" is a
-//! router run's latency minus the direct run's of the same round; the table gives the medians
-//! over the rounds and the ratios floe-router / glacier2router.
+//! router run's latency minus the direct run's of the same round. Each round also runs the
+//! asynchronous pings alone through each router and takes the router process's CPU time per
+//! forwarded call, a figure that suffers less from a busy machine than rates do. The table
+//! gives the medians over the rounds and the ratios floe-router / glacier2router.
 
 use std::fmt::Write as _;
 use std::io::Read;
@@ -116,7 +118,14 @@ fn router_args(port: u16) -> Vec<String> {
 fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), String> {
     let port = crate::free_port();
     let mut cmd = match path {
-        Path3::Floe => Command::new(floe_router),
+        Path3::Floe => {
+            let mut c = Command::new(floe_router);
+            // `--floe-property` settings apply to floe-router too.
+            for (name, value) in crate::floe_system::property_list() {
+                c.arg(format!("--{name}={value}"));
+            }
+            c
+        }
         Path3::Glacier2 => {
             let mut c = Command::new("glacier2router");
             // glacier2router prints "Glacier2.Client ready" once its client adapter is active.
@@ -141,10 +150,19 @@ fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), Strin
 }
 
 /// Runs the client once; returns its RESULT values by name.
-fn client(exe: &Path, server_port: u16, router_port: Option<u16>, ms: u64) -> Result<Vec<(String, f64)>, String> {
+fn client(
+    exe: &Path,
+    server_port: u16,
+    router_port: Option<u16>,
+    ms: u64,
+    only: Option<&str>,
+) -> Result<Vec<(String, f64)>, String> {
     let mut cmd = Command::new(exe);
     crate::ice_malloc_env(&mut cmd);
     cmd.arg(format!("tester:tcp -h 127.0.0.1 -p {server_port}")).arg(ms.to_string());
+    if let Some(test) = only {
+        cmd.arg(format!("--only={test}"));
+    }
     if let Some(port) = router_port {
         cmd.arg(format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
     }
@@ -162,7 +180,7 @@ fn client(exe: &Path, server_port: u16, router_port: Option<u16>, ms: u64) -> Re
         let _ = stderr.read_to_string(&mut t);
         t
     });
-    // Five tests of `ms` each, warm-ups, and up to 60 s for oneways to arrive.
+    // Five tests of `ms` each, warm-ups, and up to 10 s for oneways to arrive.
     let limit = Duration::from_millis(ms * 5) + Duration::from_secs(90);
     let started = Instant::now();
     while child.try_wait().map_err(|e| e.to_string())?.is_none() {
@@ -240,14 +258,27 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     for round in 0..runs {
         let mut direct: Option<Vec<(String, f64)>> = None;
         for path in PATHS {
-            let router_port = match path {
-                Path3::Direct => None,
+            let (router_port, router_pid) = match path {
+                Path3::Direct => (None, None),
                 p => match routers.iter().find(|(rp, _)| *rp == p) {
-                    Some((_, (_, port))) => Some(*port),
+                    Some((_, (process, port))) => (Some(*port), Some(process.child.id())),
                     None => continue,
                 },
             };
-            match client(&client_exe, server_port, router_port, ms) {
+            // The router's CPU time per forwarded call, over asynchronous pings alone.
+            if let (Some(port), Some(pid)) = (router_port, router_pid) {
+                let (cpu0, _) = crate::proc_stats(pid);
+                if let Ok(values) = client(&client_exe, server_port, Some(port), ms, Some("ami")) {
+                    let (cpu1, _) = crate::proc_stats(pid);
+                    if let Some((_, rate)) = values.iter().find(|(n, _)| n == "ami") {
+                        let calls = rate * ms as f64 / 1000.0;
+                        if calls > 0.0 {
+                            push(path, "cpu_per_call", (cpu1 - cpu0) * 1e6 / calls);
+                        }
+                    }
+                }
+            }
+            match client(&client_exe, server_port, router_port, ms, None) {
                 Ok(values) => {
                     for (name, v) in &values {
                         if name.ends_with("_p50") || name.ends_with("_p99") {
@@ -324,6 +355,15 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
             ratio(f, g)
         );
     }
+    let f = median_of(series, Path3::Floe, "cpu_per_call");
+    let g = median_of(series, Path3::Glacier2, "cpu_per_call");
+    let _ = writeln!(
+        s,
+        "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | {} |",
+        cell(f),
+        cell(g),
+        ratio(f, g)
+    );
     s.push_str("\n| added latency | direct p50 / p99 (µs) | floe-router p50 / p99 (µs) | glacier2router p50 / p99 (µs) | floe-router / glacier2router p50 / p99 |\n");
     s.push_str("|---|---|---|---|---|\n");
     for (name, what) in LATENCIES {
@@ -360,6 +400,8 @@ pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
                 } else {
                     "us added"
                 }
+            } else if s.name == "cpu_per_call" {
+                "us"
             } else {
                 RATES.iter().find(|(n, _)| *n == s.name).map_or("", |(_, u)| *u)
             };
@@ -466,7 +508,7 @@ async fn open_session(port: u16, source: std::net::Ipv4Addr, i: usize) -> Result
 
 /// Twoway calls/s, twoway p50 (µs) and callbacks/s of the Ice C++ client through the router.
 fn probe(client_exe: &Path, server_port: u16, router_port: u16) -> Option<(f64, f64, f64)> {
-    let values = client(client_exe, server_port, Some(router_port), 300).ok()?;
+    let values = client(client_exe, server_port, Some(router_port), 300, None).ok()?;
     let get = |n: &str| values.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
     Some((get("twoway")?, get("twoway_p50")?, get("callback")?))
 }
