@@ -75,7 +75,8 @@ struct Args {
     #[arg(long, value_name = "PROXY")]
     against: Option<String>,
     /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
-    /// server's file limit caps it; the report says when it did.
+    /// server's file limit caps it; the report says when it did. Also the sessions of the
+    /// `router-sessions` test (default 10,000, or 2,000 with --quick).
     #[arg(long)]
     connections: Option<usize>,
     /// The most connections one load process of the `connections` test opens (default 10,000).

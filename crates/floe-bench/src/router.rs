@@ -42,13 +42,8 @@ impl Path3 {
 const PATHS: [Path3; 3] = [Path3::Direct, Path3::Floe, Path3::Glacier2];
 
 /// The rate figures of the client (name, unit).
-const RATES: [(&str, &str); 5] = [
-    ("twoway", "calls/s"),
-    ("ami", "calls/s"),
-    ("oneway", "msg/s"),
-    ("bytes", "calls/s"),
-    ("callback", "calls/s"),
-];
+const RATES: [(&str, &str); 5] =
+    [("twoway", "calls/s"), ("ami", "calls/s"), ("oneway", "msg/s"), ("bytes", "calls/s"), ("callback", "calls/s")];
 
 /// The figures with latencies (sequential calls).
 const LATENCIES: [(&str, &str); 3] =
@@ -453,9 +448,11 @@ pub(crate) struct SessionsOutcome {
     /// The Ice C++ client's twoway ping (calls/s, p50 µs) and callback (calls/s) through the
     /// router, before the sessions were created and while they are held.
     pub(crate) probe_before: Option<(f64, f64, f64)>,
+    /// The same, while the sessions are held.
     pub(crate) probe_during: Option<(f64, f64, f64)>,
-    /// Connects or sessions that failed, and the first error.
+    /// Connects or sessions that failed.
     pub(crate) errors: usize,
+    /// The first of those errors.
     pub(crate) first_error: Option<String>,
 }
 

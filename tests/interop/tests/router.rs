@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{floe_server, free_port, rss_kb, run_client, start, start_until, Server};
-use floe::encoding::{EncodingVersion, Encoder, Identity};
+use floe::encoding::{Encoder, EncodingVersion, Identity};
 use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{CallError, Communicator, Error, ObjectPrx, Properties, Proxy};
@@ -303,9 +303,7 @@ fn a_client_that_stops_reading_holds_up_only_its_own_session() {
         raw_add_proxy(&mut stalled, tester.as_object());
         let tester_id = Identity::new("tester");
         for i in 0..48 {
-            stalled
-                .write_all(&raw_request(10 + i, &tester_id, "recvByteSeq", |e| e.write_i32(1_000_000)))
-                .unwrap();
+            stalled.write_all(&raw_request(10 + i, &tester_id, "recvByteSeq", |e| e.write_i32(1_000_000))).unwrap();
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let busy = calls_finish_within(&tester, 50, Duration::from_secs(10)).await;
