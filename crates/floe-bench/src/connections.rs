@@ -110,14 +110,14 @@ pub(crate) fn raise_fd_limit() -> u64 {
 }
 
 /// The soft file limit of process `pid`, from /proc.
-fn fd_limit_of(pid: u32) -> Option<u64> {
+pub(crate) fn fd_limit_of(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     let line = text.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// The resident set of process `pid` in kB (VmRSS: what it holds now, not its peak).
-fn rss_kb(pid: u32) -> u64 {
+pub(crate) fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {

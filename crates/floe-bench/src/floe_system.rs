@@ -136,9 +136,14 @@ pub(crate) fn set_properties(given: &[String]) -> Result<(), String> {
 
 /// Passes this process's `--floe-property` arguments on to a floe server or client process.
 pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
-    for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
+    for (name, value) in property_list() {
         cmd.arg(format!("--floe-property={name}={value}"));
     }
+}
+
+/// The `--floe-property` settings, as (name, value).
+pub(crate) fn property_list() -> Vec<(String, String)> {
+    EXTRA_PROPERTIES.get().into_iter().flatten().cloned().collect()
 }
 
 /// Serves the benchmark interface on `port` (and over ssl on `ssl_port` if given) with

@@ -13,6 +13,7 @@ mod pipeline;
 mod raw;
 mod raw_tester;
 mod report;
+mod router;
 mod tests;
 mod tls;
 #[cfg(feature = "tonic")]
@@ -80,7 +81,8 @@ struct Args {
     #[arg(long, hide = true, value_name = "PORT")]
     raw_against: Option<u16>,
     /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
-    /// server's file limit caps it; the report says when it did.
+    /// server's file limit caps it; the report says when it did. Also the sessions of the
+    /// `router-sessions` test (default 10,000, or 2,000 with --quick).
     #[arg(long)]
     connections: Option<usize>,
     /// The most connections one load process of the `connections` test opens (default 10,000).
@@ -610,6 +612,8 @@ fn main() -> std::process::ExitCode {
         && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "cross"));
     let cross_runs = args.runs.unwrap_or(3).clamp(1, 5);
     let want_locate = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "locate"));
+    let want_router = args.peers.split(',').any(|p| p.trim() == "ice")
+        && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "router"));
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
         match build_ice_peer() {
@@ -756,6 +760,21 @@ fn main() -> std::process::ExitCode {
         println!("\n{text}");
         extra_json.extend(locate::json_records(&series));
         sections.push(("Locate", text));
+    }
+    if want_router {
+        let (series, router_notes) = router::run(args.quick, cross_runs);
+        let text = router::table(&series, args.quick, cross_runs, &router_notes);
+        println!("\n{text}");
+        extra_json.extend(router::json_records(&series));
+        sections.push(("Router", text));
+    }
+    if args.tests.as_deref().is_some_and(|l| l.split(',').any(|n| n.trim() == "router-sessions")) {
+        let n = args.connections.unwrap_or(if args.quick { 2_000 } else { 10_000 });
+        let (outcomes, notes) = router::run_sessions(n, args.quick);
+        let text = router::sessions_table(&outcomes, &notes);
+        println!("\n{text}");
+        extra_json.extend(router::sessions_json(&outcomes));
+        sections.push(("Router sessions", text));
     }
     if want_connections {
         let plan = connections::Plan {

@@ -1,7 +1,9 @@
 //! Oneway requests are queued and written together: they arrive complete and in order, a
 //! twoway request written after them follows them on the wire, and a peer that stops reading
-//! makes oneway callers wait (the queue is bounded) without losing a request.
+//! makes oneway callers wait (the queue is bounded) without losing a request, and a caller
+//! that waits goes on when a twoway request took the queue along.
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -279,5 +281,61 @@ fn a_twoway_request_that_takes_a_full_queue_along_wakes_the_waiting_oneway_calle
         sent
     });
     assert_eq!(peer.join().unwrap(), sent);
+}
+
+#[test]
+fn a_oneway_waiting_for_room_goes_on_when_a_twoway_takes_the_queue_along() {
+    let (want_tx, want_rx) = std::sync::mpsc::channel::<usize>();
+    let (port, peer) = raw_peer(move |mut s| {
+        let want = want_rx.recv().unwrap();
+        let got = read_requests(&mut s, want);
+        // Answer the twoway so that its call completes.
+        let id = got.iter().find(|(op, _, _)| op == "done").expect("the twoway arrived").2;
+        let mut reply = b"IceP\x01\x00\x01\x00\x02\x00".to_vec();
+        reply.extend_from_slice(&25i32.to_le_bytes());
+        reply.extend_from_slice(&id.to_le_bytes());
+        reply.extend_from_slice(&[0, 6, 0, 0, 0, 1, 1]);
+        s.write_all(&reply).unwrap();
+        (got, s)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap();
+    let o = p.ice_oneway();
+    // On the communicator's runtime thread, where its flush task runs only when this task
+    // yields.
+    let task = async move {
+        p.ice_get_connection().await.unwrap();
+        // Oneways of one burst fill the queue before its flush task runs; the next one waits
+        // for room.
+        let mut sent = 0usize;
+        let mut waiting = loop {
+            let mut call = Box::pin(o.invoke("put", OperationMode::Normal, None, move |e| {
+                e.write_i32(sent as i32);
+                e.write_byte_seq(&[7u8; 4096]);
+            }));
+            let pending =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(Future::poll(call.as_mut(), cx).is_pending())).await;
+            if pending {
+                break call;
+            }
+            sent += 1;
+            assert!(sent < 1000, "no oneway ever waited for room");
+        };
+        want_tx.send(sent + 2).unwrap();
+        // A twoway written now takes the queued oneways along, ahead of itself; the flush
+        // task then finds the queue empty, and the waiting oneway must still be told.
+        let twoway = p.invoke("done", OperationMode::Normal, None, |e| e.write_i32(-7));
+        // The peer answers the twoway only once the waiting oneway arrived too.
+        let both = async {
+            let (a, b) = tokio::join!(twoway, waiting.as_mut());
+            a.unwrap();
+            b.unwrap();
+        };
+        tokio::time::timeout(Duration::from_secs(10), both).await.expect("the waiting oneway was never written");
+    };
+    c.block_on(async { tokio::spawn(task).await.unwrap() });
+    let (got, socket) = peer.join().unwrap();
+    assert_eq!(got.iter().filter(|(op, _, _)| op == "put").count(), got.len() - 1);
+    drop(socket);
     c.destroy_blocking();
 }

@@ -2,17 +2,24 @@
 //! check through it to Ice's Python server, with a session and a callback; Ice's own Python
 //! client (`python/glacier2_client.py`) does the same with its router; passwords are
 //! checked from a `Glacier2.CryptPasswords` file; sessions end with their connection and
-//! after the session timeout; garbage on the client endpoint closes only that connection.
+//! after the session timeout; garbage on either endpoint closes only that connection; 300
+//! sessions at once; a client that stops reading and a server that stops reading hold up
+//! only the session that uses them.
 
 mod common;
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, run_client, start, start_until, Server};
-use floe::{CallError, Communicator, Error, Properties, Proxy};
+use common::{floe_server, free_port, rss_kb, run_client, start, start_until, Server};
+use floe::encoding::{Encoder, EncodingVersion, Identity};
+use floe::protocol::request::encode_request;
+use floe::protocol::{OperationMode, RequestPrefix};
+use floe::{CallError, Communicator, Error, ObjectPrx, Properties, Proxy};
+use floe_interop::interop::TesterPrx;
 use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx};
 
 fn root() -> PathBuf {
@@ -181,6 +188,204 @@ fn garbage_and_unrouted_requests_hurt_nobody_else() {
         // The session still works.
         router.refresh_session().await.unwrap();
         other.destroy().await;
+        c.destroy().await;
+    });
+}
+
+/// A request message for `identity`, encoded by hand (for connections that misbehave).
+fn raw_request(id: i32, identity: &Identity, operation: &str, params: impl FnOnce(&mut Encoder)) -> Vec<u8> {
+    // `addProxies` is idempotent in Ice/Router.ice, and the mode must match.
+    let mode = if operation == "addProxies" { OperationMode::Idempotent } else { OperationMode::Normal };
+    let prefix = RequestPrefix::new(identity, "", operation, mode);
+    encode_request(id, &prefix, &Default::default(), EncodingVersion::V1_1, params).to_vec()
+}
+
+/// Reads one message (header and body); returns its type and body.
+fn read_message(s: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut header = [0u8; 14];
+    s.read_exact(&mut header).unwrap();
+    assert_eq!(&header[..4], b"IceP");
+    let size = i32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+    let mut body = vec![0u8; size - 14];
+    s.read_exact(&mut body).unwrap();
+    (header[8], body)
+}
+
+/// A raw client connection to the router with a session (its `createSession` answered).
+fn raw_session(port: u16, user: &str) -> TcpStream {
+    let mut s = common::connect(port);
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let router = Identity::with_category("Glacier2", "router");
+    s.write_all(&raw_request(1, &router, "createSession", |e| {
+        e.write_str(user);
+        e.write_str("x");
+    }))
+    .unwrap();
+    let (kind, body) = read_message(&mut s);
+    assert_eq!((kind, body[4]), (2, 0), "createSession failed");
+    s
+}
+
+/// Adds `proxy` to the routing table of a raw session.
+fn raw_add_proxy(s: &mut TcpStream, proxy: &ObjectPrx) {
+    let router = Identity::with_category("Glacier2", "router");
+    s.write_all(&raw_request(2, &router, "addProxies", |e| {
+        e.write_size(1);
+        ObjectPrx::encode_nullable(Some(proxy), e);
+    }))
+    .unwrap();
+    let (kind, body) = read_message(s);
+    assert_eq!((kind, body[4]), (2, 0), "addProxies failed");
+}
+
+/// A floe client with a session on the router of `router_port`, and the tester of
+/// `server_port` through it.
+async fn routed_tester(router_port: u16, server_port: u16) -> (Communicator, TesterPrx) {
+    let props = Properties::new();
+    props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"));
+    let c = Communicator::with_properties(props).unwrap();
+    let router = RouterPrx::from_object(c.default_router().unwrap());
+    router.create_session("carol", "x").await.unwrap();
+    let tester =
+        TesterPrx::from_object(c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {server_port}")).unwrap());
+    tester.ping().await.unwrap();
+    (c, tester)
+}
+
+/// `count` twoway calls through `tester` finish within `limit`.
+async fn calls_finish_within(tester: &TesterPrx, count: usize, limit: Duration) -> Duration {
+    let started = Instant::now();
+    let calls = async {
+        for i in 0..count {
+            tester.ping().await.unwrap();
+            if i % 10 == 0 {
+                assert_eq!(tester.recv_byte_seq(100_000).await.unwrap().len(), 100_000);
+            }
+        }
+    };
+    tokio::time::timeout(limit, calls).await.expect("the calls of another session were held up");
+    started.elapsed()
+}
+
+#[test]
+fn three_hundred_sessions_at_once_with_bounded_memory() {
+    let port = free_port();
+    let router = floe_router(port, &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier"]);
+    let server_port = free_port();
+    let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {server_port}"), &[]);
+    let before = rss_kb(router.pid());
+    let started = Instant::now();
+    let sessions: Vec<TcpStream> = (0..300).map(|i| raw_session(port, &format!("user{i}"))).collect();
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let per_session = (rss_kb(router.pid()).saturating_sub(before) * 1024) as usize / sessions.len();
+    eprintln!("300 sessions in {took:?}, {per_session} bytes of RSS each");
+    assert!(per_session < 64 * 1024, "{per_session} bytes per session");
+    runtime().block_on(async {
+        let (c, tester) = routed_tester(port, server_port).await;
+        calls_finish_within(&tester, 50, Duration::from_secs(10)).await;
+        c.destroy().await;
+    });
+    drop(sessions);
+}
+
+#[test]
+fn a_client_that_stops_reading_holds_up_only_its_own_session() {
+    let port = free_port();
+    let _router = floe_router(port, &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier"]);
+    let server_port = free_port();
+    let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {server_port}"), &[]);
+    runtime().block_on(async {
+        let (c, tester) = routed_tester(port, server_port).await;
+        let quiet = calls_finish_within(&tester, 50, Duration::from_secs(10)).await;
+        // A client asks for 48 MB of replies and never reads them.
+        let mut stalled = raw_session(port, "stalled");
+        raw_add_proxy(&mut stalled, tester.as_object());
+        let tester_id = Identity::new("tester");
+        for i in 0..48 {
+            stalled.write_all(&raw_request(10 + i, &tester_id, "recvByteSeq", |e| e.write_i32(1_000_000))).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let busy = calls_finish_within(&tester, 50, Duration::from_secs(10)).await;
+        eprintln!("50 calls: {quiet:?} alone, {busy:?} beside a client that stopped reading");
+        drop(stalled);
+        c.destroy().await;
+    });
+}
+
+#[test]
+fn a_server_that_stops_reading_holds_up_only_the_calls_to_it() {
+    let port = free_port();
+    let _router = floe_router(port, &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier"]);
+    let server_port = free_port();
+    let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {server_port}"), &[]);
+    // A "server" that validates its connections and then reads nothing.
+    let deaf = TcpListener::bind("127.0.0.1:0").unwrap();
+    let deaf_port = deaf.local_addr().unwrap().port();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for s in deaf.incoming().take(4) {
+            let Ok(mut s) = s else { break };
+            let validate = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
+            let _ = s.write_all(&validate);
+            keep.lock().unwrap().push(s);
+        }
+    });
+    runtime().block_on(async {
+        let (c, tester) = routed_tester(port, server_port).await;
+        let mut client = raw_session(port, "writer");
+        let deaf_proxy = c.string_to_proxy(&format!("deaf:tcp -h 127.0.0.1 -p {deaf_port}")).unwrap();
+        raw_add_proxy(&mut client, &deaf_proxy);
+        let payload = vec![7u8; 1_000_000];
+        let deaf_id = Identity::new("deaf");
+        for i in 0..32 {
+            client
+                .write_all(&raw_request(10 + i, &deaf_id, "sendByteSeq", |e| {
+                    e.write_size(payload.len());
+                    e.write_raw(&payload);
+                }))
+                .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        calls_finish_within(&tester, 50, Duration::from_secs(10)).await;
+        drop(client);
+        c.destroy().await;
+    });
+    drop(held);
+}
+
+#[test]
+fn garbage_from_a_server_or_on_the_server_endpoint_hurts_nobody_else() {
+    let port = free_port();
+    let server_endpoint = free_port();
+    let mut cmd = Command::new(router_binary());
+    cmd.arg(format!("--Glacier2.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"))
+        .arg(format!("--Glacier2.Server.Endpoints=tcp -h 127.0.0.1 -p {server_endpoint}"))
+        .arg("--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier")
+        .stderr(Stdio::null());
+    let _router = start_until(cmd, "floe-router ready");
+    let server_port = free_port();
+    let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {server_port}"), &[]);
+    // A "server" that answers every connection with garbage.
+    let liar = TcpListener::bind("127.0.0.1:0").unwrap();
+    let liar_port = liar.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in liar.incoming().take(4) {
+            let Ok(mut s) = s else { break };
+            let _ = s.write_all(b"IceP\x01\x00\x01\x00\x03\x00\x0e\x00\x00\x00");
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\nnot Ice at all, and far too long to be a header");
+        }
+    });
+    runtime().block_on(async {
+        let (c, tester) = routed_tester(port, server_port).await;
+        // Garbage on the server endpoint.
+        let mut raw = TcpStream::connect(("127.0.0.1", server_endpoint)).unwrap();
+        raw.write_all(b"\x00\x01\x02garbage on the callback endpoint\xff\xff\xff\xff").unwrap();
+        // A routed call to the lying server fails, and nothing else does.
+        let liar = TesterPrx::from_object(c.string_to_proxy(&format!("liar:tcp -h 127.0.0.1 -p {liar_port}")).unwrap());
+        assert!(liar.ping().await.is_err());
+        calls_finish_within(&tester, 20, Duration::from_secs(10)).await;
         c.destroy().await;
     });
 }

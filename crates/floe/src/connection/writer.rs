@@ -244,7 +244,13 @@ async fn flush_queued(conn: Connection) {
             Some(w) if !conn.shared.state.is_closed() => w,
             _ => return conn.drop_queued(),
         };
-        let Some(bytes) = conn.take_queued(true) else { return };
+        let Some(bytes) = conn.take_queued(true) else {
+            // A message written directly may have taken the queue along (`start_write`):
+            // those bytes are written now, so callers waiting for room must learn of it, or
+            // they would wait for the next flush, which may never come.
+            conn.shared.oneways.wake_waiters();
+            return;
+        };
         let result = tokio::select! {
             biased;
             r = async { w.write_all(&bytes).await?; w.flush().await } => r,
