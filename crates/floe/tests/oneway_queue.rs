@@ -226,7 +226,13 @@ fn a_twoway_request_that_takes_a_full_queue_along_wakes_the_waiting_oneway_calle
         let mut buf = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         let mut oneways = 0;
+        // The peer ends once it has seen the last oneway and answered the twoway, in either
+        // order (where the twoway lands among the oneways depends on when its write runs).
+        let (mut last, mut answered) = (false, false);
         loop {
+            if last && answered {
+                return oneways;
+            }
             let n = s.read(&mut chunk).expect("peer read");
             assert!(n > 0, "client closed after {oneways} oneways");
             buf.extend_from_slice(&chunk[..n]);
@@ -243,8 +249,9 @@ fn a_twoway_request_that_takes_a_full_queue_along_wakes_the_waiting_oneway_calle
                     reply.extend_from_slice(&r.request_id.to_le_bytes());
                     reply.extend_from_slice(&[0, 6, 0, 0, 0, 1, 1]);
                     s.write_all(&reply).unwrap();
+                    answered = true;
                 } else if r.operation == "last" {
-                    return oneways;
+                    last = true;
                 } else {
                     oneways += 1;
                 }

@@ -933,6 +933,11 @@ impl ClassReadState {
         false
     }
 
+    /// True while a class instance is being read.
+    pub(crate) fn in_instance(&self) -> bool {
+        !self.slices.is_empty()
+    }
+
     /// False inside a class slice that announced no optional members.
     pub(crate) fn optionals_allowed(&self) -> bool {
         match self.slices.last() {

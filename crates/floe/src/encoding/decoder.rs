@@ -412,9 +412,12 @@ impl Decoder {
         if self.encoding.is_1_0() {
             return Ok(false);
         }
-        // Inside a slice that announced no optional members there are none to find.
+        // Inside a slice that announced no optional members there are none to find. The
+        // slice is the innermost one: a class instance's own, while one is read (also when it
+        // is a member of an exception slice), or else the exception's.
+        let in_instance = self.classes.as_ref().is_some_and(|classes| classes.in_instance());
         if let Some(open) = self.slice {
-            if open.flags & slice_flags::HAS_OPTIONAL_MEMBERS == 0 {
+            if !in_instance && open.flags & slice_flags::HAS_OPTIONAL_MEMBERS == 0 {
                 return Ok(false);
             }
         }

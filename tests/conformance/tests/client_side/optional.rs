@@ -2,7 +2,7 @@
 //! `AllTests.py` against Ice's Python server.
 //!
 //! Ported: 59 checks (assertions in the source; each `opt!` line checks the unset and the set
-//! parameter), and 5 more in `required_exception_members`, which floe fails (not run) — every `op*` of an optional in-parameter, out-parameter and return value (unset
+//! parameter), and 5 more in `required_exception_members` — every `op*` of an optional in-parameter, out-parameter and return value (unset
 //! gives unset, a value comes back twice), required and optional parameters mixed, and the
 //! optional members of exceptions (unset, set, and dropped by the 1.0 encoding).
 //!
@@ -169,11 +169,10 @@ pub(crate) async fn all_tests(h: Helper) {
     initial.shutdown().await.expect("shutdown");
 }
 
-/// The RequiredException of `opRequiredException(30, "test2", OneOptional(53))` arrives with
-/// `o` and `o2` the same instance, as they should be, but that instance's optional member `a`
-/// is unset instead of 53 (`DerivedException`, whose `o2` is optional, arrives whole). Not run
-/// until floe's client decodes it (`client_side.rs`, `optional_required_exception_members`).
-#[allow(dead_code)]
+/// The RequiredException of `opRequiredException(30, "test2", OneOptional(53))`: `o` and `o2`
+/// are the same instance, read inline inside the exception's own slice, and that instance's
+/// optional member `a` is 53 (its slice announces optional members although the exception's
+/// does not).
 pub(crate) async fn required_exception_members(h: Helper) {
     let i = &InitialPrx::from_object(h.proxy("initial"));
     match i.op_required_exception(Some(30), Some("test2"), Some(&one(53))).await {
