@@ -136,41 +136,39 @@ fn poll_read_watched(
     cx: &mut Context<'_>,
     buf: &mut ReadBuf<'_>,
 ) -> Poll<io::Result<()>> {
-    {
-        let fd = stream.as_raw_fd();
-        if buf.remaining() == 0 {
-            return Poll::Ready(Ok(()));
+    let fd = stream.as_raw_fd();
+    if buf.remaining() == 0 {
+        return Poll::Ready(Ok(()));
+    }
+    if watch.as_ref().is_some_and(|w| w.take_readable()) {
+        // A spin saw data: read it now, whatever tokio's readiness says yet.
+        match read_into(fd, buf) {
+            Ok(_) => return Poll::Ready(Ok(())),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e) => return Poll::Ready(Err(e)),
         }
-        if watch.as_ref().is_some_and(|w| w.take_readable()) {
-            // A spin saw data: read it now, whatever tokio's readiness says yet.
-            match read_into(fd, buf) {
-                Ok(_) => return Poll::Ready(Ok(())),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+    }
+    loop {
+        if stream.poll_read_ready(cx)?.is_pending() {
+            super::busy_poll::watch(fd, watch, cx.waker());
+            return Poll::Pending;
         }
-        loop {
-            if stream.poll_read_ready(cx)?.is_pending() {
-                super::busy_poll::watch(fd, watch, cx.waker());
-                return Poll::Pending;
+        let cap = buf.remaining();
+        let mut got = 0usize;
+        let result = stream.try_io(Interest::READABLE, || {
+            got = read_into(fd, buf)?;
+            if got > 0 && got < cap {
+                // Drained: report "would block" so that readiness is cleared; the bytes
+                // read stay in `buf`.
+                return Err(io::ErrorKind::WouldBlock.into());
             }
-            let cap = buf.remaining();
-            let mut got = 0usize;
-            let result = stream.try_io(Interest::READABLE, || {
-                got = read_into(fd, buf)?;
-                if got > 0 && got < cap {
-                    // Drained: report "would block" so that readiness is cleared; the bytes
-                    // read stay in `buf`.
-                    return Err(io::ErrorKind::WouldBlock.into());
-                }
-                Ok(())
-            });
-            match result {
-                Ok(()) => return Poll::Ready(Ok(())),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Poll::Ready(Ok(())),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => return Poll::Ready(Ok(())),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Poll::Ready(Ok(())),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e) => return Poll::Ready(Err(e)),
         }
     }
 }
