@@ -14,6 +14,7 @@ mod raw;
 mod raw_tester;
 mod report;
 mod router;
+mod storm;
 mod tests;
 mod tls;
 #[cfg(feature = "tonic")]
@@ -614,6 +615,8 @@ fn main() -> std::process::ExitCode {
     let want_locate = args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "locate"));
     let want_router = args.peers.split(',').any(|p| p.trim() == "ice")
         && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "router"));
+    let want_storm = args.peers.split(',').any(|p| p.trim() == "ice")
+        && args.tests.as_deref().is_none_or(|l| l.split(',').any(|n| n.trim() == "storm"));
     let mut ice_dir = None;
     if args.peers.split(',').any(|p| p.trim() == "ice") {
         match build_ice_peer() {
@@ -767,6 +770,13 @@ fn main() -> std::process::ExitCode {
         println!("\n{text}");
         extra_json.extend(router::json_records(&series));
         sections.push(("Router", text));
+    }
+    if want_storm {
+        let (series, storm_notes) = storm::run(args.quick, cross_runs);
+        let text = storm::table(&series, args.quick, cross_runs, &storm_notes);
+        println!("\n{text}");
+        extra_json.extend(storm::json_records(&series));
+        sections.push(("Storm", text));
     }
     if args.tests.as_deref().is_some_and(|l| l.split(',').any(|n| n.trim() == "router-sessions")) {
         let n = args.connections.unwrap_or(if args.quick { 2_000 } else { 10_000 });

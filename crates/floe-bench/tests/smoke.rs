@@ -194,3 +194,46 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The storm test, one quick round: floe-storm (the workspace's, which `cargo test
+/// --workspace` builds beside floe-bench) and ZeroC's IceStorm in icebox, every case giving
+/// both figures for both services.
+#[test]
+fn storm_gives_rates_and_latencies_for_floe_storm_and_icestorm() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    let storm = exe.with_file_name("floe-storm");
+    assert!(
+        storm.exists(),
+        "{} is not built: run `cargo build -p floe-storm --bin floe-storm` (cargo test --workspace does)",
+        storm.display()
+    );
+    let dir = std::env::temp_dir().join(format!("floe-bench-storm-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(exe)
+        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "storm"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "a case failed:\n{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| ") && l.contains(" sub, ")).collect();
+    assert_eq!(rows.len(), 12, "{stdout}");
+    for row in rows {
+        assert!(!row.contains('–'), "a case has no value: {row}");
+    }
+    let text = std::fs::read_to_string(&json).unwrap();
+    for service in ["floe-storm", "IceStorm"] {
+        for case in ["1-oneway-16", "3-twoway-1024", "10-oneway-1024", "10-twoway-16"] {
+            for metric in ["events", "p99"] {
+                let needle = format!("\"system\": \"{service}\", \"test\": \"storm/{case}/{metric}\"");
+                assert!(text.contains(&needle), "no JSON record {needle}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,648 @@
+//! The `storm` test: events per second and p99 delivery latency through floe-storm and
+//! ZeroC's IceStorm (Debian's libzeroc-icestorm3.7 inside icebox), with the same publisher and
+//! subscribers for both.
+//!
+//! The publisher and the subscribers are threads of this process that speak the Ice protocol
+//! over blocking sockets: the publisher writes pre-encoded oneway `tick` requests to the
+//! topic's publisher object, and each subscriber accepts the service's connection, counts the
+//! events, answers the twoway ones and timestamps what it receives (each event's parameters
+//! end with its send time). floe's client is used only to create the topics and subscribe.
+//! Neither service is favoured by the load generator: it does the same work for both.
+//!
+//! For 1, 3 and 10 subscribers, oneway and twoway subscriber proxies, and 16-byte and 1 kB
+//! events, each round measures, for each service (the order alternating between rounds):
+//! - latency: the publisher sends 1,000 events/s for 1 s (0.5 s with `--quick`); p99 over
+//!   every delivery to every subscriber;
+//! - events/s: the publisher sends N events as fast as it can write them, N being 60,000
+//!   deliveries (20,000 with `--quick`) over the number of subscribers; the rate is N over
+//!   the time until every subscriber has all N.
+//!
+//! Both services run on their defaults, stay up for the whole stage, and get a topic of their
+//! own per case and round, destroyed afterwards.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use floe::encoding::{EncodingVersion, Identity};
+use floe::protocol::request::encode_request;
+use floe::protocol::{OperationMode, RequestPrefix};
+use floe::{Communicator, Context, Proxy};
+use floe_storm::slice::ice_storm::TopicManagerPrx;
+
+/// The Ice protocol's validate-connection message, which a server sends first.
+const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
+
+/// A service under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Service {
+    Floe,
+    IceStorm,
+}
+
+impl Service {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Service::Floe => "floe-storm",
+            Service::IceStorm => "IceStorm",
+        }
+    }
+}
+
+/// One case: how many subscribers, their proxies' mode, the event's parameter size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Case {
+    pub(crate) subscribers: usize,
+    pub(crate) twoway: bool,
+    pub(crate) size: usize,
+}
+
+impl Case {
+    fn label(self) -> String {
+        format!(
+            "{} sub, {}, {}",
+            self.subscribers,
+            if self.twoway { "twoway" } else { "oneway" },
+            if self.size >= 1024 { format!("{} kB", self.size / 1024) } else { format!("{} B", self.size) }
+        )
+    }
+
+    fn key(self) -> String {
+        format!("{}-{}-{}", self.subscribers, if self.twoway { "twoway" } else { "oneway" }, self.size)
+    }
+}
+
+/// Every case, in the order each round runs them.
+pub(crate) fn cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for subscribers in [1, 3, 10] {
+        for twoway in [false, true] {
+            for size in [16, 1024] {
+                v.push(Case { subscribers, twoway, size });
+            }
+        }
+    }
+    v
+}
+
+/// One case's figures of one service over the rounds.
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub(crate) service: Service,
+    pub(crate) case: Case,
+    pub(crate) events_per_s: Vec<f64>,
+    pub(crate) p99_us: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+/// A running service, killed when dropped.
+struct Running {
+    child: Child,
+    /// The topic manager's proxy string.
+    manager: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `cmd` and waits (at most [`crate::READY_LIMIT`]) for a stdout line containing
+/// `marker`; the rest of its output is read and dropped.
+fn start(mut cmd: Command, marker: &'static str, manager: String, what: &str) -> Result<Running, String> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    let child = cmd.spawn().map_err(|e| format!("cannot start {what}: {e}"))?;
+    let mut running = Running { child, manager };
+    let stdout = running.child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let mut said = false;
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if !said && line.contains(marker) => {
+                    said = true;
+                    let _ = tx.send(());
+                }
+                Ok(_) => {}
+            }
+        }
+    });
+    rx.recv_timeout(crate::READY_LIMIT).map_err(|_| format!("{what} did not print {marker:?}"))?;
+    Ok(running)
+}
+
+/// floe-storm, built beside this binary (`cargo build --release -p floe-storm`, which
+/// `scripts/bench` does).
+fn floe_storm_binary() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = exe.with_file_name("floe-storm");
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!("{} is not built (cargo build --release -p floe-storm)", path.display()))
+    }
+}
+
+fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
+    let (manager_port, publish_port) = (crate::free_port(), crate::free_port());
+    let manager = format!("IceStorm/TopicManager:tcp -h 127.0.0.1 -p {manager_port}");
+    let mut cmd = match service {
+        Service::Floe => {
+            let mut c = Command::new(floe_storm_binary()?);
+            // `--floe-property` settings apply to floe-storm too.
+            for (name, value) in crate::floe_system::property_list() {
+                c.arg(format!("--{name}={value}"));
+            }
+            c
+        }
+        Service::IceStorm => {
+            let mut c = Command::new("icebox");
+            c.arg("--IceBox.Service.IceStorm=IceStormService,37:createIceStorm")
+                .arg("--IceBox.InheritProperties=1")
+                .arg("--IceBox.PrintServicesReady=IceBox")
+                .arg("--IceStorm.LMDB.MapSize=16");
+            crate::ice_malloc_env(&mut c);
+            c
+        }
+    };
+    cmd.arg(format!("--IceStorm.TopicManager.Endpoints=tcp -h 127.0.0.1 -p {manager_port}"))
+        .arg(format!("--IceStorm.Publish.Endpoints=tcp -h 127.0.0.1 -p {publish_port}"))
+        .arg(format!("--IceStorm.LMDB.Path={}", dir.display()));
+    let marker = match service {
+        Service::Floe => "floe-storm ready",
+        Service::IceStorm => "IceBox ready",
+    };
+    start(cmd, marker, manager, service.name())
+}
+
+/// What a case's subscribers saw.
+#[derive(Default)]
+struct Seen {
+    delivered: AtomicUsize,
+    latencies_ns: Mutex<Vec<u64>>,
+    /// Whether receptions are timed (the latency part) or only counted.
+    timing: AtomicBool,
+}
+
+/// A raw subscriber: accepts the service's connections, validates them, reads requests,
+/// answers twoway ones, and records each event's latency (its parameters end with the send
+/// time in ns since `epoch`). Dropping it closes its listener and connections, which ends its
+/// threads.
+struct Subscriber {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Subscriber {
+    fn start(epoch: Instant, seen: Arc<Seen>) -> Result<Subscriber, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (stop2, streams2) = (stop.clone(), streams.clone());
+        std::thread::spawn(move || {
+            for s in listener.incoming() {
+                if stop2.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(s) = s else { return };
+                if let Ok(clone) = s.try_clone() {
+                    streams2.lock().expect("streams").push(clone);
+                }
+                let seen = seen.clone();
+                std::thread::spawn(move || serve_subscriber_connection(s, epoch, &seen));
+            }
+        });
+        Ok(Subscriber { port, stop, streams })
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accepting thread, which then sees `stop`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        for s in self.streams.lock().expect("streams").drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn serve_subscriber_connection(mut s: TcpStream, epoch: Instant, seen: &Seen) {
+    let _ = s.set_nodelay(true);
+    if s.write_all(&VALIDATE).is_err() {
+        return;
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut chunk = vec![0u8; 256 * 1024];
+    let mut replies = Vec::new();
+    let mut lat = Vec::new();
+    loop {
+        let n = match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let now = epoch.elapsed().as_nanos() as u64;
+        let timing = seen.timing.load(Ordering::Relaxed);
+        let mut at = 0;
+        let mut events = 0;
+        while buf.len() - at >= 14 {
+            let size = i32::from_le_bytes([buf[at + 10], buf[at + 11], buf[at + 12], buf[at + 13]]).max(14) as usize;
+            if buf.len() - at < size {
+                break;
+            }
+            let msg = &buf[at..at + size];
+            // Requests (type 0) are events; a close-connection message (4) ends it.
+            match msg[8] {
+                0 if size >= 26 => {
+                    let id = i32::from_le_bytes([msg[14], msg[15], msg[16], msg[17]]);
+                    if timing {
+                        let mut t = [0u8; 8];
+                        t.copy_from_slice(&msg[size - 8..]);
+                        lat.push(now.saturating_sub(u64::from_le_bytes(t)));
+                    }
+                    events += 1;
+                    if id != 0 {
+                        // An empty successful reply.
+                        replies.extend_from_slice(&[b'I', b'c', b'e', b'P', 1, 0, 1, 0, 2, 0, 25, 0, 0, 0]);
+                        replies.extend_from_slice(&id.to_le_bytes());
+                        replies.extend_from_slice(&[0, 6, 0, 0, 0, 1, 1]);
+                    }
+                }
+                4 => return,
+                _ => {}
+            }
+            at += size;
+        }
+        buf.drain(..at);
+        if !lat.is_empty() {
+            seen.latencies_ns.lock().expect("latencies").append(&mut lat);
+        }
+        seen.delivered.fetch_add(events, Ordering::Relaxed);
+        if !replies.is_empty() {
+            if s.write_all(&replies).is_err() {
+                return;
+            }
+            replies.clear();
+        }
+    }
+}
+
+/// A pre-encoded oneway `tick` request to the topic's publisher object; its parameters end
+/// with the send time (ns since the run's epoch), which [`Event::stamp`] sets before each write.
+struct Event {
+    bytes: Vec<u8>,
+    epoch: Instant,
+}
+
+impl Event {
+    fn new(epoch: Instant, size: usize, id: &Identity) -> Event {
+        let prefix = RequestPrefix::new(id, "", "tick", OperationMode::Normal);
+        let pad = vec![0u8; size.saturating_sub(8)];
+        let m = encode_request(0, &prefix, &Context::new(), EncodingVersion::V1_1, |e| {
+            e.write_raw(&pad);
+            e.write_raw(&0u64.to_le_bytes());
+        });
+        Event { bytes: m.to_vec(), epoch }
+    }
+
+    fn stamp(&mut self) {
+        let n = self.bytes.len();
+        let t = self.epoch.elapsed().as_nanos() as u64;
+        self.bytes[n - 8..].copy_from_slice(&t.to_le_bytes());
+    }
+}
+
+/// Waits until `seen` counts `want` deliveries or `limit` passes; returns the count.
+fn wait_for(seen: &Seen, want: usize, limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    loop {
+        let got = seen.delivered.load(Ordering::Relaxed);
+        if got >= want || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// Measures one case on one service: (events/s, p99 latency in µs).
+fn run_case(c: &Communicator, service: &Running, case: Case, round: usize, quick: bool) -> Result<(f64, f64), String> {
+    let epoch = Instant::now();
+    let seen = Arc::new(Seen::default());
+    let topic_name = format!("bench-{}-r{round}", case.key());
+    let subscribers: Vec<Subscriber> =
+        (0..case.subscribers).map(|_| Subscriber::start(epoch, seen.clone())).collect::<Result<_, _>>()?;
+    let (topic, publisher) = c.block_on(async {
+        let e = |what: &str, e: &dyn std::fmt::Debug| format!("setting up the topic ({what}): {e:?}");
+        let proxy = c.string_to_proxy(&service.manager).map_err(|x| e("manager", &x))?;
+        let manager = TopicManagerPrx::from_object(proxy);
+        let topic = manager.create(&topic_name).await.map_err(|x| e("create", &x))?.ok_or("no topic")?;
+        for (k, sub) in subscribers.iter().enumerate() {
+            let p = c
+                .string_to_proxy(&format!("sub{k}:tcp -h 127.0.0.1 -p {}", sub.port))
+                .map_err(|x| e("subscriber", &x))?;
+            let p = if case.twoway { p } else { p.ice_oneway() };
+            topic.subscribe_and_get_publisher(&Default::default(), Some(&p)).await.map_err(|x| e("subscribe", &x))?;
+        }
+        let publisher = topic.get_publisher().await.map_err(|x| e("getPublisher", &x))?.ok_or("no publisher")?;
+        Ok::<_, String>((topic, publisher))
+    })?;
+    let outcome = publish(&publisher, &seen, epoch, case, quick);
+    let _ = c.block_on(topic.destroy());
+    drop(subscribers);
+    outcome
+}
+
+/// The events of a case's throughput part: the same number of deliveries whatever the number
+/// of subscribers (60,000, or 20,000 with `--quick`).
+fn events_per_burst(case: Case, quick: bool) -> usize {
+    (if quick { 20_000 } else { 60_000 }) / case.subscribers.max(1)
+}
+
+/// The publisher's part of a case (see the module doc).
+fn publish(
+    publisher: &floe::ObjectPrx,
+    seen: &Seen,
+    epoch: Instant,
+    case: Case,
+    quick: bool,
+) -> Result<(f64, f64), String> {
+    let endpoint = publisher.to_string();
+    let port: u16 = endpoint
+        .rsplit("-p ")
+        .next()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("no port in the publisher proxy {endpoint:?}"))?;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    let mut v = [0u8; 14];
+    s.read_exact(&mut v).map_err(|e| format!("publisher connection: {e}"))?;
+    let mut event = Event::new(epoch, case.size, publisher.ice_get_identity());
+
+    // Latency at 1,000 events/s.
+    let paced = if quick { 500 } else { 1000 };
+    seen.timing.store(true, Ordering::Relaxed);
+    let start = Instant::now();
+    for k in 0..paced {
+        let due = start + Duration::from_micros(k as u64 * 1000);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        event.stamp();
+        s.write_all(&event.bytes).map_err(|e| format!("publishing: {e}"))?;
+    }
+    let want = paced * case.subscribers;
+    let got = wait_for(seen, want, Duration::from_secs(20));
+    if got < want {
+        return Err(format!("{got} of {want} paced deliveries within 20 s"));
+    }
+    seen.timing.store(false, Ordering::Relaxed);
+    let mut lat = std::mem::take(&mut *seen.latencies_ns.lock().expect("latencies"));
+    lat.sort_unstable();
+    let p99_us = lat.get(lat.len() * 99 / 100).copied().unwrap_or(0) as f64 / 1000.0;
+
+    // Throughput: n events as fast as the publisher can write them.
+    let n = events_per_burst(case, quick);
+    seen.delivered.store(0, Ordering::Relaxed);
+    let mut burst = Vec::with_capacity(event.bytes.len() * 64);
+    let start = Instant::now();
+    let mut sent = 0;
+    while sent < n {
+        burst.clear();
+        for _ in 0..64.min(n - sent) {
+            event.stamp();
+            burst.extend_from_slice(&event.bytes);
+            sent += 1;
+        }
+        s.write_all(&burst).map_err(|e| format!("publishing: {e}"))?;
+    }
+    let want = n * case.subscribers;
+    let got = wait_for(seen, want, Duration::from_secs(60));
+    let elapsed = start.elapsed().as_secs_f64();
+    if got < want {
+        return Err(format!("{got} of {want} deliveries within 60 s"));
+    }
+    Ok((n as f64 / elapsed, p99_us))
+}
+
+/// The stage: `runs` rounds of every case on both services. Returns the series and notes.
+pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    let dir = std::env::temp_dir().join(format!("floe-bench-storm-{}", std::process::id()));
+    let mut services = Vec::new();
+    for service in [Service::Floe, Service::IceStorm] {
+        let d = dir.join(service.name());
+        let _ = std::fs::remove_dir_all(&d);
+        if let Err(e) = std::fs::create_dir_all(&d) {
+            notes.push(format!("storm: {e}"));
+            continue;
+        }
+        match start_service(service, &d) {
+            Ok(r) => services.push((service, r)),
+            Err(e) => notes.push(format!("{} skipped: {e}", service.name())),
+        }
+    }
+    let c = match Communicator::new() {
+        Ok(c) => c,
+        Err(e) => {
+            notes.push(format!("storm test skipped: {e}"));
+            return (series, notes);
+        }
+    };
+    let started = Instant::now();
+    for round in 0..runs {
+        for case in cases() {
+            // The order alternates between rounds, so that neither service always runs
+            // right after the other's load.
+            let order: Vec<&(Service, Running)> =
+                if round % 2 == 0 { services.iter().collect() } else { services.iter().rev().collect() };
+            for (service, running) in order {
+                match run_case(&c, running, case, round, quick) {
+                    Ok((rate, p99)) => {
+                        eprintln!(
+                            "[{:>4.0}s] round {} storm {:<10} {:<22} {:>9.0} events/s, p99 {:>7.1} µs",
+                            started.elapsed().as_secs_f64(),
+                            round + 1,
+                            service.name(),
+                            case.label(),
+                            rate,
+                            p99
+                        );
+                        match series.iter_mut().find(|s| s.service == *service && s.case == case) {
+                            Some(s) => {
+                                s.events_per_s.push(rate);
+                                s.p99_us.push(p99);
+                            }
+                            None => series.push(Series {
+                                service: *service,
+                                case,
+                                events_per_s: vec![rate],
+                                p99_us: vec![p99],
+                            }),
+                        }
+                    }
+                    Err(e) => notes.push(format!("{} / {} round {}: {e}", service.name(), case.label(), round + 1)),
+                }
+            }
+        }
+    }
+    c.destroy_blocking();
+    drop(services);
+    let _ = std::fs::remove_dir_all(&dir);
+    (series, notes)
+}
+
+fn get(series: &[Series], service: Service, case: Case) -> Option<&Series> {
+    series.iter().find(|s| s.service == service && s.case == case)
+}
+
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        Some(v) if v >= 1e4 => format!("{:.1}k", v / 1e3),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "–".into(),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The Markdown table: per case, both services' events/s and p99, with the ratios
+/// floe-storm / IceStorm.
+pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String]) -> String {
+    let mut s = String::new();
+    let rounds = series.iter().map(|s| s.events_per_s.len()).max().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "storm: one raw-protocol publisher → raw-protocol subscribers through floe-storm and IceStorm \
+         ({} deliveries as fast as possible for events/s; 1,000 events/s for {} s for p99 delivery latency), \
+         medians of {rounds} of {runs} round(s)\n",
+        if quick { "20,000" } else { "60,000" },
+        if quick { "0.5" } else { "1" }
+    );
+    s.push_str(
+        "| subscribers, mode, event size | floe-storm events/s | IceStorm events/s | floe-storm / IceStorm | floe-storm p99 (µs) | IceStorm p99 (µs) | p99 floe-storm / IceStorm |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|\n");
+    for case in cases() {
+        let f = get(series, Service::Floe, case);
+        let i = get(series, Service::IceStorm, case);
+        let fr = f.and_then(|s| median(&s.events_per_s));
+        let ir = i.and_then(|s| median(&s.events_per_s));
+        let fl = f.and_then(|s| median(&s.p99_us));
+        let il = i.and_then(|s| median(&s.p99_us));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            case.label(),
+            cell(fr),
+            cell(ir),
+            ratio(fr, ir),
+            cell(fl),
+            cell(il),
+            ratio(fl, il)
+        );
+    }
+    for n in notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// JSON records, two per service and case (events/s and p99), for the report's array.
+pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in series {
+        for (metric, unit, values) in [("events", "events/s", &s.events_per_s), ("p99", "us", &s.p99_us)] {
+            if let Some(m) = median(values) {
+                out.push(format!(
+                    "{{\"system\": \"{}\", \"test\": \"storm/{}/{metric}\", \"metric\": \"storm\", \"unit\": \"{unit}\", \"median\": {m:.3}, \"runs\": {}}}",
+                    s.service.name(),
+                    s.case.key(),
+                    values.len()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_every_case_with_both_ratios() {
+        let case = Case { subscribers: 3, twoway: true, size: 1024 };
+        let series = vec![
+            Series {
+                service: Service::Floe,
+                case,
+                events_per_s: vec![200_000.0, 100_000.0, 300_000.0],
+                p99_us: vec![50.0],
+            },
+            Series { service: Service::IceStorm, case, events_per_s: vec![50_000.0], p99_us: vec![200.0] },
+        ];
+        let t = table(&series, false, 3, &["a note".into()]);
+        assert!(t.contains("| 3 sub, twoway, 1 kB | 200.0k | 50.0k | 4.00 | 50.0 | 200 | 0.25 |"), "{t}");
+        assert_eq!(t.lines().filter(|l| l.starts_with("| ") && l.contains(" sub, ")).count(), 12, "{t}");
+        assert!(t.contains("note: a note"));
+        let json = json_records(&series);
+        assert_eq!(json.len(), 4);
+        assert!(json[0].contains("\"test\": \"storm/3-twoway-1024/events\"") && json[0].contains("200000.000"));
+    }
+
+    #[test]
+    fn the_subscriber_counts_answers_and_times_events() {
+        let epoch = Instant::now();
+        let seen = Arc::new(Seen::default());
+        seen.timing.store(true, Ordering::Relaxed);
+        let sub = Subscriber::start(epoch, seen.clone()).expect("subscriber");
+        let mut s = TcpStream::connect(("127.0.0.1", sub.port)).expect("connect");
+        let mut v = [0u8; 14];
+        s.read_exact(&mut v).expect("validate");
+        assert_eq!(v, VALIDATE);
+        let id = Identity::new("t");
+        let mut event = Event::new(epoch, 16, &id);
+        // A twoway copy of the event: request id 7.
+        let mut twoway = event.bytes.clone();
+        twoway[14..18].copy_from_slice(&7i32.to_le_bytes());
+        event.stamp();
+        s.write_all(&event.bytes).expect("oneway");
+        s.write_all(&twoway).expect("twoway");
+        let mut reply = [0u8; 25];
+        s.read_exact(&mut reply).expect("reply");
+        assert_eq!(reply[8], 2, "a reply");
+        assert_eq!(i32::from_le_bytes([reply[14], reply[15], reply[16], reply[17]]), 7);
+        assert_eq!(wait_for(&seen, 2, Duration::from_secs(5)), 2);
+        assert_eq!(seen.latencies_ns.lock().unwrap().len(), 2);
+        drop(sub);
+    }
+}
