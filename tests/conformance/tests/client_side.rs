@@ -205,3 +205,37 @@ fn optional_required_exception_members() {
     };
     run(setup, client_side::optional::required_exception_members);
 }
+
+fn optional_with<F, Fut>(extra: &[&str], checks: F)
+where
+    F: FnOnce(client_side::Helper) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let setup = Setup {
+        dir: "optional",
+        script: "Server.py",
+        adapters: &["TestAdapter"],
+        ports: 1,
+        encoding: "1.1",
+        extra,
+        // As Ice's C++ client of the suite (Ice for Python always accepts them): `mo8.k = mo8`.
+        client_extra: &["--Ice.AcceptClassCycles=1"],
+    };
+    run(setup, checks);
+}
+
+/// The optional data members of classes (`client_side::optional::data_members`).
+#[test]
+fn optional_class_data_members() {
+    optional_with(&[], client_side::optional::data_members);
+}
+
+/// The same with the sliced format on both sides, as Ice's driver also runs optional, after
+/// the check that needs it (unknown class slices).
+#[test]
+fn optional_class_data_members_sliced_format() {
+    optional_with(&["--Ice.Default.SlicedFormat=1"], |h| async move {
+        client_side::optional::unknown_class_slices(&h).await;
+        client_side::optional::data_members(h).await;
+    });
+}
