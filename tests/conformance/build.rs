@@ -37,6 +37,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("dispatcher", &["Ice/BuiltinSequences.ice"]),
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
     ("custom", &[]),
+    ("admin", &["Ice/BuiltinSequences.ice", "Ice/PropertiesAdmin.ice"]),
 ];
 /// What is extracted from the source tarball: the Python clients and their helper, the C++
 /// clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++, and the

@@ -273,6 +273,18 @@ fn custom_1_1() {
     check(suite!("custom", "floe-conformance-custom", ["TestAdapter"], 1), "1.1");
 }
 
+/// The server makes communicators for the client, which calls their `Ice.Admin` objects
+/// (Process, Properties with an update callback, a custom facet, `Ice.Admin.Facets`).
+#[test]
+fn admin_1_1() {
+    check(suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn admin_1_0() {
+    check(suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1), "1.0");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
