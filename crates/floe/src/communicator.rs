@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::adapter::ObjectAdapter;
-use crate::admin::{Logger, PropertiesAdminHandle};
+use crate::admin::{LogSink, Logger, PropertiesAdminHandle};
 use crate::dispatch::Dispatcher;
 use crate::connection::Connection;
 use crate::encoding::{Context, Decoder, EndpointData, Identity, ProxyData};
@@ -77,8 +77,18 @@ impl Communicator {
     /// With `Ice.Admin.Endpoints` set (and `Ice.Admin.DelayCreation` unset), the `Ice.Admin`
     /// object is created too: see [`admin`](Self::admin).
     pub fn with_properties(properties: Properties) -> Result<Communicator> {
+        Communicator::make(properties, None)
+    }
+
+    /// A communicator with the given properties whose [`Logger`] writes to `sink` (Ice's
+    /// `InitializationData.logger`) rather than to `tracing`.
+    pub fn with_logger(properties: Properties, sink: Arc<dyn LogSink>) -> Result<Communicator> {
+        Communicator::make(properties, Some(sink))
+    }
+
+    fn make(properties: Properties, sink: Option<Arc<dyn LogSink>>) -> Result<Communicator> {
         let instance = Instance::new(properties)?;
-        crate::admin::init(&instance)?;
+        crate::admin::init(&instance, sink)?;
         Ok(Communicator { instance })
     }
 

@@ -381,6 +381,18 @@ fn cpp_location_1_1() {
     check_cpp(suite!("location", "floe-conformance-location", ["ServerManager"], 40), "1.1", &[]);
 }
 
+/// The C++ client also checks the Logger facet (`getLog` with filters, a remote logger) and
+/// update callbacks removed and added again. The server leaves `Ice.AcceptClassCycles` unset
+/// in the communicators it makes, as Ice for C++ does (the client counts the properties).
+#[test]
+fn cpp_admin_1_1() {
+    check_cpp_server_with(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.1",
+        &["--Test.Admin.AcceptClassCycles=0"],
+    );
+}
+
 /// Suites over the secure and web transports, as Ice's driver runs them with `--protocol=ssl`
 /// and `--protocol=ws`, with encoding 1.1 (every suite but `location`, whose servers are
 /// started by the suite itself).

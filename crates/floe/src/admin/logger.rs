@@ -23,71 +23,111 @@ use crate::proxy::Proxy;
 /// cannot keep up loses messages rather than holding memory without bound).
 const REMOTE_QUEUE: usize = 1024;
 
-/// The communicator's logger (Ice's `Ice::Logger`): messages go to `tracing` (target
-/// `floe::logger`) and, when the communicator has the `Logger` admin facet, to its buffer and
-/// its remote loggers. floe's own runtime diagnostics go to `tracing` only.
+/// Where a communicator's log messages are written (an `Ice::Logger` implementation of
+/// Ice): give one to [`Communicator::with_logger`](crate::Communicator::with_logger). The
+/// default writes to `tracing` (target `floe::logger`).
+pub trait LogSink: Send + Sync + 'static {
+    /// A message printed by the program.
+    fn print(&self, message: &str);
+    /// A trace message of `category`.
+    fn trace(&self, category: &str, message: &str);
+    /// A warning.
+    fn warning(&self, message: &str);
+    /// An error.
+    fn error(&self, message: &str);
+    /// The prefix of the messages (the `prefix` that the `Logger` admin facet reports).
+    fn prefix(&self) -> &str;
+}
+
+/// The default sink: `tracing`, with `Ice.ProgramName` as the prefix.
+struct TracingSink {
+    prefix: String,
+}
+
+impl LogSink for TracingSink {
+    fn print(&self, message: &str) {
+        tracing::info!(target: "floe::logger", prefix = %self.prefix, "{message}");
+    }
+    fn trace(&self, category: &str, message: &str) {
+        tracing::debug!(target: "floe::logger", prefix = %self.prefix, category, "{message}");
+    }
+    fn warning(&self, message: &str) {
+        tracing::warn!(target: "floe::logger", prefix = %self.prefix, "{message}");
+    }
+    fn error(&self, message: &str) {
+        tracing::error!(target: "floe::logger", prefix = %self.prefix, "{message}");
+    }
+    fn prefix(&self) -> &str {
+        &self.prefix
+    }
+}
+
+/// The communicator's logger (Ice's `Ice::Logger`): messages go to its [`LogSink`] and, when
+/// the communicator has the `Logger` admin facet, to that facet's buffer and remote loggers.
+/// floe's own runtime diagnostics go to `tracing` only.
 #[derive(Clone)]
 pub struct Logger {
-    prefix: Arc<str>,
+    sink: Arc<dyn LogSink>,
     admin: Option<Arc<LogState>>,
 }
 
 impl std::fmt::Debug for Logger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Logger").field("prefix", &self.prefix).finish_non_exhaustive()
+        f.debug_struct("Logger").field("prefix", &self.sink.prefix()).finish_non_exhaustive()
     }
 }
 
 impl Logger {
-    /// A logger that writes to `tracing` only.
-    pub(super) fn plain(prefix: &str) -> Logger {
-        Logger { prefix: prefix.into(), admin: None }
+    /// A logger writing to `sink`, or to `tracing` with `prefix` without one.
+    pub(super) fn plain(sink: Option<Arc<dyn LogSink>>, prefix: &str) -> Logger {
+        let sink = sink.unwrap_or_else(|| Arc::new(TracingSink { prefix: prefix.to_string() }));
+        Logger { sink, admin: None }
     }
 
-    /// A logger that also feeds the `Logger` admin facet, and that facet.
+    /// The same logger, also feeding a `Logger` admin facet; and that facet.
     pub(super) fn with_admin(
-        prefix: &str,
+        self,
         keep_logs: usize,
         keep_traces: usize,
         runtime: tokio::runtime::Handle,
     ) -> (Logger, Arc<dyn Dispatcher>) {
         let state = Arc::new(LogState {
-            prefix: prefix.into(),
+            prefix: self.sink.prefix().into(),
             keep_logs,
             keep_traces,
             runtime,
             inner: Mutex::new(Inner::default()),
         });
         let facet = LoggerAdminServer::new(LoggerAdminI { state: state.clone() });
-        (Logger { prefix: prefix.into(), admin: Some(state) }, facet)
+        (Logger { sink: self.sink, admin: Some(state) }, facet)
     }
 
-    /// The prefix of its messages (`Ice.ProgramName`).
+    /// The prefix of its messages (`Ice.ProgramName`, or the sink's).
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        self.sink.prefix()
     }
 
     /// Logs a message printed by the program.
     pub fn print(&self, message: &str) {
-        tracing::info!(target: "floe::logger", prefix = %self.prefix, "{message}");
+        self.sink.print(message);
         self.record(LogMessageType::PrintMessage, "", message);
     }
 
     /// Logs a trace message of `category`.
     pub fn trace(&self, category: &str, message: &str) {
-        tracing::debug!(target: "floe::logger", prefix = %self.prefix, category, "{message}");
+        self.sink.trace(category, message);
         self.record(LogMessageType::TraceMessage, category, message);
     }
 
     /// Logs a warning.
     pub fn warning(&self, message: &str) {
-        tracing::warn!(target: "floe::logger", prefix = %self.prefix, "{message}");
+        self.sink.warning(message);
         self.record(LogMessageType::WarningMessage, "", message);
     }
 
     /// Logs an error.
     pub fn error(&self, message: &str) {
-        tracing::error!(target: "floe::logger", prefix = %self.prefix, "{message}");
+        self.sink.error(message);
         self.record(LogMessageType::ErrorMessage, "", message);
     }
 
