@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::adapter::ObjectAdapter;
 use crate::admin::{LogSink, Logger, PropertiesAdminHandle};
-use crate::dispatch::Dispatcher;
 use crate::connection::Connection;
+use crate::dispatch::Dispatcher;
 use crate::encoding::{Context, Decoder, EndpointData, Identity, ProxyData};
 use crate::error::{Error, Result};
 use crate::instance::{connection_config, Instance};

@@ -106,7 +106,12 @@ impl RemoteCommunicator for RemoteCommunicatorI {
         Ok(())
     }
 
-    async fn trace(&self, category: floe::CompactString, message: floe::CompactString, _: &Current) -> floe::Result<()> {
+    async fn trace(
+        &self,
+        category: floe::CompactString,
+        message: floe::CompactString,
+        _: &Current,
+    ) -> floe::Result<()> {
         self.communicator.logger().trace(&category, &message);
         Ok(())
     }

@@ -10,10 +10,10 @@ use super::slice::ice_mx::{
     MetricsAdmin, MetricsAdminServer, MetricsFailures, MetricsFailuresSeq, MetricsView, UnknownMetricsView,
 };
 use crate::dispatch::{Current, Dispatcher};
-use compact_str::CompactString;
 use crate::error::{Error, Result};
 use crate::instance::WeakInstance;
 use crate::properties::Properties;
+use compact_str::CompactString;
 
 /// The `Process` facet: shuts the communicator down, writes messages to stdout or stderr.
 struct ProcessI {
@@ -191,7 +191,12 @@ impl MetricsAdmin for MetricsAdminI {
         Err(unknown_view())
     }
 
-    async fn get_map_metrics_failures(&self, _: CompactString, _: CompactString, _: &Current) -> Result<MetricsFailuresSeq> {
+    async fn get_map_metrics_failures(
+        &self,
+        _: CompactString,
+        _: CompactString,
+        _: &Current,
+    ) -> Result<MetricsFailuresSeq> {
         Err(unknown_view())
     }
 

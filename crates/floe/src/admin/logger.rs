@@ -15,9 +15,9 @@ use super::slice::ice::{
 };
 use crate::dispatch::{Current, Dispatcher};
 use crate::encoding::Identity;
-use compact_str::CompactString;
 use crate::error::{Error, Result};
 use crate::proxy::Proxy;
+use compact_str::CompactString;
 
 /// Messages queued for one remote logger before new ones are dropped (a remote logger that
 /// cannot keep up loses messages rather than holding memory without bound).
