@@ -236,10 +236,13 @@ fn process_shutdown_and_properties_update_callbacks() {
     });
 }
 
+/// What a remote logger's `init` got: the prefix and the recent messages.
+type Init = (CompactString, Vec<LogMessage>);
+
 /// A remote logger that records what it is sent.
 #[derive(Default, Clone)]
 struct Recorder {
-    init: Arc<Mutex<Option<(CompactString, Vec<LogMessage>)>>>,
+    init: Arc<Mutex<Option<Init>>>,
     logs: Arc<Mutex<Vec<LogMessage>>>,
 }
 
