@@ -459,6 +459,8 @@ mod transports {
     over!(servant_locator_ws, "ws", "servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1);
     over!(acm_ssl, "ssl", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
     over!(acm_ws, "ws", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
+    over!(admin_ssl, "ssl", "admin", "floe-conformance-admin", ["TestAdapter"], 1);
+    over!(admin_ws, "ws", "admin", "floe-conformance-admin", ["TestAdapter"], 1);
     /// The server calls the adapters it creates itself, presenting its own certificate as a
     /// client's; the test server certificate allows server authentication only (rustls, like
     /// OpenSSL, refuses it from a client), so the server asks for no client certificates.
