@@ -140,6 +140,21 @@ fn delayed_creation_waits_for_admin() {
     });
 }
 
+/// Made outside any async runtime, the communicator starts its own; the admin object's
+/// adapter is activated there, and blocking calls reach it.
+#[test]
+fn admin_on_the_communicators_own_runtime() {
+    let c = communicator(&[ENDPOINTS]);
+    let admin = c.block_on(c.admin()).unwrap().expect("admin proxy");
+    assert_eq!(admin.ice_get_identity().name, "admin");
+    assert_eq!(admin.ice_get_identity().category.len(), 36, "a UUID by default");
+    let process = ProcessPrx::from_object(admin.ice_facet("Process"));
+    process.write_message_blocking("not written: fd 3 is neither stdout nor stderr", 3).unwrap();
+    c.block_on(process.shutdown()).unwrap();
+    assert!(c.is_shutdown());
+    c.destroy_blocking();
+}
+
 #[test]
 fn facet_filtering_on_the_wire() {
     runtime().block_on(async {

@@ -105,7 +105,9 @@ pub(crate) fn init(instance: &Instance, sink: Option<Arc<dyn LogSink>>) -> Resul
     let enabled = props.get_bool("Ice.Admin.Enabled", !endpoints.is_empty())?;
     let instance_name = match props.get("Ice.Admin.InstanceName") {
         Some(n) => n,
-        None => uuid::Uuid::new_v4().to_string(),
+        None if enabled => uuid::Uuid::new_v4().to_string(),
+        // Never used: the admin object of a disabled communicator is never created.
+        None => String::new(),
     };
     let filter: BTreeSet<String> = props
         .get_or("Ice.Admin.Facets", "")
