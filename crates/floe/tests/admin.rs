@@ -2,7 +2,8 @@
 //! (locally and on the wire), `Ice.Admin.Enabled` / `DelayCreation` / `createAdmin`, the
 //! Process facet's shutdown, property-update callbacks through the Properties facet, the
 //! Logger facet's buffer and a remote logger, the empty Metrics facet, and typed errors for
-//! bad requests. Everything runs on loopback.
+//! bad requests, and `Ice.Admin.ServerId` registration with a locator. Everything runs on
+//! loopback.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -418,5 +419,70 @@ fn bad_requests_get_typed_errors() {
         assert!(admin.ice_facet("Process").ice_ping().await.is_ok());
         c.destroy().await;
         client.destroy().await;
+    });
+}
+
+/// A locator whose registry records `setServerProcessProxy` calls.
+struct ProcessRegistry {
+    registry: Mutex<Option<floe::encoding::ProxyData>>,
+    registered: Mutex<Vec<(String, Option<floe::encoding::ProxyData>)>>,
+}
+
+impl Dispatcher for ProcessRegistry {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        use floe::encoding::{Decode, ProxyData};
+        let mut d = request.decoder();
+        let c = &request.current;
+        let r = match c.operation.as_str() {
+            "getRegistry" => {
+                let registry = self.registry.lock().unwrap().clone();
+                c.ok(|e| ProxyData::encode_nullable(registry.as_ref(), e))
+            }
+            "setServerProcessProxy" => {
+                let id = String::decode(&mut d).unwrap();
+                let proxy = ProxyData::decode_nullable(&mut d).unwrap();
+                self.registered.lock().unwrap().push((id, proxy));
+                c.ok(|_| {})
+            }
+            _ => c.operation_not_exist(),
+        };
+        Box::pin(async move { r })
+    }
+}
+
+#[test]
+fn server_id_registers_the_process_facet_with_the_locator() {
+    runtime().block_on(async {
+        let host = communicator(&[]);
+        let a = host.create_object_adapter_with_endpoints("Locator", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let servant = Arc::new(ProcessRegistry { registry: Mutex::default(), registered: Mutex::default() });
+        let locator = a.add(servant.clone(), Identity::new("locator"));
+        let registry = a.add(servant.clone(), Identity::new("registry"));
+        *servant.registry.lock().unwrap() = Some(registry.reference().wire.clone());
+        a.activate().await.unwrap();
+
+        let locator = locator.to_string();
+        let c = communicator(&[ENDPOINTS, NAME, ("Ice.Admin.ServerId", "server-1"), ("Ice.Default.Locator", &locator)]);
+        let admin = c.admin().await.unwrap().unwrap();
+        until("setServerProcessProxy", || !servant.registered.lock().unwrap().is_empty()).await;
+        let (id, proxy) = servant.registered.lock().unwrap()[0].clone();
+        assert_eq!(id, "server-1");
+        let proxy = proxy.expect("a process proxy");
+        assert_eq!(proxy.identity, *admin.ice_get_identity());
+        assert_eq!(proxy.facet, "Process");
+        c.destroy().await;
+
+        // Without the Process facet there is nothing to register.
+        let c = communicator(&[
+            ENDPOINTS,
+            NAME,
+            ("Ice.Admin.ServerId", "server-2"),
+            ("Ice.Default.Locator", &locator),
+            ("Ice.Admin.Facets", "Properties"),
+        ]);
+        c.admin().await.unwrap().unwrap().ice_facet("Properties").ice_ping().await.unwrap();
+        assert_eq!(servant.registered.lock().unwrap().len(), 1);
+        c.destroy().await;
+        host.destroy().await;
     });
 }
