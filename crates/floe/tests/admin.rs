@@ -1,7 +1,7 @@
 //! The `Ice.Admin` object: admin facets added, found and removed, `Ice.Admin.Facets` filtering
 //! (locally and on the wire), `Ice.Admin.Enabled` / `DelayCreation` / `createAdmin`, the
 //! Process facet's shutdown, property-update callbacks through the Properties facet, the
-//! Logger facet's buffer and a remote logger, the empty Metrics facet, and typed errors for
+//! Logger facet's buffer and a remote logger, the empty Metrics facet, typed errors for
 //! bad requests, and `Ice.Admin.ServerId` registration with a locator. Everything runs on
 //! loopback.
 
