@@ -37,7 +37,11 @@ const SUITES: &[(&str, &[&str])] = &[
     ("dispatcher", &["Ice/BuiltinSequences.ice"]),
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
     ("custom", &[]),
+    ("admin", &["Ice/BuiltinSequences.ice", "Ice/PropertiesAdmin.ice"]),
 ];
+/// Suites whose server is generated from the C++ client's Test.ice, a superset of the Python
+/// client's.
+const CPP_SLICE: &[&str] = &["admin"];
 /// What is extracted from the source tarball: the Python clients and their helper, the C++
 /// clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++, and the
 /// Java clients of some suites, which it builds with slice2java and javac.
@@ -74,7 +78,11 @@ fn main() {
     let includes: Vec<&str> = slice_dirs.iter().copied().filter(|d| Path::new(d).is_dir()).collect();
     let slice_root = includes.first().map(PathBuf::from).expect("zeroc-ice-slice is installed (/usr/share/ice/slice)");
     for (suite, extra) in SUITES {
-        let dir = root.join("python/test/Ice").join(suite);
+        // The C++ admin suite's Test.ice adds operations to the Python one's (logging through
+        // the server's logger, update callbacks added and removed on demand): the server
+        // implements that superset, so that both clients play against it.
+        let lang = if CPP_SLICE.contains(suite) { "cpp" } else { "python" };
+        let dir = root.join(lang).join("test/Ice").join(suite);
         let ice = dir.join("Test.ice");
         let mut files = vec![ice.clone()];
         files.extend(extra.iter().map(|f| match f.strip_prefix("./") {

@@ -172,6 +172,22 @@ impl std::fmt::Debug for ObjectAdapter {
 }
 
 impl ObjectAdapter {
+    /// Creates an adapter named `name` listening on `endpoints`, configured by the
+    /// `<name>.*` properties, and registers it with the instance (which deactivates it on
+    /// shutdown).
+    pub(crate) fn create(instance: &Instance, name: &str, endpoints: &str) -> Result<ObjectAdapter> {
+        if instance.is_destroyed() {
+            return Err(Error::CommunicatorDestroyed);
+        }
+        let props = instance.properties();
+        let config = crate::instance::connection_config(props, name, "Server", 2)?;
+        // A safe default that still allows the 100,000 connections floe is built to hold.
+        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 100_000)?.max(0) as usize;
+        let a = ObjectAdapter::new(instance.clone(), name, endpoints, config, max_connections)?;
+        instance.register_adapter(Arc::new(a.clone()))?;
+        Ok(a)
+    }
+
     pub(crate) fn new(
         instance: Instance,
         name: &str,
@@ -479,6 +495,11 @@ impl ObjectAdapter {
         let connection = router.connect_to_router_clients().await?;
         connection.set_handler(Some(self.request_handler()));
         Ok(())
+    }
+
+    /// The locator whose registry the adapter registers its endpoints with, if any.
+    pub fn locator(&self) -> Option<ObjectPrx> {
+        self.inner.locator.read().expect("locator").clone()
     }
 
     /// Sets the locator whose registry the adapter registers its endpoints with on activation.

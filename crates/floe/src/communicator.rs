@@ -5,12 +5,15 @@
 //! `ObjectAdapter::communicator`), accessors that point up the layers and so are implemented
 //! here rather than beside the types.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
 use crate::adapter::ObjectAdapter;
+use crate::admin::{LogSink, Logger, PropertiesAdminHandle};
 use crate::connection::Connection;
-use crate::encoding::{Context, Decoder, EndpointData, ProxyData};
+use crate::dispatch::Dispatcher;
+use crate::encoding::{Context, Decoder, EndpointData, Identity, ProxyData};
 use crate::error::{Error, Result};
 use crate::instance::{connection_config, Instance};
 use crate::properties::Properties;
@@ -70,8 +73,23 @@ impl Communicator {
     /// runtime on a thread of its own, on which servants cannot use
     /// `tokio::task::block_in_place` and generated `_blocking` calls return
     /// [`Error::BlockingInAsync`](crate::Error::BlockingInAsync)).
+    ///
+    /// With `Ice.Admin.Endpoints` set (and `Ice.Admin.DelayCreation` unset), the `Ice.Admin`
+    /// object is created too: see [`admin`](Self::admin).
     pub fn with_properties(properties: Properties) -> Result<Communicator> {
-        Ok(Communicator { instance: Instance::new(properties)? })
+        Communicator::make(properties, None)
+    }
+
+    /// A communicator with the given properties whose [`Logger`] writes to `sink` (Ice's
+    /// `InitializationData.logger`) rather than to `tracing`.
+    pub fn with_logger(properties: Properties, sink: Arc<dyn LogSink>) -> Result<Communicator> {
+        Communicator::make(properties, Some(sink))
+    }
+
+    fn make(properties: Properties, sink: Option<Arc<dyn LogSink>>) -> Result<Communicator> {
+        let instance = Instance::new(properties)?;
+        crate::admin::init(&instance, sink)?;
+        Ok(Communicator { instance })
     }
 
     pub(crate) fn from_instance(instance: Instance) -> Communicator {
@@ -164,16 +182,7 @@ impl Communicator {
 
     /// Creates an object adapter listening on `endpoints` (e.g. `tcp -h 127.0.0.1 -p 10000`).
     pub fn create_object_adapter_with_endpoints(&self, name: &str, endpoints: &str) -> Result<ObjectAdapter> {
-        if self.instance.is_destroyed() {
-            return Err(Error::CommunicatorDestroyed);
-        }
-        let props = self.instance.properties();
-        let config = connection_config(props, name, "Server", 2)?;
-        // A safe default that still allows the 100,000 connections floe is built to hold.
-        let max_connections = props.get_int(&format!("{name}.MaxConnections"), 100_000)?.max(0) as usize;
-        let a = ObjectAdapter::new(self.instance.clone(), name, endpoints, config, max_connections)?;
-        self.instance.register_adapter(Arc::new(a.clone()))?;
-        Ok(a)
+        ObjectAdapter::create(&self.instance, name, endpoints)
     }
 
     /// The default locator (`Ice.Default.Locator`), if any.
@@ -229,6 +238,61 @@ impl Communicator {
     /// Shuts down, deactivates the adapters and closes every client connection gracefully.
     pub async fn destroy(&self) {
         self.instance.destroy().await;
+        crate::admin::destroyed(&self.instance);
+    }
+
+    /// The proxy of the `Ice.Admin` object (Ice's `getAdmin`), created now if it is enabled
+    /// and `Ice.Admin.Endpoints` is set but it was not created yet (`Ice.Admin.DelayCreation`);
+    /// `None` when it does not exist and cannot be created that way. Its identity is
+    /// `<Ice.Admin.InstanceName>/admin`; its facets are the admin facets `Ice.Admin.Facets`
+    /// lets through (all by default). See [`crate::admin`].
+    pub async fn admin(&self) -> Result<Option<ObjectPrx>> {
+        crate::admin::get_admin(&self.instance).await
+    }
+
+    /// Creates the `Ice.Admin` object as `identity` on `adapter` (which the caller activates),
+    /// or on its own `Ice.Admin` adapter when `adapter` is `None` (Ice's `createAdmin`).
+    /// Fails with [`Error::Initialization`] when it is disabled (`Ice.Admin.Enabled`),
+    /// already created, or `adapter` is `None` and `Ice.Admin.Endpoints` is not set.
+    pub async fn create_admin(&self, adapter: Option<&ObjectAdapter>, identity: Identity) -> Result<ObjectPrx> {
+        crate::admin::create_admin(&self.instance, adapter, identity).await
+    }
+
+    /// Adds an admin facet (Ice's `addAdminFacet`), served at once when the admin object
+    /// exists and `Ice.Admin.Facets` lets it through. [`Error::AlreadyRegistered`] if a
+    /// facet of that name exists.
+    pub fn add_admin_facet(&self, servant: Arc<dyn Dispatcher>, facet: &str) -> Result<()> {
+        crate::admin::add_facet(&self.instance, servant, facet)
+    }
+
+    /// Removes an admin facet and returns it (Ice's `removeAdminFacet`);
+    /// [`Error::NotRegistered`] if there is none of that name.
+    pub fn remove_admin_facet(&self, facet: &str) -> Result<Arc<dyn Dispatcher>> {
+        crate::admin::remove_facet(&self.instance, facet)
+    }
+
+    /// The admin facet named `facet`, if any (Ice's `findAdminFacet`), whether or not
+    /// `Ice.Admin.Facets` lets it be served.
+    pub fn find_admin_facet(&self, facet: &str) -> Option<Arc<dyn Dispatcher>> {
+        crate::admin::find_facet(&self.instance, facet)
+    }
+
+    /// Every admin facet by name (Ice's `findAllAdminFacets`).
+    pub fn find_all_admin_facets(&self) -> BTreeMap<String, Arc<dyn Dispatcher>> {
+        crate::admin::all_facets(&self.instance)
+    }
+
+    /// The program's handle on the `Properties` admin facet, to register property-update
+    /// callbacks (Ice's `NativePropertiesAdmin`); `None` when the communicator has no such
+    /// facet (admin disabled, or filtered out by `Ice.Admin.Facets`).
+    pub fn properties_admin(&self) -> Option<PropertiesAdminHandle> {
+        crate::admin::properties_admin(&self.instance)
+    }
+
+    /// The communicator's logger (Ice's `getLogger`): its messages feed the `Logger` admin
+    /// facet when there is one.
+    pub fn logger(&self) -> Logger {
+        crate::admin::logger(&self.instance)
     }
 
     /// `destroy` from synchronous code.

@@ -138,13 +138,13 @@ pub enum Error {
     /// runtime.
     #[error("blocking call on the thread of a current-thread async runtime: {0}")]
     BlockingInAsync(String),
-    /// The locator knows no object adapter or object of that id (Ice's
-    /// `NotRegisteredException`).
-    #[error("no {kind} with id `{id}` is registered with the locator")]
+    /// The locator knows no object adapter or object of that id, or the communicator has no
+    /// admin facet of that name (Ice's `NotRegisteredException`).
+    #[error("no {kind} with id `{id}` is registered")]
     NotRegistered {
-        /// `object adapter` or `object`.
+        /// `object adapter`, `object` or `facet`.
         kind: String,
-        /// The adapter id, or the object's identity as a string.
+        /// The adapter id, the object's identity as a string, or the facet name.
         id: String,
     },
     /// A datagram request is larger than a UDP datagram can carry (Ice's
@@ -163,6 +163,19 @@ pub enum Error {
     /// certificate. The connection is closed, never used.
     #[error("security error: {0}")]
     Security(String),
+    /// Something is already registered under that name (Ice's `AlreadyRegisteredException`),
+    /// such as an admin facet.
+    #[error("a {kind} with id `{id}` is already registered")]
+    AlreadyRegistered {
+        /// What kind of thing: `facet`…
+        kind: String,
+        /// Its name.
+        id: String,
+    },
+    /// The communicator cannot do this in its configuration (Ice's `InitializationException`),
+    /// such as creating the admin object when it is disabled or already created.
+    #[error("initialization error: {0}")]
+    Initialization(String),
 }
 
 impl Error {
@@ -196,6 +209,8 @@ impl Error {
             Error::NotRegistered { .. } => "::Ice::NotRegisteredException",
             Error::DatagramLimit { .. } => "::Ice::DatagramLimitException",
             Error::Security(_) => "::Ice::SecurityException",
+            Error::AlreadyRegistered { .. } => "::Ice::AlreadyRegisteredException",
+            Error::Initialization(_) => "::Ice::InitializationException",
         }
     }
 

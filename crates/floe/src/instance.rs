@@ -77,6 +77,9 @@ struct Inner {
     /// The TLS configuration, built from the `IceSSL.*` properties the first time an ssl or
     /// wss endpoint is used.
     ssl: std::sync::OnceLock<Result<Arc<SslContext>>>,
+    /// The state of the `Ice.Admin` object, set once when the communicator is made; held as
+    /// `Any` because the admin module sits above this one.
+    admin: std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Drop for Inner {
@@ -140,6 +143,17 @@ impl OwnedRuntime {
 
 /// What decoders carry to find their instance (weakly: no reference cycle).
 struct InstanceRef(std::sync::Weak<Inner>);
+
+/// An [`Instance`] held weakly, by what the instance itself holds (servants of its adapters).
+#[derive(Clone)]
+pub(crate) struct WeakInstance(std::sync::Weak<Inner>);
+
+impl WeakInstance {
+    /// The instance, if it is still alive.
+    pub(crate) fn upgrade(&self) -> Option<Instance> {
+        self.0.upgrade().map(Instance)
+    }
+}
 
 /// The defaults of new proxies, from `Ice.Default.*`: the default router's proxy has no
 /// router or locator, and the default locator's proxy has the default router (as in Ice).
@@ -331,8 +345,19 @@ impl Instance {
             datagram_sockets: Mutex::new(HashMap::new()),
             routed_handlers: Mutex::new(HashMap::new()),
             ssl: std::sync::OnceLock::new(),
+            admin: std::sync::OnceLock::new(),
         };
         Ok(Instance(Arc::new(inner)))
+    }
+
+    /// The slot of the `Ice.Admin` object's state (see the admin module).
+    pub(crate) fn admin_slot(&self) -> &std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>> {
+        &self.0.admin
+    }
+
+    /// A handle that does not keep the instance alive.
+    pub(crate) fn downgrade(&self) -> WeakInstance {
+        WeakInstance(Arc::downgrade(&self.0))
     }
 
     /// The properties.

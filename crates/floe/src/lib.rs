@@ -22,12 +22,14 @@ pub mod proxy;
 
 pub mod dispatch;
 
-pub mod adapter;
-
-pub mod communicator;
-
 #[doc(hidden)]
 pub mod codegen;
+
+pub mod adapter;
+
+pub mod admin;
+
+pub mod communicator;
 
 pub use adapter::ObjectAdapter;
 pub use communicator::Communicator;

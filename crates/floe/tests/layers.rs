@@ -17,9 +17,10 @@ const LAYERS: &[&[&str]] = &[
     &["instance"],
     &["proxy"],
     &["dispatch"],
-    &["adapter"],
-    &["communicator"],
     &["codegen"],
+    &["adapter"],
+    &["admin"],
+    &["communicator"],
 ];
 
 /// Items re-exported at the crate root, by the module that defines them.

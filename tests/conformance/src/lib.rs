@@ -82,6 +82,9 @@ pub mod generated {
     pub mod custom {
         include!(concat!(env!("OUT_DIR"), "/custom.rs"));
     }
+    pub mod admin {
+        include!(concat!(env!("OUT_DIR"), "/admin.rs"));
+    }
     pub mod packagemd {
         // The suite's exception `def` keeps its Slice name.
         #![allow(non_camel_case_types)]

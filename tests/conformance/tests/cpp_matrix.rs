@@ -238,3 +238,24 @@ fn cpp_fault_tolerance_1_1() {
         Suite { servers: 12, ..suite!("faultTolerance", "floe-conformance-fault-tolerance", ["TestAdapter"], 13) };
     check_cpp(suite, "1.1", &[]);
 }
+
+/// The C++ client also checks the Logger facet (`getLog` with filters, a remote logger) and
+/// update callbacks removed and added again. The server leaves `Ice.AcceptClassCycles` unset
+/// in the communicators it makes, as Ice for C++ does (the client counts the properties).
+#[test]
+fn cpp_admin_1_1() {
+    check_cpp_server_with(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.1",
+        &["--Test.Admin.AcceptClassCycles=0"],
+    );
+}
+
+#[test]
+fn cpp_admin_1_0() {
+    check_cpp_server_with(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.0",
+        &["--Test.Admin.AcceptClassCycles=0"],
+    );
+}

@@ -273,6 +273,18 @@ fn custom_1_1() {
     check(suite!("custom", "floe-conformance-custom", ["TestAdapter"], 1), "1.1");
 }
 
+/// The server makes communicators for the client, which calls their `Ice.Admin` objects
+/// (Process, Properties with an update callback, a custom facet, `Ice.Admin.Facets`).
+#[test]
+fn admin_1_1() {
+    check(suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn admin_1_0() {
+    check(suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1), "1.0");
+}
+
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other
 /// and checks that its retries move on.
 #[test]
@@ -369,6 +381,18 @@ fn cpp_location_1_1() {
     check_cpp(suite!("location", "floe-conformance-location", ["ServerManager"], 40), "1.1", &[]);
 }
 
+/// The C++ client also checks the Logger facet (`getLog` with filters, a remote logger) and
+/// update callbacks removed and added again. The server leaves `Ice.AcceptClassCycles` unset
+/// in the communicators it makes, as Ice for C++ does (the client counts the properties).
+#[test]
+fn cpp_admin_1_1() {
+    check_cpp_server_with(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.1",
+        &["--Test.Admin.AcceptClassCycles=0"],
+    );
+}
+
 /// Suites over the secure and web transports, as Ice's driver runs them with `--protocol=ssl`
 /// and `--protocol=ws`, with encoding 1.1 (every suite but `location`, whose servers are
 /// started by the suite itself).
@@ -435,6 +459,8 @@ mod transports {
     over!(servant_locator_ws, "ws", "servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1);
     over!(acm_ssl, "ssl", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
     over!(acm_ws, "ws", "acm", "floe-conformance-acm", ["TestAdapter"], 1);
+    over!(admin_ssl, "ssl", "admin", "floe-conformance-admin", ["TestAdapter"], 1);
+    over!(admin_ws, "ws", "admin", "floe-conformance-admin", ["TestAdapter"], 1);
     /// The server calls the adapters it creates itself, presenting its own certificate as a
     /// client's; the test server certificate allows server authentication only (rustls, like
     /// OpenSSL, refuses it from a client), so the server asks for no client certificates.

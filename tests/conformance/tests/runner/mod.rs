@@ -178,7 +178,7 @@ pub(crate) fn java_client(suite: &str) -> Result<(PathBuf, String), String> {
 pub(crate) fn cpp_client_spec(suite: &str) -> (&'static [&'static str], &'static [&'static str]) {
     match suite {
         "exceptions" => (&["Test.ice"], &["ExceptionsI.cpp"]),
-        "timeout" | "info" => (&["Test.ice"], &["TestI.cpp"]),
+        "timeout" | "info" | "admin" => (&["Test.ice"], &["TestI.cpp"]),
         "operations" => (
             &["Test.ice"],
             &[
@@ -472,6 +472,15 @@ pub(crate) fn check_cpp(suite: Suite, encoding: &str, extra: &[&str]) {
     let client = cpp_client(suite.dir).unwrap_or_else(|e| panic!("building the C++ {} client: {e}", suite.dir));
     if let Err(e) = run_client(&suite, encoding, extra, &Client::Cpp(client)) {
         panic!("Ice/{} (C++ client) with encoding {encoding} {extra:?}: {e}", suite.dir);
+    }
+}
+
+/// [`check_cpp`] with properties for the server only.
+pub(crate) fn check_cpp_server_with(suite: Suite, encoding: &str, server_extra: &[&str]) {
+    let client = cpp_client(suite.dir).unwrap_or_else(|e| panic!("building the C++ {} client: {e}", suite.dir));
+    let server_extra: Vec<String> = server_extra.iter().map(|s| s.to_string()).collect();
+    if let Err(e) = run_sides(&suite, encoding, &[], &server_extra, &[], &Client::Cpp(client)) {
+        panic!("Ice/{} (C++ client) with encoding {encoding}, server {server_extra:?}: {e}", suite.dir);
     }
 }
 
