@@ -1,0 +1,464 @@
+//! floe-storm replicas sharing their topics, links and subscribers in one etcd cluster
+//! (`Floe.Storm.Etcd.Endpoints`): a real three-member etcd cluster on loopback (Debian's
+//! etcd-server, installed by scripts/install-deps; the tests fail without it) and two or
+//! three floe-storm processes. State made through one replica is seen through another and
+//! outlives them all; a publisher keeps publishing while the replica it is connected to is
+//! SIGKILLed, and its subscribers lose only the events that replica had not delivered yet, in
+//! order; a subscriber found dead by one replica disappears from the others.
+
+#[path = "../../../tests/support/etcd_cluster.rs"]
+mod etcd_cluster;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_cluster::EtcdCluster;
+use floe::protocol::OperationMode;
+use floe::{CallError, Communicator, DispatchFuture, Dispatcher, IncomingRequest, ObjectPrx, Properties, Proxy};
+use floe_storm::slice::ice_storm::{TopicManagerPrx, TopicPrx, TopicSubscribeAndGetPublisherError};
+use floe_storm::store::Record;
+
+const INSTANCE: &str = "EtcdStorm";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn cluster(name: &str) -> EtcdCluster {
+    EtcdCluster::start(name, Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .expect("these tests need etcd (Debian's etcd-server, see scripts/install-deps)")
+}
+
+/// A floe-storm replica; SIGKILLed when dropped.
+struct Replica {
+    child: Child,
+    topic_port: u16,
+    publish_port: u16,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Replica {
+    /// Starts a replica on fresh ports and waits (up to 30 s) until it is ready.
+    fn start(cluster: &EtcdCluster) -> Replica {
+        Replica::start_on(cluster, free_port(), free_port())
+    }
+
+    /// Starts a replica on these ports and waits (up to 30 s) until it is ready.
+    fn start_on(cluster: &EtcdCluster, topic_port: u16, publish_port: u16) -> Replica {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-storm"));
+        cmd.args([
+            &format!("--IceStorm.InstanceName={INSTANCE}"),
+            &format!("--IceStorm.TopicManager.Endpoints=tcp -h 127.0.0.1 -p {topic_port}"),
+            &format!("--IceStorm.Publish.Endpoints=tcp -h 127.0.0.1 -p {publish_port}"),
+            &format!("--Floe.Storm.Etcd.Endpoints={}", cluster.endpoints()),
+            "--Floe.Storm.Etcd.LeaseTTL=2",
+            // The cluster may still be electing its first leader.
+            "--Floe.Storm.Etcd.Timeout=20",
+            "--IceStorm.Send.Timeout=5000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(if std::env::var_os("FLOE_STORM_TEST_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+        let mut child = cmd.spawn().expect("floe-storm starts");
+        let mut out = child.stdout.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&seen).contains("floe-storm ready") {
+            assert!(Instant::now() < deadline, "floe-storm did not get ready");
+            let n = out.read(&mut buf).unwrap();
+            assert!(n > 0, "floe-storm exited: {:?}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        std::thread::spawn(move || while out.read(&mut buf).is_ok_and(|n| n > 0) {});
+        Replica { child, topic_port, publish_port }
+    }
+
+    /// SIGTERM, and the exit status (within 10 s).
+    fn terminate(mut self) -> Option<i32> {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+fn communicator() -> Communicator {
+    let props = Properties::new();
+    props.set("Ice.Default.InvocationTimeout", "5000");
+    Communicator::with_properties(props).unwrap()
+}
+
+/// The topic manager of the replicas listed.
+fn manager(c: &Communicator, replicas: &[&Replica]) -> TopicManagerPrx {
+    let endpoints: Vec<String> = replicas.iter().map(|r| format!("tcp -h 127.0.0.1 -p {}", r.topic_port)).collect();
+    TopicManagerPrx::from_object(
+        c.string_to_proxy(&format!("{INSTANCE}/TopicManager:{}", endpoints.join(":"))).unwrap(),
+    )
+}
+
+fn qos(pairs: &[(&str, &str)]) -> HashMap<floe::CompactString, floe::CompactString> {
+    pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+}
+
+fn id_str(id: &floe::Identity) -> String {
+    floe::reference::identity_to_string(id)
+}
+
+/// A servant that records the sequence numbers of the `tick` events it receives.
+fn collector() -> (Arc<Mutex<Vec<i32>>>, Arc<dyn Dispatcher>) {
+    let ticks = Arc::new(Mutex::new(Vec::new()));
+    let t = ticks.clone();
+    let servant = move |request: IncomingRequest| -> DispatchFuture {
+        if request.current.operation == "tick" {
+            let mut d = request.plain_decoder();
+            t.lock().unwrap().push(d.read_i32().unwrap_or(-1));
+        }
+        let reply = request.current.ok(|_| {});
+        Box::pin(async move { reply })
+    };
+    (ticks, Arc::new(servant))
+}
+
+async fn tick(publisher: &ObjectPrx, seq: i32) -> floe::Result<()> {
+    publisher.invoke("tick", OperationMode::Normal, None, |e| e.write_i32(seq)).await.map(|_| ())
+}
+
+/// Waits (up to `limit`) until `check` holds, polling.
+async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn names(m: &TopicManagerPrx) -> Vec<String> {
+    let mut names: Vec<String> = m.retrieve_all().await.unwrap().into_keys().map(String::from).collect();
+    names.sort();
+    names
+}
+
+async fn subscribers(t: &TopicPrx) -> Vec<String> {
+    let mut subs: Vec<String> = t.get_subscribers().await.unwrap().iter().map(id_str).collect();
+    subs.sort();
+    subs
+}
+
+/// What etcd holds for subscriber `id` of `topic`.
+async fn stored(cluster: &EtcdCluster, topic: &str, id: &str) -> Record {
+    let mut client = etcd_client::Client::connect(&cluster.client_urls, None).await.unwrap();
+    let key = format!("/floe-storm/{INSTANCE}/subscribers/{topic}/{id}");
+    let resp = client.get(key.as_str(), None).await.unwrap();
+    Record::decode(resp.kvs().first().unwrap_or_else(|| panic!("{key} is not in etcd")).value()).unwrap()
+}
+
+/// Checks the state made by `state_is_shared_and_outlives_every_replica` through `m`, and
+/// that events published through `publish_via` reach both subscribers (one through the link).
+async fn check_state(
+    m: &TopicManagerPrx,
+    publisher_comm: &Communicator,
+    publish_via: &Replica,
+    x_ticks: &Mutex<Vec<i32>>,
+    y_ticks: &Mutex<Vec<i32>>,
+) {
+    eventually(Duration::from_secs(5), "the topics", || async { names(m).await == ["empty", "x", "y"] }).await;
+    let x = m.retrieve("x").await.unwrap().unwrap();
+    let y = m.retrieve("y").await.unwrap().unwrap();
+    eventually(Duration::from_secs(5), "x's subscribers", || async {
+        subscribers(&x).await == [format!("{INSTANCE}/topic.y"), "sub-x".to_string()]
+    })
+    .await;
+    let links: Vec<(String, i32)> =
+        x.get_link_info_seq().await.unwrap().into_iter().map(|l| (l.name.to_string(), l.cost)).collect();
+    assert_eq!(links, vec![("y".to_string(), 4)]);
+    eventually(Duration::from_secs(5), "y's subscriber", || async { subscribers(&y).await == ["sub-y"] }).await;
+
+    // Events published on this replica reach x's oneway subscriber, and y's through the link.
+    x_ticks.lock().unwrap().clear();
+    y_ticks.lock().unwrap().clear();
+    let publisher = publisher_comm
+        .string_to_proxy(&format!("{INSTANCE}/x.publish:tcp -h 127.0.0.1 -p {}", publish_via.publish_port))
+        .unwrap();
+    for seq in 0..100 {
+        tick(&publisher, seq).await.unwrap();
+    }
+    let all: Vec<i32> = (0..100).collect();
+    eventually(Duration::from_secs(10), "x's ticks", || async { *x_ticks.lock().unwrap() == all }).await;
+    eventually(Duration::from_secs(10), "y's ticks", || async { *y_ticks.lock().unwrap() == all }).await;
+}
+
+#[test]
+fn state_is_shared_and_outlives_every_replica() {
+    let started = Instant::now();
+    let cluster = cluster("storm-state");
+    let a = Replica::start(&cluster);
+    let b = Replica::start(&cluster);
+    let c = communicator();
+    let subs = communicator();
+    let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+    let (x_ticks, x_servant) = collector();
+    let (y_ticks, y_servant) = collector();
+    let sub_x = adapter.add(x_servant, floe::Identity::new("sub-x")).ice_oneway();
+    let sub_y = adapter.add(y_servant, floe::Identity::new("sub-y"));
+    subs.block_on(async { adapter.activate().await.unwrap() });
+    c.block_on(async {
+        // Made through A only.
+        let through_a = manager(&c, &[&a]);
+        let x = through_a.create("x").await.unwrap().unwrap();
+        let y = through_a.create("y").await.unwrap().unwrap();
+        through_a.create("empty").await.unwrap();
+        x.link(Some(&y), 4).await.unwrap();
+        x.subscribe_and_get_publisher(&qos(&[("retryCount", "3")]), Some(&sub_x)).await.unwrap();
+        y.subscribe_and_get_publisher(&qos(&[("reliability", "ordered")]), Some(&sub_y)).await.unwrap();
+
+        // Seen through B: the topics, the link, the subscribers; a second subscription of
+        // sub-y through B is refused, and events published on B reach them.
+        let through_b = manager(&c, &[&b]);
+        check_state(&through_b, &c, &b, &x_ticks, &y_ticks).await;
+        let y_on_b = through_b.retrieve("y").await.unwrap().unwrap();
+        let again = y_on_b.subscribe_and_get_publisher(&qos(&[]), Some(&sub_y)).await;
+        assert!(matches!(again, Err(CallError::User(TopicSubscribeAndGetPublisherError::AlreadySubscribed(_)))));
+    });
+
+    // Every replica gone (one cleanly, one killed), then started again on their ports (the
+    // link's proxy has them); they read everything from etcd.
+    let ports = [(a.topic_port, a.publish_port), (b.topic_port, b.publish_port)];
+    assert_eq!(a.terminate(), Some(0), "floe-storm did not exit cleanly on SIGTERM");
+    drop(b);
+    let a = Replica::start_on(&cluster, ports[0].0, ports[0].1);
+    let b = Replica::start_on(&cluster, ports[1].0, ports[1].1);
+    c.block_on(async {
+        check_state(&manager(&c, &[&a]), &c, &b, &x_ticks, &y_ticks).await;
+        // The QoS and the modes are those subscribed with.
+        let rx = stored(&cluster, "x", "sub-x").await;
+        assert_eq!(rx.qos, vec![("retryCount".to_string(), "3".to_string())]);
+        assert!(rx.proxy.starts_with("sub-x -o"), "{}", rx.proxy);
+        let ry = stored(&cluster, "y", "sub-y").await;
+        assert_eq!(ry.qos, vec![("reliability".to_string(), "ordered".to_string())]);
+        assert!(ry.proxy.starts_with("sub-y -t"), "{}", ry.proxy);
+        let link = stored(&cluster, "x", &format!("{INSTANCE}%2Ftopic.y")).await;
+        assert_eq!(link.link.map(|l| l.0), Some(4));
+    });
+    c.destroy_blocking();
+    subs.destroy_blocking();
+    eprintln!("state test: {:?}", started.elapsed());
+}
+
+/// What the publisher saw of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// Acknowledged by the replica on this publish port (the connection was the same before
+    /// and after the call).
+    Acked(u16),
+    /// Acknowledged, but the connection changed around the call.
+    AckedSomewhere,
+    /// The call failed.
+    Failed,
+}
+
+#[test]
+fn a_publisher_fails_over_when_its_replica_is_killed() {
+    let started = Instant::now();
+    let cluster = cluster("storm-failover");
+    let mut replicas: Vec<Option<Replica>> = (0..3).map(|_| Some(Replica::start(&cluster))).collect();
+    let ports: Vec<u16> = replicas.iter().map(|r| r.as_ref().unwrap().publish_port).collect();
+    let c = communicator();
+    let subs = communicator();
+    let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+    let kinds = ["twoway", "oneway", "ordered"];
+    let mut collected = Vec::new();
+    let mut proxies = Vec::new();
+    for kind in kinds {
+        let (ticks, servant) = collector();
+        let p = adapter.add(servant, floe::Identity::new(kind));
+        proxies.push(if kind == "oneway" { p.ice_oneway() } else { p });
+        collected.push(ticks);
+    }
+    subs.block_on(async { adapter.activate().await.unwrap() });
+
+    const EVENTS: i32 = 4000;
+    const KILL_AT: usize = 1000;
+    let (sent, dead_port) = c.block_on(async {
+        let all: Vec<&Replica> = replicas.iter().map(|r| r.as_ref().unwrap()).collect();
+        let m = manager(&c, &all);
+        let topic = m.create("failover").await.unwrap().unwrap();
+        for (kind, p) in kinds.iter().zip(&proxies) {
+            let q = if *kind == "ordered" { qos(&[("reliability", "ordered")]) } else { qos(&[]) };
+            topic.subscribe_and_get_publisher(&q, Some(p)).await.unwrap();
+        }
+        // Every replica knows the subscribers, and the publisher proxy lists all three.
+        for r in &all {
+            let t = manager(&c, &[r]).retrieve("failover").await.unwrap().unwrap();
+            eventually(Duration::from_secs(5), "the subscribers on every replica", || async {
+                subscribers(&t).await.len() == 3
+            })
+            .await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let publisher = loop {
+            let p = topic.get_publisher().await.unwrap().unwrap();
+            if p.reference().wire.endpoints.len() == 3 {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "the publisher proxy does not list every replica: {p}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+
+        // Twoway events, one after the other, in a task; the replica it is connected to is
+        // killed once KILL_AT events were acknowledged.
+        let progress = Arc::new(Mutex::new(Vec::<Sent>::new()));
+        let log = progress.clone();
+        let p = publisher.clone();
+        let publishing = tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let port = |conn: floe::Result<floe::connection::Connection>| {
+                conn.ok().and_then(|c| c.remote_address()).map(|a| a.port())
+            };
+            for seq in 0..EVENTS {
+                if Instant::now() > deadline {
+                    break;
+                }
+                let before = port(p.ice_get_connection().await);
+                let result = tick(&p, seq).await;
+                let after = port(p.ice_get_connection().await);
+                log.lock().unwrap().push(match (result, before, after) {
+                    (Err(_), _, _) => Sent::Failed,
+                    (Ok(()), Some(b), Some(a)) if a == b => Sent::Acked(a),
+                    (Ok(()), _, _) => Sent::AckedSomewhere,
+                });
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let dead_port = loop {
+            let last = progress.lock().unwrap().get(KILL_AT).copied();
+            if let Some(Sent::Acked(port)) = last {
+                break port;
+            }
+            assert!(Instant::now() < deadline, "the publisher did not get going: {last:?}");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        let i = ports.iter().position(|p| *p == dead_port).expect("the publisher is connected to a replica");
+        drop(replicas[i].take()); // SIGKILL
+        publishing.await.unwrap();
+        let sent = progress.lock().unwrap().clone();
+        (sent, dead_port)
+    });
+    assert_eq!(sent.len(), EVENTS as usize, "the publisher did not publish every event in time");
+
+    // Events sent to the dead replica: those acknowledged by it, and those whose call failed
+    // or moved (in flight at the kill). The others were acknowledged by a live replica.
+    let on_dead = |s: &Sent| !matches!(s, Sent::Acked(p) if *p != dead_port);
+    let failed = sent.iter().filter(|s| **s == Sent::Failed).count();
+    let last_dead = sent.iter().rposition(on_dead).unwrap();
+    let first_live = sent.iter().position(|s| !on_dead(s)).unwrap_or(sent.len());
+    assert!(first_live > KILL_AT, "events before the kill went to a live replica");
+    assert!(sent[last_dead + 1..].iter().all(|s| !on_dead(s)), "the publisher went back to the dead replica");
+    let live = sent.len() - last_dead - 1;
+    assert!(live >= 1000, "only {live} events after the failover");
+    assert!(failed <= 3, "{failed} calls failed at the failover");
+
+    subs.block_on(async {
+        for (kind, ticks) in kinds.iter().zip(&collected) {
+            // Every event acknowledged by a live replica arrives.
+            let want: Vec<i32> = ((last_dead + 1) as i32..EVENTS).collect();
+            eventually(Duration::from_secs(10), &format!("{kind}: the events after the failover"), || async {
+                let got = ticks.lock().unwrap();
+                let tail: Vec<i32> = got.iter().copied().filter(|s| *s > last_dead as i32).collect();
+                tail.len() >= want.len()
+            })
+            .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let got = ticks.lock().unwrap().clone();
+            // Once each, and in order on each side of the failover.
+            let mut seen = got.clone();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), got.len(), "{kind}: an event arrived twice");
+            let before: Vec<i32> = got.iter().copied().filter(|s| *s <= last_dead as i32).collect();
+            let after: Vec<i32> = got.iter().copied().filter(|s| *s > last_dead as i32).collect();
+            assert!(before.windows(2).all(|w| w[0] < w[1]), "{kind}: events of the dead replica out of order");
+            assert_eq!(after, want, "{kind}: the events after the failover");
+            // What the dead replica delivered is a prefix of what it got: the lost events are
+            // its undelivered tail, and nothing else is missing.
+            let lost_from = before.len() as i32;
+            assert_eq!(before, (0..lost_from).collect::<Vec<_>>(), "{kind}: a gap before the failover");
+            let lost = last_dead as i32 + 1 - lost_from;
+            let acked_lost = sent[lost_from as usize..=last_dead].iter().filter(|s| matches!(s, Sent::Acked(_))).count();
+            let in_order = got.windows(2).all(|w| w[0] < w[1]);
+            eprintln!(
+                "{kind}: {} events received; lost at the kill: {lost} (from #{lost_from} to #{last_dead}, {acked_lost} of them acknowledged); {failed} calls failed; in order across the failover: {in_order}",
+                got.len()
+            );
+        }
+    });
+    c.destroy_blocking();
+    subs.destroy_blocking();
+    eprintln!("failover test: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_subscriber_found_dead_by_one_replica_is_removed_from_all() {
+    let started = Instant::now();
+    let cluster = cluster("storm-dead");
+    let a = Replica::start(&cluster);
+    let b = Replica::start(&cluster);
+    let c = communicator();
+    let subs = communicator();
+    let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+    let (ticks, servant) = collector();
+    let alive = adapter.add(servant, floe::Identity::new("alive"));
+    subs.block_on(async { adapter.activate().await.unwrap() });
+    c.block_on(async {
+        let topic_a = manager(&c, &[&a]).create("t").await.unwrap().unwrap();
+        // Nothing listens on its port.
+        let dead = c.string_to_proxy(&format!("dead:tcp -h 127.0.0.1 -p {}", free_port())).unwrap();
+        topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&dead)).await.unwrap();
+        topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&alive)).await.unwrap();
+        let topic_b = manager(&c, &[&b]).retrieve("t").await.unwrap().unwrap();
+        eventually(Duration::from_secs(5), "both subscribers on B", || async {
+            subscribers(&topic_b).await == ["alive", "dead"]
+        })
+        .await;
+        assert_eq!(subscribers(&topic_a).await, ["alive", "dead"]);
+
+        // One event through B only: B finds `dead` dead, and A drops it too.
+        let publisher =
+            c.string_to_proxy(&format!("{INSTANCE}/t.publish:tcp -h 127.0.0.1 -p {}", b.publish_port)).unwrap();
+        tick(&publisher, 7).await.unwrap();
+        eventually(Duration::from_secs(10), "dead removed on B", || async { subscribers(&topic_b).await == ["alive"] })
+            .await;
+        eventually(Duration::from_secs(5), "dead removed on A", || async { subscribers(&topic_a).await == ["alive"] })
+            .await;
+        eventually(Duration::from_secs(5), "the event to the live subscriber", || async {
+            *ticks.lock().unwrap() == [7]
+        })
+        .await;
+    });
+    c.destroy_blocking();
+    subs.destroy_blocking();
+    eprintln!("dead subscriber test: {:?}", started.elapsed());
+}
