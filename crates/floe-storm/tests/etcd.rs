@@ -312,9 +312,12 @@ fn a_publisher_fails_over_when_its_replica_is_killed() {
         }
         // Every replica knows the subscribers, and the publisher proxy lists all three.
         for r in &all {
-            let t = manager(&c, &[r]).retrieve("failover").await.unwrap().unwrap();
+            let m = manager(&c, &[r]);
             eventually(Duration::from_secs(5), "the subscribers on every replica", || async {
-                subscribers(&t).await.len() == 3
+                match m.retrieve("failover").await {
+                    Ok(Some(t)) => subscribers(&t).await.len() == 3,
+                    _ => false,
+                }
             })
             .await;
         }
@@ -438,7 +441,9 @@ fn a_subscriber_found_dead_by_one_replica_is_removed_from_all() {
         let dead = c.string_to_proxy(&format!("dead:tcp -h 127.0.0.1 -p {}", free_port())).unwrap();
         topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&dead)).await.unwrap();
         topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&alive)).await.unwrap();
-        let topic_b = manager(&c, &[&b]).retrieve("t").await.unwrap().unwrap();
+        let through_b = manager(&c, &[&b]);
+        eventually(Duration::from_secs(5), "the topic on B", || async { names(&through_b).await == ["t"] }).await;
+        let topic_b = through_b.retrieve("t").await.unwrap().unwrap();
         eventually(Duration::from_secs(5), "both subscribers on B", || async {
             subscribers(&topic_b).await == ["alive", "dead"]
         })
