@@ -4,7 +4,8 @@
 //! three floe-storm processes. State made through one replica is seen through another and
 //! outlives them all; a publisher keeps publishing while the replica it is connected to is
 //! SIGKILLed, and its subscribers lose only the events that replica had not delivered yet, in
-//! order; a subscriber found dead by one replica disappears from the others.
+//! order; a subscriber found dead by one replica disappears from the others; a replica cut
+//! off from etcd while it compacted its history catches up.
 
 #[path = "../../../tests/support/etcd_cluster.rs"]
 mod etcd_cluster;
@@ -55,12 +56,17 @@ impl Replica {
 
     /// Starts a replica on these ports and waits (up to 30 s) until it is ready.
     fn start_on(cluster: &EtcdCluster, topic_port: u16, publish_port: u16) -> Replica {
+        Replica::start_with(&cluster.client_urls, topic_port, publish_port)
+    }
+
+    /// Starts a replica on fresh ports that knows only the etcd members at `urls`.
+    fn start_with(urls: &[String], topic_port: u16, publish_port: u16) -> Replica {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-storm"));
         cmd.args([
             &format!("--IceStorm.InstanceName={INSTANCE}"),
             &format!("--IceStorm.TopicManager.Endpoints=tcp -h 127.0.0.1 -p {topic_port}"),
             &format!("--IceStorm.Publish.Endpoints=tcp -h 127.0.0.1 -p {publish_port}"),
-            &format!("--Floe.Storm.Etcd.Endpoints={}", cluster.endpoints()),
+            &format!("--Floe.Storm.Etcd.Endpoints={}", urls.join(",")),
             "--Floe.Storm.Etcd.LeaseTTL=2",
             // The cluster may still be electing its first leader.
             "--Floe.Storm.Etcd.Timeout=20",
@@ -466,4 +472,56 @@ fn a_subscriber_found_dead_by_one_replica_is_removed_from_all() {
     c.destroy_blocking();
     subs.destroy_blocking();
     eprintln!("dead subscriber test: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
+    let started = Instant::now();
+    let mut cluster = cluster("storm-compact");
+    // A knows only member 0; B the two others.
+    let a = Replica::start_with(&cluster.client_urls[..1], free_port(), free_port());
+    let b = Replica::start_with(&cluster.client_urls[1..], free_port(), free_port());
+    let c = communicator();
+    let sub = |name: &str| c.string_to_proxy(&format!("{name}:tcp -h 127.0.0.1 -p 9")).unwrap();
+    c.block_on(async {
+        let (through_a, through_b) = (manager(&c, &[&a]), manager(&c, &[&b]));
+        let stays = through_b.create("stays").await.unwrap().unwrap();
+        through_b.create("goes").await.unwrap();
+        for s in ["s1", "s2"] {
+            stays.subscribe_and_get_publisher(&qos(&[]), Some(&sub(s))).await.unwrap();
+        }
+        eventually(Duration::from_secs(5), "A has B's topics", || async {
+            names(&through_a).await == ["goes", "stays"]
+        })
+        .await;
+        let stays_on_a = through_a.retrieve("stays").await.unwrap().unwrap();
+        eventually(Duration::from_secs(5), "A has B's subscribers", || async {
+            subscribers(&stays_on_a).await == ["s1", "s2"]
+        })
+        .await;
+
+        // A loses its member; meanwhile the state changes and etcd compacts its history, so
+        // that A's watch cannot resume where it stopped.
+        cluster.kill(0);
+        through_b.retrieve("goes").await.unwrap().unwrap().destroy().await.unwrap();
+        through_b.create("arrives").await.unwrap();
+        stays.unsubscribe(Some(&sub("s2"))).await.unwrap();
+        stays.subscribe_and_get_publisher(&qos(&[]), Some(&sub("s3"))).await.unwrap();
+        let mut etcd = etcd_client::Client::connect([&cluster.client_urls[1]], None).await.unwrap();
+        let revision = etcd.get("/", None).await.unwrap().header().unwrap().revision();
+        etcd.compact(revision, None).await.unwrap();
+        // Still the old state on A.
+        assert_eq!(names(&through_a).await, ["goes", "stays"]);
+        cluster.restart(0);
+        eventually(Duration::from_secs(15), "A caught up with the topics", || async {
+            names(&through_a).await == ["arrives", "stays"]
+        })
+        .await;
+        eventually(Duration::from_secs(5), "A caught up with the subscribers", || async {
+            subscribers(&stays_on_a).await == ["s1", "s3"]
+        })
+        .await;
+    });
+    c.destroy_blocking();
+    eprintln!("compaction test: {:?}", started.elapsed());
 }
