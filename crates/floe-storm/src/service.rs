@@ -316,7 +316,16 @@ impl ice_storm::TopicManager for ManagerServant {
             (topic, shared.write(vec![Change::AddTopic(name.to_string())]))
         };
         self.0.trace(|| format!("create {name}"));
-        crate::topic::written(written.1).await?;
+        if let Err(e) = crate::topic::written(written.1).await {
+            // Not stored: taken back (unless it was destroyed or replaced meanwhile).
+            let mut topics = shared.topics.lock().expect("topics");
+            if topics.get(name.as_str()).is_some_and(|t| Arc::ptr_eq(t, &written.0)) {
+                topics.remove(name.as_str());
+                drop(topics);
+                written.0.shut();
+            }
+            return Err(e);
+        }
         Ok(Some(written.0.proxy()))
     }
 

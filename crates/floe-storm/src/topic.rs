@@ -137,6 +137,14 @@ impl TopicCore {
         }
     }
 
+    /// Takes back a subscriber whose addition could not be stored (if it is still this
+    /// topic's).
+    fn undo_add(&self, s: &Arc<Subscriber>) {
+        if self.subscribers().iter().any(|x| Arc::ptr_eq(x, s)) {
+            self.remove(&s.id, false);
+        }
+    }
+
     /// Restores a stored subscriber or link.
     pub fn restore(self: &Arc<Self>, id: &str, record: Record) -> Result<(), Error> {
         let communicator = &self.shared.communicator;
@@ -325,8 +333,11 @@ impl ice_storm::Topic for TopicServant {
         t.trace(|| format!("subscribe {} ({proxy}) QoS {qos:?}", identity_to_string(&id)));
         let record = Record { proxy: proxy.to_string(), qos, link: None };
         let s = Subscriber::new(id.clone(), record, proxy, None, delivery, retry, t.shared.config.clone());
-        let w = t.add(s, true).ok_or_else(|| Error::user(AlreadySubscribed::default()))?;
-        written(w).await?;
+        let w = t.add(s.clone(), true).ok_or_else(|| Error::user(AlreadySubscribed::default()))?;
+        if let Err(e) = written(w).await {
+            t.undo_add(&s);
+            return Err(e);
+        }
         Ok(Some(t.shared.publish_proxy(t.per_subscriber_id(&id))))
     }
 
@@ -366,8 +377,12 @@ impl ice_storm::Topic for TopicServant {
             -1,
             t.shared.config.clone(),
         );
-        let w = t.add(s, true).ok_or_else(|| Error::user(LinkExists { name: name.into() }))?;
-        written(w).await
+        let w = t.add(s.clone(), true).ok_or_else(|| Error::user(LinkExists { name: name.into() }))?;
+        if let Err(e) = written(w).await {
+            t.undo_add(&s);
+            return Err(e);
+        }
+        Ok(())
     }
 
     async fn unlink(&self, link_to: Option<TopicPrx>, current: &Current) -> floe::Result<()> {

@@ -56,11 +56,11 @@ impl Replica {
 
     /// Starts a replica on these ports and waits (up to 30 s) until it is ready.
     fn start_on(cluster: &EtcdCluster, topic_port: u16, publish_port: u16) -> Replica {
-        Replica::start_with(&cluster.client_urls, topic_port, publish_port)
+        Replica::start_with(&cluster.client_urls, topic_port, publish_port, &[])
     }
 
     /// Starts a replica on fresh ports that knows only the etcd members at `urls`.
-    fn start_with(urls: &[String], topic_port: u16, publish_port: u16) -> Replica {
+    fn start_with(urls: &[String], topic_port: u16, publish_port: u16, extra: &[&str]) -> Replica {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-storm"));
         cmd.args([
             &format!("--IceStorm.InstanceName={INSTANCE}"),
@@ -72,6 +72,7 @@ impl Replica {
             "--Floe.Storm.Etcd.Timeout=20",
             "--IceStorm.Send.Timeout=5000",
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(if std::env::var_os("FLOE_STORM_TEST_LOG").is_some() {
             Stdio::inherit()
@@ -120,6 +121,12 @@ fn manager(c: &Communicator, replicas: &[&Replica]) -> TopicManagerPrx {
     TopicManagerPrx::from_object(
         c.string_to_proxy(&format!("{INSTANCE}/TopicManager:{}", endpoints.join(":"))).unwrap(),
     )
+}
+
+/// Topic `name` on that replica only (the proxies the service returns list every replica).
+fn topic_on(c: &Communicator, replica: &Replica, name: &str) -> TopicPrx {
+    let p = format!("{INSTANCE}/topic.{name}:tcp -h 127.0.0.1 -p {}", replica.topic_port);
+    TopicPrx::from_object(c.string_to_proxy(&p).unwrap())
 }
 
 fn qos(pairs: &[(&str, &str)]) -> HashMap<floe::CompactString, floe::CompactString> {
@@ -182,18 +189,20 @@ async fn stored(cluster: &EtcdCluster, topic: &str, id: &str) -> Record {
     Record::decode(resp.kvs().first().unwrap_or_else(|| panic!("{key} is not in etcd")).value()).unwrap()
 }
 
-/// Checks the state made by `state_is_shared_and_outlives_every_replica` through `m`, and
-/// that events published through `publish_via` reach both subscribers (one through the link).
+/// Checks the state made by `state_is_shared_and_outlives_every_replica` through replica
+/// `via`, and that events published through `publish_via` reach both subscribers (one
+/// through the link).
 async fn check_state(
-    m: &TopicManagerPrx,
-    publisher_comm: &Communicator,
+    c: &Communicator,
+    via: &Replica,
     publish_via: &Replica,
     x_ticks: &Mutex<Vec<i32>>,
     y_ticks: &Mutex<Vec<i32>>,
 ) {
+    let m = &manager(c, &[via]);
     eventually(Duration::from_secs(5), "the topics", || async { names(m).await == ["empty", "x", "y"] }).await;
-    let x = m.retrieve("x").await.unwrap().unwrap();
-    let y = m.retrieve("y").await.unwrap().unwrap();
+    let x = topic_on(c, via, "x");
+    let y = topic_on(c, via, "y");
     eventually(Duration::from_secs(5), "x's subscribers", || async {
         subscribers(&x).await == [format!("{INSTANCE}/topic.y"), "sub-x".to_string()]
     })
@@ -206,9 +215,8 @@ async fn check_state(
     // Events published on this replica reach x's oneway subscriber, and y's through the link.
     x_ticks.lock().unwrap().clear();
     y_ticks.lock().unwrap().clear();
-    let publisher = publisher_comm
-        .string_to_proxy(&format!("{INSTANCE}/x.publish:tcp -h 127.0.0.1 -p {}", publish_via.publish_port))
-        .unwrap();
+    let publisher =
+        c.string_to_proxy(&format!("{INSTANCE}/x.publish:tcp -h 127.0.0.1 -p {}", publish_via.publish_port)).unwrap();
     for seq in 0..100 {
         tick(&publisher, seq).await.unwrap();
     }
@@ -234,8 +242,9 @@ fn state_is_shared_and_outlives_every_replica() {
     c.block_on(async {
         // Made through A only.
         let through_a = manager(&c, &[&a]);
-        let x = through_a.create("x").await.unwrap().unwrap();
-        let y = through_a.create("y").await.unwrap().unwrap();
+        through_a.create("x").await.unwrap();
+        through_a.create("y").await.unwrap();
+        let (x, y) = (topic_on(&c, &a, "x"), topic_on(&c, &a, "y"));
         through_a.create("empty").await.unwrap();
         x.link(Some(&y), 4).await.unwrap();
         x.subscribe_and_get_publisher(&qos(&[("retryCount", "3")]), Some(&sub_x)).await.unwrap();
@@ -243,9 +252,8 @@ fn state_is_shared_and_outlives_every_replica() {
 
         // Seen through B: the topics, the link, the subscribers; a second subscription of
         // sub-y through B is refused, and events published on B reach them.
-        let through_b = manager(&c, &[&b]);
-        check_state(&through_b, &c, &b, &x_ticks, &y_ticks).await;
-        let y_on_b = through_b.retrieve("y").await.unwrap().unwrap();
+        check_state(&c, &b, &b, &x_ticks, &y_ticks).await;
+        let y_on_b = topic_on(&c, &b, "y");
         let again = y_on_b.subscribe_and_get_publisher(&qos(&[]), Some(&sub_y)).await;
         assert!(matches!(again, Err(CallError::User(TopicSubscribeAndGetPublisherError::AlreadySubscribed(_)))));
     });
@@ -258,7 +266,7 @@ fn state_is_shared_and_outlives_every_replica() {
     let a = Replica::start_on(&cluster, ports[0].0, ports[0].1);
     let b = Replica::start_on(&cluster, ports[1].0, ports[1].1);
     c.block_on(async {
-        check_state(&manager(&c, &[&a]), &c, &b, &x_ticks, &y_ticks).await;
+        check_state(&c, &a, &b, &x_ticks, &y_ticks).await;
         // The QoS and the modes are those subscribed with.
         let rx = stored(&cluster, "x", "sub-x").await;
         assert_eq!(rx.qos, vec![("retryCount".to_string(), "3".to_string())]);
@@ -442,14 +450,15 @@ fn a_subscriber_found_dead_by_one_replica_is_removed_from_all() {
     let alive = adapter.add(servant, floe::Identity::new("alive"));
     subs.block_on(async { adapter.activate().await.unwrap() });
     c.block_on(async {
-        let topic_a = manager(&c, &[&a]).create("t").await.unwrap().unwrap();
+        manager(&c, &[&a]).create("t").await.unwrap();
+        let topic_a = topic_on(&c, &a, "t");
         // Nothing listens on its port.
         let dead = c.string_to_proxy(&format!("dead:tcp -h 127.0.0.1 -p {}", free_port())).unwrap();
         topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&dead)).await.unwrap();
         topic_a.subscribe_and_get_publisher(&qos(&[]), Some(&alive)).await.unwrap();
         let through_b = manager(&c, &[&b]);
         eventually(Duration::from_secs(5), "the topic on B", || async { names(&through_b).await == ["t"] }).await;
-        let topic_b = through_b.retrieve("t").await.unwrap().unwrap();
+        let topic_b = topic_on(&c, &b, "t");
         eventually(Duration::from_secs(5), "both subscribers on B", || async {
             subscribers(&topic_b).await == ["alive", "dead"]
         })
@@ -479,13 +488,14 @@ fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
     let started = Instant::now();
     let mut cluster = cluster("storm-compact");
     // A knows only member 0; B the two others.
-    let a = Replica::start_with(&cluster.client_urls[..1], free_port(), free_port());
-    let b = Replica::start_with(&cluster.client_urls[1..], free_port(), free_port());
+    let a = Replica::start_with(&cluster.client_urls[..1], free_port(), free_port(), &[]);
+    let b = Replica::start_with(&cluster.client_urls[1..], free_port(), free_port(), &[]);
     let c = communicator();
     let sub = |name: &str| c.string_to_proxy(&format!("{name}:tcp -h 127.0.0.1 -p 9")).unwrap();
     c.block_on(async {
         let (through_a, through_b) = (manager(&c, &[&a]), manager(&c, &[&b]));
-        let stays = through_b.create("stays").await.unwrap().unwrap();
+        through_b.create("stays").await.unwrap();
+        let stays = topic_on(&c, &b, "stays");
         through_b.create("goes").await.unwrap();
         for s in ["s1", "s2"] {
             stays.subscribe_and_get_publisher(&qos(&[]), Some(&sub(s))).await.unwrap();
@@ -494,7 +504,7 @@ fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
             names(&through_a).await == ["goes", "stays"]
         })
         .await;
-        let stays_on_a = through_a.retrieve("stays").await.unwrap().unwrap();
+        let stays_on_a = topic_on(&c, &a, "stays");
         eventually(Duration::from_secs(5), "A has B's subscribers", || async {
             subscribers(&stays_on_a).await == ["s1", "s2"]
         })
@@ -503,7 +513,7 @@ fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
         // A loses its member; meanwhile the state changes and etcd compacts its history, so
         // that A's watch cannot resume where it stopped.
         cluster.kill(0);
-        through_b.retrieve("goes").await.unwrap().unwrap().destroy().await.unwrap();
+        topic_on(&c, &b, "goes").destroy().await.unwrap();
         through_b.create("arrives").await.unwrap();
         stays.unsubscribe(Some(&sub("s2"))).await.unwrap();
         stays.subscribe_and_get_publisher(&qos(&[]), Some(&sub("s3"))).await.unwrap();
@@ -524,4 +534,49 @@ fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
     });
     c.destroy_blocking();
     eprintln!("compaction test: {:?}", started.elapsed());
+}
+
+#[test]
+fn a_replica_without_etcd_delivers_and_takes_back_what_it_cannot_store() {
+    let started = Instant::now();
+    let mut cluster = cluster("storm-cut-off");
+    let props = Properties::new();
+    props.set("Ice.Default.InvocationTimeout", "30000");
+    let c = Communicator::with_properties(props).unwrap();
+    // The replica's short timeout applies to its start too: the cluster must be up.
+    c.block_on(cluster.leader());
+    let a = Replica::start_with(&cluster.client_urls, free_port(), free_port(), &["--Floe.Storm.Etcd.Timeout=2"]);
+    let subs = communicator();
+    let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+    let (ticks, servant) = collector();
+    let listening = adapter.add(servant, floe::Identity::new("listening"));
+    subs.block_on(async { adapter.activate().await.unwrap() });
+    c.block_on(async {
+        let m = manager(&c, &[&a]);
+        let t = m.create("t").await.unwrap().unwrap();
+        t.subscribe_and_get_publisher(&qos(&[]), Some(&listening)).await.unwrap();
+        for i in 0..3 {
+            cluster.kill(i);
+        }
+        // Additions fail and are taken back.
+        let other = c.string_to_proxy("other:tcp -h 127.0.0.1 -p 9").unwrap();
+        let refused = t.subscribe_and_get_publisher(&qos(&[]), Some(&other)).await;
+        assert!(
+            matches!(&refused, Err(CallError::Local(floe::Error::UnknownLocalException(_)))),
+            "subscribing without etcd: {refused:?}"
+        );
+        assert_eq!(subscribers(&t).await, ["listening"]);
+        assert!(m.create("u").await.is_err(), "a topic created without etcd");
+        assert_eq!(names(&m).await, ["t"]);
+        // Events are delivered from memory.
+        let publisher = t.get_publisher().await.unwrap().unwrap();
+        for seq in 0..10 {
+            tick(&publisher, seq).await.unwrap();
+        }
+        let all: Vec<i32> = (0..10).collect();
+        eventually(Duration::from_secs(5), "the events", || async { *ticks.lock().unwrap() == all }).await;
+    });
+    c.destroy_blocking();
+    subs.destroy_blocking();
+    eprintln!("cut-off test: {:?}", started.elapsed());
 }
