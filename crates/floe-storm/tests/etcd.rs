@@ -294,62 +294,152 @@ enum Sent {
     Failed,
 }
 
+/// Events published in the failover tests, and the one after which the publisher's
+/// replica is killed.
+const EVENTS: i32 = 4000;
+const KILL_AT: usize = 1000;
+/// The subscribers of the failover tests.
+const KINDS: [&str; 3] = ["twoway", "oneway", "ordered"];
+
+/// Three replicas and a topic `failover` that every replica knows with a twoway, a oneway and
+/// an ordered subscriber.
+struct Failover {
+    started: Instant,
+    _cluster: EtcdCluster,
+    replicas: Vec<Option<Replica>>,
+    c: Communicator,
+    subs: Communicator,
+    /// What each subscriber of [`KINDS`] received.
+    collected: Vec<Arc<Mutex<Vec<i32>>>>,
+}
+
+impl Failover {
+    fn start(name: &str) -> Failover {
+        let started = Instant::now();
+        let cluster = cluster(name);
+        let replicas: Vec<Option<Replica>> = (0..3).map(|_| Some(Replica::start(&cluster))).collect();
+        let c = communicator();
+        let subs = communicator();
+        let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
+        let mut collected = Vec::new();
+        let mut proxies = Vec::new();
+        for kind in KINDS {
+            let (ticks, servant) = collector();
+            let p = adapter.add(servant, floe::Identity::new(kind));
+            proxies.push(if kind == "oneway" { p.ice_oneway() } else { p });
+            collected.push(ticks);
+        }
+        subs.block_on(async { adapter.activate().await.unwrap() });
+        let f = Failover { started, _cluster: cluster, replicas, c, subs, collected };
+        f.c.block_on(async {
+            let topic = manager(&f.c, &f.live()).create("failover").await.unwrap().unwrap();
+            for (kind, p) in KINDS.iter().zip(&proxies) {
+                let q = if *kind == "ordered" { qos(&[("reliability", "ordered")]) } else { qos(&[]) };
+                topic.subscribe_and_get_publisher(&q, Some(p)).await.unwrap();
+            }
+            for r in f.live() {
+                let m = manager(&f.c, &[r]);
+                eventually(Duration::from_secs(5), "the subscribers on every replica", || async {
+                    match m.retrieve("failover").await {
+                        Ok(Some(t)) => subscribers(&t).await.len() == 3,
+                        _ => false,
+                    }
+                })
+                .await;
+                // Its publisher proxy lists all three.
+                eventually(Duration::from_secs(5), "a publisher proxy with every replica", || async {
+                    let p = topic_on(&f.c, r, "failover").get_publisher().await.unwrap().unwrap();
+                    p.reference().wire.endpoints.len() == 3
+                })
+                .await;
+            }
+        });
+        f
+    }
+
+    fn live(&self) -> Vec<&Replica> {
+        self.replicas.iter().flatten().collect()
+    }
+
+    /// SIGKILLs the replica whose publish port is `port`.
+    fn kill(&mut self, port: u16) {
+        let i = self
+            .replicas
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.publish_port == port))
+            .expect("the publisher is connected to a replica");
+        drop(self.replicas[i].take());
+    }
+
+    /// Checks what each subscriber received against what the publisher saw (`sent`), the
+    /// replica on `dead_port` having been killed.
+    fn check(self, what: &str, sent: &[Sent], dead_port: u16) {
+        assert_eq!(sent.len(), EVENTS as usize, "the publisher did not publish every event in time");
+        // Events sent to the dead replica: those acknowledged by it, and those whose call
+        // failed or moved (in flight at the kill). The others were acknowledged by a live
+        // replica.
+        let on_dead = |s: &Sent| !matches!(s, Sent::Acked(p) if *p != dead_port);
+        let failed = sent.iter().filter(|s| **s == Sent::Failed).count();
+        let last_dead = sent.iter().rposition(on_dead).unwrap();
+        let first_live = sent.iter().position(|s| !on_dead(s)).unwrap_or(sent.len());
+        assert!(first_live > KILL_AT, "events before the kill went to a live replica");
+        assert!(sent[last_dead + 1..].iter().all(|s| !on_dead(s)), "the publisher went back to the dead replica");
+        let live = sent.len() - last_dead - 1;
+        assert!(live >= 1000, "only {live} events after the failover");
+        assert!(failed <= 3, "{failed} calls failed at the failover");
+
+        self.subs.block_on(async {
+            for (kind, ticks) in KINDS.iter().zip(&self.collected) {
+                // Every event acknowledged by a live replica arrives.
+                let want: Vec<i32> = ((last_dead + 1) as i32..EVENTS).collect();
+                eventually(Duration::from_secs(10), &format!("{kind}: the events after the failover"), || async {
+                    let got = ticks.lock().unwrap();
+                    got.iter().filter(|s| **s > last_dead as i32).count() >= want.len()
+                })
+                .await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let got = ticks.lock().unwrap().clone();
+                // Once each, and in order on each side of the failover.
+                let mut seen = got.clone();
+                seen.sort();
+                seen.dedup();
+                assert_eq!(seen.len(), got.len(), "{kind}: an event arrived twice");
+                let before: Vec<i32> = got.iter().copied().filter(|s| *s <= last_dead as i32).collect();
+                let after: Vec<i32> = got.iter().copied().filter(|s| *s > last_dead as i32).collect();
+                assert!(before.windows(2).all(|w| w[0] < w[1]), "{kind}: events of the dead replica out of order");
+                assert_eq!(after, want, "{kind}: the events after the failover");
+                // What the dead replica delivered is a prefix of what it got: the lost events
+                // are its undelivered tail, and nothing else is missing.
+                let lost_from = before.len() as i32;
+                assert_eq!(before, (0..lost_from).collect::<Vec<_>>(), "{kind}: a gap before the failover");
+                let lost = last_dead as i32 + 1 - lost_from;
+                let acked_lost =
+                    sent[lost_from as usize..=last_dead].iter().filter(|s| matches!(s, Sent::Acked(_))).count();
+                let in_order = got.windows(2).all(|w| w[0] < w[1]);
+                eprintln!(
+                    "{what}, {kind}: {} events received; lost at the kill: {lost} (from #{lost_from} to #{last_dead}, \
+                     {acked_lost} of them acknowledged); {failed} calls failed; in order across the failover: {in_order}",
+                    got.len()
+                );
+            }
+        });
+        self.c.destroy_blocking();
+        self.subs.destroy_blocking();
+        eprintln!("{what} failover test: {:?}", self.started.elapsed());
+    }
+}
+
 #[test]
 fn a_publisher_fails_over_when_its_replica_is_killed() {
-    let started = Instant::now();
-    let cluster = cluster("storm-failover");
-    let mut replicas: Vec<Option<Replica>> = (0..3).map(|_| Some(Replica::start(&cluster))).collect();
-    let ports: Vec<u16> = replicas.iter().map(|r| r.as_ref().unwrap().publish_port).collect();
-    let c = communicator();
-    let subs = communicator();
-    let adapter = subs.create_object_adapter_with_endpoints("Subscribers", "tcp -h 127.0.0.1").unwrap();
-    let kinds = ["twoway", "oneway", "ordered"];
-    let mut collected = Vec::new();
-    let mut proxies = Vec::new();
-    for kind in kinds {
-        let (ticks, servant) = collector();
-        let p = adapter.add(servant, floe::Identity::new(kind));
-        proxies.push(if kind == "oneway" { p.ice_oneway() } else { p });
-        collected.push(ticks);
-    }
-    subs.block_on(async { adapter.activate().await.unwrap() });
-
-    const EVENTS: i32 = 4000;
-    const KILL_AT: usize = 1000;
+    let mut f = Failover::start("storm-failover");
+    let c = f.c.clone();
     let (sent, dead_port) = c.block_on(async {
-        let all: Vec<&Replica> = replicas.iter().map(|r| r.as_ref().unwrap()).collect();
-        let m = manager(&c, &all);
-        let topic = m.create("failover").await.unwrap().unwrap();
-        for (kind, p) in kinds.iter().zip(&proxies) {
-            let q = if *kind == "ordered" { qos(&[("reliability", "ordered")]) } else { qos(&[]) };
-            topic.subscribe_and_get_publisher(&q, Some(p)).await.unwrap();
-        }
-        // Every replica knows the subscribers, and the publisher proxy lists all three.
-        for r in &all {
-            let m = manager(&c, &[r]);
-            eventually(Duration::from_secs(5), "the subscribers on every replica", || async {
-                match m.retrieve("failover").await {
-                    Ok(Some(t)) => subscribers(&t).await.len() == 3,
-                    _ => false,
-                }
-            })
-            .await;
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let publisher = loop {
-            let p = topic.get_publisher().await.unwrap().unwrap();
-            if p.reference().wire.endpoints.len() == 3 {
-                break p;
-            }
-            assert!(Instant::now() < deadline, "the publisher proxy does not list every replica: {p}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-
+        let topic = manager(&c, &f.live()).retrieve("failover").await.unwrap().unwrap();
+        let publisher = topic.get_publisher().await.unwrap().unwrap();
         // Twoway events, one after the other, in a task; the replica it is connected to is
         // killed once KILL_AT events were acknowledged.
         let progress = Arc::new(Mutex::new(Vec::<Sent>::new()));
         let log = progress.clone();
-        let p = publisher.clone();
         let publishing = tokio::spawn(async move {
             let deadline = Instant::now() + Duration::from_secs(20);
             let port = |conn: floe::Result<floe::connection::Connection>| {
@@ -359,9 +449,9 @@ fn a_publisher_fails_over_when_its_replica_is_killed() {
                 if Instant::now() > deadline {
                     break;
                 }
-                let before = port(p.ice_get_connection().await);
-                let result = tick(&p, seq).await;
-                let after = port(p.ice_get_connection().await);
+                let before = port(publisher.ice_get_connection().await);
+                let result = tick(&publisher, seq).await;
+                let after = port(publisher.ice_get_connection().await);
                 log.lock().unwrap().push(match (result, before, after) {
                     (Err(_), _, _) => Sent::Failed,
                     (Ok(()), Some(b), Some(a)) if a == b => Sent::Acked(a),
@@ -378,63 +468,65 @@ fn a_publisher_fails_over_when_its_replica_is_killed() {
             assert!(Instant::now() < deadline, "the publisher did not get going: {last:?}");
             tokio::time::sleep(Duration::from_millis(1)).await;
         };
-        let i = ports.iter().position(|p| *p == dead_port).expect("the publisher is connected to a replica");
-        drop(replicas[i].take()); // SIGKILL
+        f.kill(dead_port);
         publishing.await.unwrap();
         let sent = progress.lock().unwrap().clone();
         (sent, dead_port)
     });
-    assert_eq!(sent.len(), EVENTS as usize, "the publisher did not publish every event in time");
+    f.check("floe publisher", &sent, dead_port);
+}
 
-    // Events sent to the dead replica: those acknowledged by it, and those whose call failed
-    // or moved (in flight at the kill). The others were acknowledged by a live replica.
-    let on_dead = |s: &Sent| !matches!(s, Sent::Acked(p) if *p != dead_port);
-    let failed = sent.iter().filter(|s| **s == Sent::Failed).count();
-    let last_dead = sent.iter().rposition(on_dead).unwrap();
-    let first_live = sent.iter().position(|s| !on_dead(s)).unwrap_or(sent.len());
-    assert!(first_live > KILL_AT, "events before the kill went to a live replica");
-    assert!(sent[last_dead + 1..].iter().all(|s| !on_dead(s)), "the publisher went back to the dead replica");
-    let live = sent.len() - last_dead - 1;
-    assert!(live >= 1000, "only {live} events after the failover");
-    assert!(failed <= 3, "{failed} calls failed at the failover");
-
-    subs.block_on(async {
-        for (kind, ticks) in kinds.iter().zip(&collected) {
-            // Every event acknowledged by a live replica arrives.
-            let want: Vec<i32> = ((last_dead + 1) as i32..EVENTS).collect();
-            eventually(Duration::from_secs(10), &format!("{kind}: the events after the failover"), || async {
-                let got = ticks.lock().unwrap();
-                let tail: Vec<i32> = got.iter().copied().filter(|s| *s > last_dead as i32).collect();
-                tail.len() >= want.len()
-            })
-            .await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let got = ticks.lock().unwrap().clone();
-            // Once each, and in order on each side of the failover.
-            let mut seen = got.clone();
-            seen.sort();
-            seen.dedup();
-            assert_eq!(seen.len(), got.len(), "{kind}: an event arrived twice");
-            let before: Vec<i32> = got.iter().copied().filter(|s| *s <= last_dead as i32).collect();
-            let after: Vec<i32> = got.iter().copied().filter(|s| *s > last_dead as i32).collect();
-            assert!(before.windows(2).all(|w| w[0] < w[1]), "{kind}: events of the dead replica out of order");
-            assert_eq!(after, want, "{kind}: the events after the failover");
-            // What the dead replica delivered is a prefix of what it got: the lost events are
-            // its undelivered tail, and nothing else is missing.
-            let lost_from = before.len() as i32;
-            assert_eq!(before, (0..lost_from).collect::<Vec<_>>(), "{kind}: a gap before the failover");
-            let lost = last_dead as i32 + 1 - lost_from;
-            let acked_lost = sent[lost_from as usize..=last_dead].iter().filter(|s| matches!(s, Sent::Acked(_))).count();
-            let in_order = got.windows(2).all(|w| w[0] < w[1]);
-            eprintln!(
-                "{kind}: {} events received; lost at the kill: {lost} (from #{lost_from} to #{last_dead}, {acked_lost} of them acknowledged); {failed} calls failed; in order across the failover: {in_order}",
-                got.len()
-            );
+#[test]
+fn an_ice_python_publisher_fails_over_when_its_replica_is_killed() {
+    let mut f = Failover::start("storm-failover-python");
+    let endpoints: Vec<String> = f.live().iter().map(|r| format!("tcp -h 127.0.0.1 -p {}", r.topic_port)).collect();
+    let mut child = Command::new("/usr/bin/python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/failover_publisher.py"))
+        .arg(format!("{INSTANCE}/TopicManager:{}", endpoints.join(":")))
+        .args(["failover", &EVENTS.to_string(), "--Ice.Default.InvocationTimeout=5000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/python3 runs (python3-zeroc-ice, see scripts/install-deps)");
+    let progress = Arc::new(Mutex::new(Vec::<Sent>::new()));
+    let log = progress.clone();
+    let out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line.unwrap();
+            let mut words = line.split(' ');
+            let seq: usize = words.next().and_then(|w| w.parse().ok()).unwrap_or_else(|| panic!("bad line {line:?}"));
+            let mut log = log.lock().unwrap();
+            assert_eq!(seq, log.len(), "the publisher's lines out of sequence");
+            log.push(match words.next() {
+                Some("failed") => Sent::Failed,
+                Some("moved") => Sent::AckedSomewhere,
+                Some(port) => Sent::Acked(port.parse().unwrap_or_else(|_| panic!("bad line {line:?}"))),
+                None => panic!("bad line {line:?}"),
+            });
         }
     });
-    c.destroy_blocking();
-    subs.destroy_blocking();
-    eprintln!("failover test: {:?}", started.elapsed());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let dead_port = loop {
+        let last = progress.lock().unwrap().get(KILL_AT).copied();
+        if let Some(Sent::Acked(port)) = last {
+            break port;
+        }
+        assert!(Instant::now() < deadline, "the Python publisher did not get going: {last:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    f.kill(dead_port);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the Python publisher did not finish in time");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success(), "the Python publisher failed");
+    reader.join().unwrap();
+    let sent = progress.lock().unwrap().clone();
+    f.check("Ice Python publisher", &sent, dead_port);
 }
 
 #[test]
