@@ -152,3 +152,47 @@ impl StormConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> Properties {
+        let p = Properties::new();
+        p.set("IceStorm.TopicManager.Endpoints", "tcp");
+        p.set("IceStorm.Publish.Endpoints", "tcp");
+        for (k, v) in pairs {
+            p.set(k, v);
+        }
+        p
+    }
+
+    #[test]
+    fn the_etcd_properties_are_read_with_their_defaults() {
+        assert!(StormConfig::from_properties(&props(&[])).unwrap().etcd.is_none());
+        let c = StormConfig::from_properties(&props(&[
+            ("IceStorm.InstanceName", "News"),
+            ("Floe.Storm.Etcd.Endpoints", " http://a:2379, http://b:2379 ,"),
+        ]))
+        .unwrap();
+        let etcd = c.etcd.unwrap();
+        assert_eq!(etcd.endpoints, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(etcd.prefix, "/floe-storm/News/");
+        assert_eq!((etcd.lease_ttl, etcd.timeout), (10, Duration::from_secs(10)));
+        let etcd = StormConfig::from_properties(&props(&[
+            ("Floe.Storm.Etcd.Endpoints", "http://a:2379"),
+            ("Floe.Storm.Etcd.Prefix", "/x"),
+            ("Floe.Storm.Etcd.LeaseTTL", "1"),
+            ("Floe.Storm.Etcd.Timeout", "3"),
+        ]))
+        .unwrap()
+        .etcd
+        .unwrap();
+        assert_eq!((etcd.prefix.as_str(), etcd.lease_ttl, etcd.timeout), ("/x/", 2, Duration::from_secs(3)));
+        for bad in [("Floe.Storm.Etcd.Endpoints", ","), ("Floe.Storm.Etcd.LeaseTTL", "soon")] {
+            let mut pairs = vec![("Floe.Storm.Etcd.Endpoints", "http://a:2379")];
+            pairs.push(bad);
+            assert!(StormConfig::from_properties(&props(&pairs)).is_err(), "{bad:?}");
+        }
+    }
+}
