@@ -19,97 +19,22 @@ use floe::{Communicator, Identity, Properties, Proxy};
 use floe_registry::slice::ice::{LocatorFindAdapterByIdError, LocatorPrx, LocatorRegistryPrx};
 use floe_registry::slice::ice_grid;
 
-const ETCD: &str = "/usr/bin/etcd";
+#[path = "../../../tests/support/etcd_cluster.rs"]
+mod etcd_cluster;
+use etcd_cluster::EtcdCluster;
 
-/// A three-member etcd cluster on loopback.
-struct EtcdCluster {
-    members: Vec<Option<Server>>,
-    /// Each member's arguments, to restart it.
-    args: Vec<Vec<String>>,
-    client_urls: Vec<String>,
-    _data: TempDir,
+/// Starts the cluster (None, with the reason printed, where etcd is missing).
+fn start_cluster(name: &str) -> Option<EtcdCluster> {
+    EtcdCluster::start(name, Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
-impl EtcdCluster {
-    /// Starts the cluster, or None (with the reason printed) where etcd is not installed.
-    fn start(name: &str) -> Option<EtcdCluster> {
-        if !Path::new(ETCD).exists() {
-            eprintln!("skipped: {ETCD} is missing (Debian package etcd-server, see scripts/install-deps)");
-            return None;
-        }
-        let data = TempDir::new(name);
-        let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let clients: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let initial: Vec<String> =
-            peers.iter().enumerate().map(|(i, p)| format!("m{i}=http://127.0.0.1:{p}")).collect();
-        let token = format!("{name}-{}", std::process::id());
-        let args: Vec<Vec<String>> = (0..3)
-            .map(|i| {
-                vec![
-                    format!("--name=m{i}"),
-                    format!("--data-dir={}", data.0.join(format!("m{i}")).display()),
-                    format!("--listen-client-urls=http://127.0.0.1:{}", clients[i]),
-                    format!("--advertise-client-urls=http://127.0.0.1:{}", clients[i]),
-                    format!("--listen-peer-urls=http://127.0.0.1:{}", peers[i]),
-                    format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", peers[i]),
-                    format!("--initial-cluster={}", initial.join(",")),
-                    "--initial-cluster-state=new".into(),
-                    format!("--initial-cluster-token={token}"),
-                    // Quick elections, so that killing the leader costs little.
-                    "--heartbeat-interval=50".into(),
-                    "--election-timeout=500".into(),
-                    "--logger=zap".into(),
-                    "--log-level=error".into(),
-                ]
-            })
-            .collect();
-        let members = args.iter().map(|a| Some(spawn_etcd(a))).collect();
-        let client_urls = clients.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
-        Some(EtcdCluster { members, args, client_urls, _data: data })
-    }
-
-    fn endpoints_property(&self) -> String {
-        format!("--Floe.Registry.Etcd.Endpoints={}", self.client_urls.join(","))
-    }
-
-    /// The index of the member that is the leader.
-    async fn leader(&self) -> usize {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            for (i, url) in self.client_urls.iter().enumerate() {
-                if let Ok(mut client) = etcd_client::Client::connect([url], None).await {
-                    if let Ok(s) = client.status().await {
-                        if s.header().is_some_and(|h| h.member_id() == s.leader()) {
-                            return i;
-                        }
-                    }
-                }
-            }
-            assert!(Instant::now() < deadline, "the etcd cluster has no leader");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Kills member `i` (SIGKILL).
-    fn kill(&mut self, i: usize) {
-        drop(self.members[i].take());
-    }
-
-    /// Starts member `i` again, on its data.
-    fn restart(&mut self, i: usize) {
-        self.members[i] = Some(spawn_etcd(&self.args[i]));
-    }
-}
-
-fn spawn_etcd(args: &[String]) -> Server {
-    let mut cmd = Command::new(ETCD);
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-    Server { child: cmd.spawn().expect("etcd starts"), output: Default::default() }
+fn endpoints_property(cluster: &EtcdCluster) -> String {
+    format!("--Floe.Registry.Etcd.Endpoints={}", cluster.endpoints())
 }
 
 /// A floe-registry replica on `port` using the cluster, with `extra` arguments.
 fn replica(cluster: &EtcdCluster, port: u16, name: &str, extra: &[&str]) -> Server {
-    replica_of(&cluster.endpoints_property(), port, name, extra)
+    replica_of(&endpoints_property(cluster), port, name, extra)
 }
 
 /// A floe-registry replica on `port` using the etcd members of `endpoints` (the property).
@@ -209,7 +134,7 @@ fn python_loop(locator: &str, adapter: &str, object: &str, stop: &Path) -> Optio
 
 #[test]
 fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
-    let Some(mut cluster) = EtcdCluster::start("etcd-failover") else { return };
+    let Some(mut cluster) = start_cluster("etcd-failover") else { return };
     let (p1, p2) = (free_port(), free_port());
     // Each replica publishes the locator registry endpoints of both, so that the locator
     // registry proxy a server gets (and Ice caches) reaches either.
@@ -317,7 +242,7 @@ fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
 
 #[test]
 fn adapters_of_servers_that_died_expire_on_every_replica() {
-    let Some(cluster) = EtcdCluster::start("etcd-checks") else { return };
+    let Some(cluster) = start_cluster("etcd-checks") else { return };
     let (p1, p2) = (free_port(), free_port());
     let checks = ["--Floe.Registry.AdapterCheck.Interval=1", "--Floe.Registry.AdapterCheck.Failures=2"];
     let _r1 = replica(&cluster, p1, "Replica1", &checks);
@@ -346,7 +271,7 @@ fn adapters_of_servers_that_died_expire_on_every_replica() {
 
 #[test]
 fn registrations_outlive_a_replica_and_expire_with_the_last_one() {
-    let Some(cluster) = EtcdCluster::start("etcd-lease") else { return };
+    let Some(cluster) = start_cluster("etcd-lease") else { return };
     let (p1, p2, p3) = (free_port(), free_port(), free_port());
     let ttl = "--Floe.Registry.Etcd.LeaseTTL=2";
     let r1 = replica(&cluster, p1, "Replica1", &[ttl]);
@@ -404,7 +329,7 @@ fn registrations_outlive_a_replica_and_expire_with_the_last_one() {
 
 #[test]
 fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
-    let Some(mut cluster) = EtcdCluster::start("etcd-compact") else { return };
+    let Some(mut cluster) = start_cluster("etcd-compact") else { return };
     let (p1, p2) = (free_port(), free_port());
     // Replica 1 knows only member 0; replica 2 the two others.
     let only_first = format!("--Floe.Registry.Etcd.Endpoints={}", cluster.client_urls[0]);

@@ -45,6 +45,27 @@ pub struct StormConfig {
     pub trace_topic: i32,
     /// `IceStorm.Trace.Subscriber`.
     pub trace_subscriber: i32,
+    /// `Floe.Storm.Etcd.*`: the etcd cluster whose state this replica shares with others
+    /// (none: the state is in `IceStorm.LMDB.Path`, or in memory only).
+    pub etcd: Option<EtcdConfig>,
+}
+
+/// Where and how replicas share their state in etcd (`Floe.Storm.Etcd.*`).
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// `Floe.Storm.Etcd.Endpoints`: the cluster's members (comma-separated
+    /// `http://host:port` URLs).
+    pub endpoints: Vec<String>,
+    /// `Floe.Storm.Etcd.Prefix`: where in etcd's key space the state is (default
+    /// `/floe-storm/<InstanceName>/`; always ends with `/`).
+    pub prefix: String,
+    /// `Floe.Storm.Etcd.LeaseTTL` (s, default 10): how long a replica that stopped renewing
+    /// its lease stays listed among the live replicas whose endpoints publishers get.
+    pub lease_ttl: i64,
+    /// `Floe.Storm.Etcd.Timeout` (s, default 10): how long a change may take to reach etcd,
+    /// retries included, before the request that made it fails; and how long the service
+    /// waits for etcd when it starts.
+    pub timeout: Duration,
 }
 
 fn non_empty(props: &Properties, name: &str) -> Option<String> {
@@ -88,8 +109,33 @@ impl StormConfig {
         let ms = |name: &str, default: i64| -> Result<Duration, Error> {
             Ok(Duration::from_millis(props.get_int(name, default)?.max(1) as u64))
         };
+        let instance_name = non_empty(props, "IceStorm.InstanceName").unwrap_or_else(|| "IceStorm".into());
+        let etcd = match non_empty(props, "Floe.Storm.Etcd.Endpoints") {
+            None => None,
+            Some(v) => {
+                let endpoints: Vec<String> =
+                    v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
+                if endpoints.is_empty() {
+                    return Err(Error::Property {
+                        name: "Floe.Storm.Etcd.Endpoints".into(),
+                        reason: "no etcd endpoint (comma-separated http://host:port URLs)".into(),
+                    });
+                }
+                let mut prefix = non_empty(props, "Floe.Storm.Etcd.Prefix")
+                    .unwrap_or_else(|| format!("/floe-storm/{instance_name}/"));
+                if !prefix.ends_with('/') {
+                    prefix.push('/');
+                }
+                Some(EtcdConfig {
+                    endpoints,
+                    prefix,
+                    lease_ttl: props.get_int("Floe.Storm.Etcd.LeaseTTL", 10)?.clamp(2, 86_400),
+                    timeout: Duration::from_secs(props.get_int("Floe.Storm.Etcd.Timeout", 10)?.clamp(1, 3600) as u64),
+                })
+            }
+        };
         Ok(StormConfig {
-            instance_name: non_empty(props, "IceStorm.InstanceName").unwrap_or_else(|| "IceStorm".into()),
+            instance_name,
             topic_manager_endpoints,
             publish_endpoints,
             data_dir: non_empty(props, "IceStorm.LMDB.Path").map(PathBuf::from),
@@ -102,6 +148,51 @@ impl StormConfig {
             trace_topic_manager: props.get_int("IceStorm.Trace.TopicManager", 0)? as i32,
             trace_topic: props.get_int("IceStorm.Trace.Topic", 0)? as i32,
             trace_subscriber: props.get_int("IceStorm.Trace.Subscriber", 0)? as i32,
+            etcd,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> Properties {
+        let p = Properties::new();
+        p.set("IceStorm.TopicManager.Endpoints", "tcp");
+        p.set("IceStorm.Publish.Endpoints", "tcp");
+        for (k, v) in pairs {
+            p.set(k, v);
+        }
+        p
+    }
+
+    #[test]
+    fn the_etcd_properties_are_read_with_their_defaults() {
+        assert!(StormConfig::from_properties(&props(&[])).unwrap().etcd.is_none());
+        let c = StormConfig::from_properties(&props(&[
+            ("IceStorm.InstanceName", "News"),
+            ("Floe.Storm.Etcd.Endpoints", " http://a:2379, http://b:2379 ,"),
+        ]))
+        .unwrap();
+        let etcd = c.etcd.unwrap();
+        assert_eq!(etcd.endpoints, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(etcd.prefix, "/floe-storm/News/");
+        assert_eq!((etcd.lease_ttl, etcd.timeout), (10, Duration::from_secs(10)));
+        let etcd = StormConfig::from_properties(&props(&[
+            ("Floe.Storm.Etcd.Endpoints", "http://a:2379"),
+            ("Floe.Storm.Etcd.Prefix", "/x"),
+            ("Floe.Storm.Etcd.LeaseTTL", "1"),
+            ("Floe.Storm.Etcd.Timeout", "3"),
+        ]))
+        .unwrap()
+        .etcd
+        .unwrap();
+        assert_eq!((etcd.prefix.as_str(), etcd.lease_ttl, etcd.timeout), ("/x/", 2, Duration::from_secs(3)));
+        for bad in [("Floe.Storm.Etcd.Endpoints", ","), ("Floe.Storm.Etcd.LeaseTTL", "soon")] {
+            let mut pairs = vec![("Floe.Storm.Etcd.Endpoints", "http://a:2379")];
+            pairs.push(bad);
+            assert!(StormConfig::from_properties(&props(&pairs)).is_err(), "{bad:?}");
+        }
     }
 }

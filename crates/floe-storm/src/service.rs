@@ -8,10 +8,22 @@ use floe::{Communicator, Current, Error, Identity, ObjectAdapter, ObjectPrx, Pro
 use tracing::info;
 
 use crate::config::StormConfig;
+use crate::etcd::{EtcdStore, Update};
 use crate::slice::ice;
 use crate::slice::ice_storm::{self, NoSuchTopic, TopicDict, TopicExists, TopicManagerPrx, TopicPrx};
 use crate::store::{Change, Contents, Store};
 use crate::topic::TopicCore;
+
+/// Where the state is kept.
+#[derive(Debug)]
+enum Backend {
+    /// Nowhere: in memory only.
+    Memory,
+    /// In the redb database of the data directory.
+    Redb(Store),
+    /// In etcd, shared with other replicas.
+    Etcd(Arc<EtcdStore>),
+}
 
 /// What the topics share: configuration, adapters and the store.
 pub struct Shared {
@@ -23,7 +35,7 @@ pub struct Shared {
     pub topic_adapter: ObjectAdapter,
     /// `IceStorm.Publish`: publishers and link objects.
     pub publish_adapter: ObjectAdapter,
-    store: Mutex<Option<Store>>,
+    store: Mutex<Backend>,
     topics: Mutex<HashMap<String, Arc<TopicCore>>>,
 }
 
@@ -38,13 +50,62 @@ impl Shared {
     /// without a data directory).
     pub fn write(&self, changes: Vec<Change>) -> tokio::sync::oneshot::Receiver<()> {
         match &*self.store.lock().expect("store") {
-            Some(store) => store.write(changes),
-            None => {
+            Backend::Redb(store) => store.write(changes),
+            Backend::Etcd(etcd) => etcd.write(changes),
+            Backend::Memory => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let _ = tx.send(());
                 rx
             }
         }
+    }
+
+    fn etcd(&self) -> Option<Arc<EtcdStore>> {
+        match &*self.store.lock().expect("store") {
+            Backend::Etcd(etcd) => Some(etcd.clone()),
+            _ => None,
+        }
+    }
+
+    /// `direct` with the endpoints `pick` chooses of every other live replica added after
+    /// its own (unchanged without etcd, or for an indirect proxy).
+    fn with_replicas(
+        &self,
+        direct: ObjectPrx,
+        pick: impl Fn(&crate::etcd::ReplicaEndpoints) -> &[floe::encoding::EndpointData],
+    ) -> ObjectPrx {
+        let Some(etcd) = self.etcd() else { return direct };
+        if direct.reference().is_indirect() {
+            return direct;
+        }
+        let mut endpoints = direct.reference().wire.endpoints.clone();
+        for r in etcd.replicas() {
+            for e in pick(&r) {
+                if !endpoints.contains(e) {
+                    endpoints.push(e.clone());
+                }
+            }
+        }
+        direct.ice_endpoints(endpoints)
+    }
+
+    /// A proxy for an object of the publish adapter: with etcd, it carries the publish
+    /// endpoints of every live replica, so that a publisher fails over when one dies.
+    pub fn publish_proxy(&self, id: Identity) -> ObjectPrx {
+        self.with_replicas(self.publish_adapter.create_proxy(id), |r| &r.publish)
+    }
+
+    /// The proxy `getNonReplicatedPublisher` returns: this replica's endpoints, and with etcd
+    /// those of every other live replica after them (each replica delivers what it
+    /// receives to every subscriber, so any of them will do).
+    pub fn publish_direct_proxy(&self, id: Identity) -> ObjectPrx {
+        self.with_replicas(self.publish_adapter.create_direct_proxy(id), |r| &r.publish)
+    }
+
+    /// A proxy for an object of the topic manager's adapter (with etcd, reaching any live
+    /// replica).
+    pub fn topic_manager_proxy(&self, id: Identity) -> ObjectPrx {
+        self.with_replicas(self.topic_adapter.create_proxy(id), |r| &r.topic_manager)
     }
 
     /// True while `topic` is a topic of the service (not destroyed).
@@ -63,6 +124,62 @@ impl Shared {
         drop(topics);
         topic.shut();
         Some(written)
+    }
+
+    /// Applies a change another replica (or this one) made in etcd; what is there already
+    /// is left alone.
+    fn apply(self: &Arc<Self>, update: Update) {
+        match update {
+            Update::Topic(name, true) => {
+                self.ensure_topic(&name);
+            }
+            Update::Topic(name, false) => {
+                let removed = self.topics.lock().expect("topics").remove(&name);
+                if let Some(t) = removed {
+                    t.shut();
+                }
+            }
+            Update::Subscriber(topic, id, record) => {
+                if let Some(t) = self.topic(&topic) {
+                    t.apply_subscriber(&id, record);
+                }
+            }
+            Update::Reset(contents) => {
+                let names: std::collections::HashSet<&str> = contents.iter().map(|(n, _)| n.as_str()).collect();
+                let gone: Vec<Arc<TopicCore>> = {
+                    let mut topics = self.topics.lock().expect("topics");
+                    let gone: Vec<String> = topics.keys().filter(|n| !names.contains(n.as_str())).cloned().collect();
+                    gone.iter().filter_map(|n| topics.remove(n)).collect()
+                };
+                for t in gone {
+                    t.shut();
+                }
+                for (name, subscribers) in contents {
+                    let t = self.ensure_topic(&name);
+                    let ids: std::collections::HashSet<&str> = subscribers.iter().map(|(id, _)| id.as_str()).collect();
+                    for s in t.subscribers().iter() {
+                        let id = floe::reference::identity_to_string(&s.id);
+                        if !ids.contains(id.as_str()) {
+                            t.apply_subscriber(&id, None);
+                        }
+                    }
+                    for (id, record) in subscribers {
+                        t.apply_subscriber(&id, Some(record));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The topic called `name`, made (without writing it anywhere) if there is none.
+    fn ensure_topic(self: &Arc<Self>, name: &str) -> Arc<TopicCore> {
+        let mut topics = self.topics.lock().expect("topics");
+        if let Some(t) = topics.get(name) {
+            return t.clone();
+        }
+        let t = TopicCore::new(self.clone(), name);
+        topics.insert(name.to_string(), t.clone());
+        t
     }
 
     /// The topic called `name`.
@@ -87,12 +204,13 @@ impl Storm {
         let publish_adapter =
             communicator.create_object_adapter_with_endpoints("IceStorm.Publish", &config.publish_endpoints)?;
         let (store, contents) = match &config.data_dir {
-            Some(dir) => {
+            // With etcd, the state is read by `activate`.
+            Some(dir) if config.etcd.is_none() => {
                 let (store, contents) = Store::open(dir)
                     .map_err(|e| Error::Property { name: "IceStorm.LMDB.Path".into(), reason: e.to_string() })?;
-                (Some(store), contents)
+                (Backend::Redb(store), contents)
             }
-            None => (None, Vec::new()),
+            _ => (Backend::Memory, Vec::new()),
         };
         let shared = Arc::new(Shared {
             communicator,
@@ -117,7 +235,14 @@ impl Storm {
     /// Restores the stored topics, their subscribers and links, and starts listening; runs in
     /// the communicator's runtime (each subscriber gets a delivery task).
     pub async fn activate(&self) -> Result<(), Error> {
-        let contents = std::mem::take(&mut *self.restored.lock().expect("restored"));
+        let mut contents = std::mem::take(&mut *self.restored.lock().expect("restored"));
+        let mut updates = None;
+        if let Some(config) = &self.shared.config.etcd {
+            let (etcd, read, rx) = crate::etcd::connect(config, &self.shared.communicator).await?;
+            *self.shared.store.lock().expect("store") = Backend::Etcd(Arc::new(etcd));
+            contents = read;
+            updates = Some(rx);
+        }
         for (name, subscribers) in contents {
             let topic = TopicCore::new(self.shared.clone(), &name);
             self.shared.topics.lock().expect("topics").insert(name.clone(), topic.clone());
@@ -129,6 +254,17 @@ impl Storm {
         }
         self.shared.publish_adapter.activate().await?;
         self.shared.topic_adapter.activate().await?;
+        if let (Some(mut updates), Some(etcd)) = (updates, self.shared.etcd()) {
+            // What changed in etcd since it was read, and from now on.
+            let shared = Arc::downgrade(&self.shared);
+            tokio::spawn(async move {
+                while let Some(u) = updates.recv().await {
+                    let Some(shared) = shared.upgrade() else { return };
+                    shared.apply(u);
+                }
+            });
+            etcd.register(&self.shared.topic_adapter.endpoints(), &self.shared.publish_adapter.endpoints()).await?;
+        }
         Ok(())
     }
 
@@ -137,14 +273,18 @@ impl Storm {
         &self.shared
     }
 
-    /// Stops the subscribers and closes the store (after writing what is queued).
-    pub fn shutdown(&self) {
+    /// Stops the subscribers and closes the store (after writing what is queued); with
+    /// etcd, this replica is no longer listed among the live ones.
+    pub async fn shutdown(&self) {
         let topics: Vec<Arc<TopicCore>> = self.shared.topics.lock().expect("topics").values().cloned().collect();
         for t in topics {
             t.shut();
         }
-        if let Some(mut s) = self.shared.store.lock().expect("store").take() {
-            s.close();
+        let backend = std::mem::replace(&mut *self.shared.store.lock().expect("store"), Backend::Memory);
+        match backend {
+            Backend::Redb(mut s) => s.close(),
+            Backend::Etcd(etcd) => etcd.close().await,
+            Backend::Memory => {}
         }
     }
 }
@@ -176,7 +316,16 @@ impl ice_storm::TopicManager for ManagerServant {
             (topic, shared.write(vec![Change::AddTopic(name.to_string())]))
         };
         self.0.trace(|| format!("create {name}"));
-        let _ = written.1.await;
+        if let Err(e) = crate::topic::written(written.1).await {
+            // Not stored: taken back (unless it was destroyed or replaced meanwhile).
+            let mut topics = shared.topics.lock().expect("topics");
+            if topics.get(name.as_str()).is_some_and(|t| Arc::ptr_eq(t, &written.0)) {
+                topics.remove(name.as_str());
+                drop(topics);
+                written.0.shut();
+            }
+            return Err(e);
+        }
         Ok(Some(written.0.proxy()))
     }
 
@@ -204,7 +353,7 @@ impl ice_storm::Finder for FinderServant {
     async fn get_topic_manager(&self, _: &Current) -> floe::Result<Option<TopicManagerPrx>> {
         let shared = &self.0 .0;
         let id = Identity::with_category(&shared.config.instance_name, "TopicManager");
-        let p: ObjectPrx = shared.topic_adapter.create_proxy(id);
+        let p: ObjectPrx = shared.topic_manager_proxy(id);
         Ok(Some(TopicManagerPrx::from_object(p)))
     }
 }

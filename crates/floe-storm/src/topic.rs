@@ -69,7 +69,7 @@ impl TopicCore {
 
     /// The topic's proxy.
     pub fn proxy(&self) -> TopicPrx {
-        TopicPrx::from_object(self.shared.topic_adapter.create_proxy(self.id.clone()))
+        TopicPrx::from_object(self.shared.topic_manager_proxy(self.id.clone()))
     }
 
     /// The subscribers now.
@@ -111,8 +111,9 @@ impl TopicCore {
         Some(if persist { self.shared.write(vec![change]) } else { done() })
     }
 
-    /// Removes the subscriber with identity `id`; false when there is none.
-    fn remove(&self, id: &Identity) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    /// Removes the subscriber with identity `id` (writing that to the store when `persist`);
+    /// `None` when there is none.
+    fn remove(&self, id: &Identity, persist: bool) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let _change = self.changes.lock().expect("topic changes");
         let mut list = (*self.subscribers()).clone();
         let i = list.iter().position(|x| x.id == *id)?;
@@ -122,16 +123,25 @@ impl TopicCore {
         if !s.is_link() {
             self.shared.publish_adapter.remove(&self.per_subscriber_id(id));
         }
-        Some(self.shared.write(vec![Change::RemoveSubscriber(self.name.clone(), identity_to_string(id))]))
+        let change = Change::RemoveSubscriber(self.name.clone(), identity_to_string(id));
+        Some(if persist { self.shared.write(vec![change]) } else { done() })
     }
 
     /// Removes a subscriber that failed for good (if it is still this topic's).
     pub async fn remove_failed(&self, s: &Arc<Subscriber>) {
         let is_ours = self.subscribers().iter().any(|x| Arc::ptr_eq(x, s));
         if is_ours {
-            if let Some(w) = self.remove(&s.id) {
+            if let Some(w) = self.remove(&s.id, true) {
                 let _ = w.await;
             }
+        }
+    }
+
+    /// Takes back a subscriber whose addition could not be stored (if it is still this
+    /// topic's).
+    fn undo_add(&self, s: &Arc<Subscriber>) {
+        if self.subscribers().iter().any(|x| Arc::ptr_eq(x, s)) {
+            self.remove(&s.id, false);
         }
     }
 
@@ -164,6 +174,32 @@ impl TopicCore {
         Ok(())
     }
 
+    /// Applies a subscriber (or link) as etcd holds it (`None`: gone) without writing
+    /// anything: one with the same record is left alone, one with another record replaced.
+    pub fn apply_subscriber(self: &Arc<Self>, id: &str, record: Option<Record>) {
+        let Ok(identity) = floe::reference::string_to_identity(id) else {
+            tracing::warn!(target: "floe::storm", "topic {}: subscriber {id:?} ignored: not an identity", self.name);
+            return;
+        };
+        let existing = self.subscribers().iter().find(|s| s.id == identity).map(|s| s.record.clone());
+        match (existing, record) {
+            (None, None) => {}
+            (Some(_), None) => {
+                self.trace(|| format!("subscriber {id} removed by another replica"));
+                self.remove(&identity, false);
+            }
+            (Some(old), Some(new)) if old == new => {}
+            (existing, Some(new)) => {
+                if existing.is_some() {
+                    self.remove(&identity, false);
+                }
+                if let Err(e) = self.restore(id, new) {
+                    tracing::warn!(target: "floe::storm", "topic {}: subscriber {id} not applied: {e}", self.name);
+                }
+            }
+        }
+    }
+
     /// Unregisters the topic's objects and stops its subscribers.
     pub fn shut(&self) {
         let _change = self.changes.lock().expect("topic changes");
@@ -184,6 +220,11 @@ impl TopicCore {
             info!(target: "floe::storm", "topic {}: {}", self.name, what());
         }
     }
+}
+
+/// Waits for a store write; a change that could not be stored fails its request.
+pub async fn written(rx: tokio::sync::oneshot::Receiver<()>) -> Result<(), Error> {
+    rx.await.map_err(|_| Error::UnknownLocalException("floe-storm could not store the change".into()))
 }
 
 fn done() -> tokio::sync::oneshot::Receiver<()> {
@@ -267,12 +308,12 @@ impl ice_storm::Topic for TopicServant {
 
     async fn get_publisher(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
         let t = self.live(current)?;
-        Ok(Some(t.shared.publish_adapter.create_proxy(t.publisher_id.clone())))
+        Ok(Some(t.shared.publish_proxy(t.publisher_id.clone())))
     }
 
     async fn get_non_replicated_publisher(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
         let t = self.live(current)?;
-        Ok(Some(t.shared.publish_adapter.create_direct_proxy(t.publisher_id.clone())))
+        Ok(Some(t.shared.publish_direct_proxy(t.publisher_id.clone())))
     }
 
     async fn subscribe_and_get_publisher(
@@ -292,17 +333,20 @@ impl ice_storm::Topic for TopicServant {
         t.trace(|| format!("subscribe {} ({proxy}) QoS {qos:?}", identity_to_string(&id)));
         let record = Record { proxy: proxy.to_string(), qos, link: None };
         let s = Subscriber::new(id.clone(), record, proxy, None, delivery, retry, t.shared.config.clone());
-        let written = t.add(s, true).ok_or_else(|| Error::user(AlreadySubscribed::default()))?;
-        let _ = written.await;
-        Ok(Some(t.shared.publish_adapter.create_proxy(t.per_subscriber_id(&id))))
+        let w = t.add(s.clone(), true).ok_or_else(|| Error::user(AlreadySubscribed::default()))?;
+        if let Err(e) = written(w).await {
+            t.undo_add(&s);
+            return Err(e);
+        }
+        Ok(Some(t.shared.publish_proxy(t.per_subscriber_id(&id))))
     }
 
     async fn unsubscribe(&self, subscriber: Option<ObjectPrx>, current: &Current) -> floe::Result<()> {
         let t = self.live(current)?;
         if let Some(p) = subscriber {
             t.trace(|| format!("unsubscribe {}", identity_to_string(p.ice_get_identity())));
-            if let Some(w) = t.remove(p.ice_get_identity()) {
-                let _ = w.await;
+            if let Some(w) = t.remove(p.ice_get_identity(), true) {
+                written(w).await?;
             }
         }
         Ok(())
@@ -333,8 +377,11 @@ impl ice_storm::Topic for TopicServant {
             -1,
             t.shared.config.clone(),
         );
-        let written = t.add(s, true).ok_or_else(|| Error::user(LinkExists { name: name.into() }))?;
-        let _ = written.await;
+        let w = t.add(s.clone(), true).ok_or_else(|| Error::user(LinkExists { name: name.into() }))?;
+        if let Err(e) = written(w).await {
+            t.undo_add(&s);
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -345,12 +392,11 @@ impl ice_storm::Topic for TopicServant {
         };
         let id = to.as_object().ice_get_identity().clone();
         let is_link = t.subscribers().iter().any(|s| s.id == id && s.is_link());
-        let removed = if is_link { t.remove(&id) } else { None };
+        let removed = if is_link { t.remove(&id, true) } else { None };
         match removed {
             Some(w) => {
                 t.trace(|| format!("unlink {}", identity_to_string(&id)));
-                let _ = w.await;
-                Ok(())
+                written(w).await
             }
             None => Err(Error::user(NoSuchLink { name: identity_to_topic_name(&id).into() })),
         }
@@ -381,10 +427,7 @@ impl ice_storm::Topic for TopicServant {
         let t = self.live(current)?;
         t.trace(|| "destroy".into());
         match t.shared.destroy_topic(t) {
-            Some(w) => {
-                let _ = w.await;
-                Ok(())
-            }
+            Some(w) => written(w).await,
             None => Err(no_topic(current)),
         }
     }
@@ -393,7 +436,7 @@ impl ice_storm::Topic for TopicServant {
 impl ice_storm::TopicInternal for TopicServant {
     async fn get_link_proxy(&self, current: &Current) -> floe::Result<Option<TopicLinkPrx>> {
         let t = self.live(current)?;
-        Ok(Some(TopicLinkPrx::from_object(t.shared.publish_adapter.create_proxy(t.link_id.clone()))))
+        Ok(Some(TopicLinkPrx::from_object(t.shared.publish_proxy(t.link_id.clone()))))
     }
 
     async fn reap(&self, _ids: ice::IdentitySeq, _: &Current) -> floe::Result<()> {

@@ -39,7 +39,7 @@ fn main() -> std::process::ExitCode {
         storm.activate().await?;
         println!("floe-storm ready");
         wait_for_signal().await;
-        storm.shutdown();
+        storm.shutdown().await;
         communicator.destroy().await;
         Ok::<(), floe::Error>(())
     });
