@@ -37,7 +37,10 @@ const SUITES: &[(&str, &[&str])] = &[
     ("dispatcher", &["Ice/BuiltinSequences.ice"]),
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
     ("custom", &[]),
+    ("checksum", &["./STypes.ice", "Ice/SliceChecksumDict.ice"]),
 ];
+/// Suites whose generated code carries Slice checksums (`--checksum`, as Ice's driver builds them).
+const CHECKSUM_SUITES: &[&str] = &["checksum"];
 /// What is extracted from the source tarball: the Python clients and their helper, the C++
 /// clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++, and the
 /// Java clients of some suites, which it builds with slice2java and javac.
@@ -85,6 +88,7 @@ fn main() {
         let dir_str = dir.to_string_lossy().to_string();
         includes.push(&dir_str);
         floe_build::configure()
+            .checksums(CHECKSUM_SUITES.contains(suite))
             .compile_into(&files, &includes, &format!("{}.rs", suite.replace('/', "_")))
             .unwrap_or_else(|e| panic!("{}: {e}", ice.display()));
     }
