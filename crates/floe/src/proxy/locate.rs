@@ -47,9 +47,15 @@ impl ObjectPrx {
         } else {
             self.locate_adapter(locator, &r.wire.adapter_id).await?
         };
-        let endpoints = self.filter_endpoints(endpoints);
+        let mut endpoints = self.filter_endpoints(endpoints);
         if endpoints.is_empty() {
             return Err(Error::NoEndpoint(format!("{r}: the locator returned no endpoint suited to the proxy")));
+        }
+        // The proxy's `ice_timeout` applies to the endpoints it resolves to (not to the cache).
+        if let Some(t) = r.timeout {
+            for e in &mut endpoints {
+                set_ip_timeout(e, t);
+            }
         }
         Ok((endpoints, how))
     }
@@ -276,7 +282,8 @@ fn ip_timeout(e: &EndpointData) -> Option<i32> {
     }
 }
 
-fn set_ip_timeout(e: &mut EndpointData, timeout: i32) {
+/// Sets the timeout of a tcp, ssl, ws or wss endpoint (the others have none).
+pub(crate) fn set_ip_timeout(e: &mut EndpointData, timeout: i32) {
     if let EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _) = e {
         ip.timeout = timeout;
     }
