@@ -26,7 +26,7 @@ pub struct ParseDefaults {
     pub locator: Option<Box<Reference>>,
     /// `Ice.Default.Router`: the router of new proxies.
     pub router: Option<Box<Reference>>,
-    /// `Ice.Default.LocatorCacheTimeout` in seconds (−1: entries never expire; 0: no cache).
+    /// `Ice.Default.LocatorCacheTimeout` in seconds (−1: entries never expire; 0: always ask).
     pub locator_cache_timeout: i32,
     /// `Ice.Default.EndpointSelection`.
     pub endpoint_selection: EndpointSelection,
