@@ -38,10 +38,13 @@ const SUITES: &[(&str, &[&str])] = &[
     ("packagemd", &["./Package.ice", "./NoPackage.ice"]),
     ("custom", &[]),
     ("admin", &["Ice/BuiltinSequences.ice", "Ice/PropertiesAdmin.ice"]),
+    ("checksum", &["./STypes.ice", "Ice/SliceChecksumDict.ice"]),
 ];
 /// Suites whose server is generated from the C++ client's Test.ice, a superset of the Python
 /// client's.
 const CPP_SLICE: &[&str] = &["admin"];
+/// Suites whose generated code carries Slice checksums (`--checksum`, as Ice's driver builds them).
+const CHECKSUM_SUITES: &[&str] = &["checksum"];
 /// What is extracted from the source tarball: the Python clients and their helper, the C++
 /// clients' sources (`cpp/test/Ice`), which the runner builds with slice2cpp and g++, and the
 /// Java clients of some suites, which it builds with slice2java and javac.
@@ -93,6 +96,7 @@ fn main() {
         let dir_str = dir.to_string_lossy().to_string();
         includes.push(&dir_str);
         floe_build::configure()
+            .checksums(CHECKSUM_SUITES.contains(suite))
             .compile_into(&files, &includes, &format!("{}.rs", suite.replace('/', "_")))
             .unwrap_or_else(|e| panic!("{}: {e}", ice.display()));
     }

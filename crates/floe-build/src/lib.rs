@@ -17,11 +17,12 @@ pub struct Builder {
     floe_path: String,
     emit_rerun: bool,
     std_strings: bool,
+    checksums: bool,
 }
 
 /// A builder with default settings: output in `$OUT_DIR`, floe at `::floe`.
 pub fn configure() -> Builder {
-    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true, std_strings: false }
+    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true, std_strings: false, checksums: false }
 }
 
 /// Compiles with default settings.
@@ -72,10 +73,26 @@ impl Builder {
         self
     }
 
+    /// Also generates the Slice checksums of the compiled definitions, as Ice's compilers do
+    /// with `--checksum` (default false): a `SLICE_CHECKSUMS` table and a `slice_checksums()`
+    /// function returning them as an `Ice::SliceChecksumDict` (absolute name → digest).
+    pub fn checksums(mut self, on: bool) -> Self {
+        self.checksums = on;
+        self
+    }
+
     /// Whether to print `cargo:rerun-if-changed` lines (default true).
     pub fn emit_rerun_if_changed(mut self, on: bool) -> Self {
         self.emit_rerun = on;
         self
+    }
+
+    fn options(&self) -> floe_slice::gen::Options {
+        floe_slice::gen::Options {
+            floe: self.floe_path.clone(),
+            std_strings: self.std_strings,
+            checksums: self.checksums,
+        }
     }
 
     /// Compiles several files as one unit (so that definitions shared between them are
@@ -100,10 +117,7 @@ impl Builder {
         let Some(unit) = c.unit.as_ref() else {
             return Err(Error::Slice(c.render_diagnostics()));
         };
-        let code = floe_slice::generate(
-            unit,
-            &floe_slice::gen::Options { floe: self.floe_path.clone(), std_strings: self.std_strings },
-        );
+        let code = floe_slice::generate(unit, &self.options());
         std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
         std::fs::write(out_dir.join(file_name), code).map_err(Error::Io)
     }
@@ -115,7 +129,7 @@ impl Builder {
             None => return Err(Error::NoOutDir),
         };
         let includes = with_builtin(include_dirs);
-        let options = floe_slice::gen::Options { floe: self.floe_path.clone(), std_strings: self.std_strings };
+        let options = self.options();
         for file in files {
             let file = file.as_ref();
             let c = floe_slice::compile(&[file], &includes);

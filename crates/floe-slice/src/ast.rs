@@ -236,6 +236,9 @@ pub enum DefKind {
         ty: TypeRef,
         /// Value.
         value: ConstValue,
+        /// For a string constant, the literal's text as written between the quotes, escapes
+        /// not processed (Slice checksums hash Ice's own rendering of it).
+        literal: Option<String>,
     },
 }
 

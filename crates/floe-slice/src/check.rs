@@ -384,7 +384,7 @@ impl Checker {
                     self.resolve_type(key, scope);
                     self.resolve_type(value, scope);
                 }
-                DefKind::Const { ty, value } => {
+                DefKind::Const { ty, value, .. } => {
                     self.resolve_type(ty, scope);
                     if let ConstValue::Name(n, s) = value {
                         let (n, s) = (n.clone(), *s);
@@ -625,7 +625,7 @@ fn rules(unit: &Unit, diags: &mut Vec<Diagnostic>) {
                     own_ops(unit, d, ops, diags);
                     inheritance_rules(unit, d, diags);
                 }
-                DefKind::Const { ty, value } => check_const(unit, ty, value, d.span, diags),
+                DefKind::Const { ty, value, .. } => check_const(unit, ty, value, d.span, diags),
                 _ => {}
             }
         }

@@ -16,8 +16,9 @@ pub enum Tok {
     Int(i128),
     /// A floating-point literal.
     Float(f64),
-    /// A string literal, unescaped.
-    Str(String),
+    /// A string literal: its value (escapes processed), and its text as written between the
+    /// quotes (escapes not processed).
+    Str(String, String),
     /// A doc comment (`/** … */` or `///`), its text without the comment markers.
     Doc(String),
     /// `::`
@@ -140,6 +141,8 @@ pub fn lex(text: &str, file: u32, first_line: u32, diags: &mut Vec<Diagnostic>) 
         }
         if c == '"' {
             adv!();
+            let raw_start = i;
+            let mut raw_end = i;
             let mut s = String::new();
             loop {
                 if i >= chars.len() || chars[i] == '\n' {
@@ -149,6 +152,7 @@ pub fn lex(text: &str, file: u32, first_line: u32, diags: &mut Vec<Diagnostic>) 
                 let ch = chars[i];
                 adv!();
                 if ch == '"' {
+                    raw_end = i - 1;
                     break;
                 }
                 if ch != '\\' {
@@ -212,7 +216,8 @@ pub fn lex(text: &str, file: u32, first_line: u32, diags: &mut Vec<Diagnostic>) 
                     }
                 }
             }
-            out.push(Token { tok: Tok::Str(s), span });
+            let raw: String = chars[raw_start..raw_end.max(raw_start)].iter().collect();
+            out.push(Token { tok: Tok::Str(s, raw), span });
             continue;
         }
         if c.is_ascii_digit() || (c == '.' && i + 1 < chars.len() && chars[i + 1].is_ascii_digit()) {

@@ -4,6 +4,7 @@
 
 pub mod ast;
 pub mod check;
+pub mod checksum;
 pub mod diag;
 pub mod gen;
 pub mod lexer;

@@ -422,7 +422,7 @@ impl Names {
                     self.type_ref(value, id, scope);
                     self.create(&abs, Kind::Type, d.span);
                 }
-                DefKind::Const { ty, value } => {
+                DefKind::Const { ty, value, .. } => {
                     self.type_ref(ty, id, scope);
                     self.value(value, id, scope);
                     self.create(&abs, Kind::Const, d.span);

@@ -199,7 +199,7 @@ impl Parser {
             self.pos += 1;
             loop {
                 match self.peek().cloned() {
-                    Some(Tok::Str(s)) => {
+                    Some(Tok::Str(s, _)) => {
                         self.pos += 1;
                         md.push(s);
                     }
@@ -223,7 +223,7 @@ impl Parser {
                 loop {
                     let file = self.span().file;
                     match self.peek().cloned() {
-                        Some(Tok::Str(s)) => {
+                        Some(Tok::Str(s, _)) => {
                             self.pos += 1;
                             self.file_metadata.push((file, s.clone()));
                             self.global_metadata.push(s);
@@ -488,8 +488,12 @@ impl Parser {
                 let ty = self.type_ref()?;
                 let (name, _) = self.def_ident("a constant name")?;
                 self.expect_punct('=')?;
+                let literal = match self.peek() {
+                    Some(Tok::Str(_, raw)) => Some(raw.clone()),
+                    _ => None,
+                };
                 let value = self.const_value()?;
-                (name, DefKind::Const { ty, value })
+                (name, DefKind::Const { ty, value, literal })
             }
             other => {
                 self.pos -= 1;
@@ -677,7 +681,7 @@ impl Parser {
                 self.pos += 1;
                 ConstValue::Float(if neg { -v } else { v })
             }
-            Some(Tok::Str(s)) if !neg => {
+            Some(Tok::Str(s, _)) if !neg => {
                 self.pos += 1;
                 ConstValue::Str(s)
             }
@@ -705,7 +709,7 @@ fn describe(t: &Tok) -> String {
         Tok::Ident { name, .. } => format!("`{name}`"),
         Tok::Int(v) => format!("`{v}`"),
         Tok::Float(v) => format!("`{v}`"),
-        Tok::Str(s) => format!("{s:?}"),
+        Tok::Str(s, _) => format!("{s:?}"),
         Tok::Doc(_) => "a doc comment".into(),
         Tok::Scope => "`::`".into(),
         Tok::Punct(c) => format!("`{c}`"),

@@ -46,3 +46,38 @@ fn strings_map_to_compact_strings_unless_a_file_or_the_options_ask_for_string() 
     let compact = generate(&format!("[[\"rust:compact-strings\"]]\n{body}"), true);
     assert!(compact.contains("pub name: ::floe::CompactString"), "{compact}");
 }
+
+/// `--checksum` adds the Slice checksums of the file's definitions (and only then).
+#[test]
+fn slice2rs_checksum_writes_the_checksums() {
+    let dir = std::env::temp_dir().join(format!("slice2rs-checksum-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("Sums.ice");
+    std::fs::write(&file, "module M { struct S { int x; }; local struct L { int y; }; sequence<bool> Bools; };")
+        .unwrap();
+    let run = |extra: &[&str], out: &str| {
+        let out = dir.join(out);
+        let status = Command::new(env!("CARGO_BIN_EXE_slice2rs"))
+            .args(extra)
+            .arg("--output-dir")
+            .arg(&out)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+        std::fs::read_to_string(out.join("Sums.rs")).unwrap()
+    };
+    let with = run(&["--checksum"], "with");
+    let c = floe_slice::compile(&[&file], &[]);
+    let sums = floe_slice::checksum::checksums(c.unit.as_ref().unwrap());
+    assert_eq!(sums.keys().collect::<Vec<_>>(), ["::M::Bools", "::M::S"]);
+    for (name, sum) in &sums {
+        assert!(with.contains(&format!("({name:?}, {sum:?}),")), "{with}");
+    }
+    assert!(with.contains(
+        "pub fn slice_checksums() -> std::collections::HashMap<::floe::CompactString, ::floe::CompactString>"
+    ));
+    let without = run(&[], "without");
+    assert!(!without.contains("SLICE_CHECKSUMS") && !without.contains("slice_checksums"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -26,7 +26,7 @@ pub struct ParseDefaults {
     pub locator: Option<Box<Reference>>,
     /// `Ice.Default.Router`: the router of new proxies.
     pub router: Option<Box<Reference>>,
-    /// `Ice.Default.LocatorCacheTimeout` in seconds (−1: entries never expire; 0: no cache).
+    /// `Ice.Default.LocatorCacheTimeout` in seconds (−1: entries never expire; 0: always ask).
     pub locator_cache_timeout: i32,
     /// `Ice.Default.EndpointSelection`.
     pub endpoint_selection: EndpointSelection,
@@ -78,6 +78,9 @@ pub struct Reference {
     pub wire: ProxyData,
     /// `ice_compress` override of the endpoints' `-z` flag.
     pub compress: Option<bool>,
+    /// `ice_timeout` override (milliseconds; −1: infinite): the timeout of the proxy's own
+    /// endpoints and of those a locator resolves for it, as Ice keeps it on an indirect proxy.
+    pub timeout: Option<i32>,
     /// Invocation timeout (`ice_invocationTimeout`); `None` waits forever.
     pub invocation_timeout: Option<Duration>,
     /// Per-proxy context (`ice_context`).
@@ -110,6 +113,7 @@ impl Reference {
                 adapter_id: String::new(),
             },
             compress: None,
+            timeout: None,
             invocation_timeout: None,
             context: Context::new(),
             locator: None,

@@ -243,6 +243,115 @@ fn indirect_proxies_resolve_through_the_locator_and_its_cache() {
     });
 }
 
+/// `ice_timeout` on an indirect proxy is kept and applied to the endpoints the locator
+/// resolves, as Ice does: the proxy differs from one without it, and its requests go to the
+/// resolved endpoint with that timeout (so over a connection of their own, since connections
+/// are per endpoint), whether resolved by adapter id or as a well-known object.
+#[test]
+fn ice_timeout_applies_to_the_endpoints_a_locator_resolves() {
+    runtime().block_on(async {
+        let server = Communicator::new().unwrap();
+        let registry = server.create_object_adapter_with_endpoints("Registry", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let locator = Arc::new(TableLocator::default());
+        let locator_prx = registry.add(locator.clone(), Identity::with_category("Test", "Locator"));
+        registry.activate().await.unwrap();
+        let adapter = server.create_object_adapter_with_endpoints("First", "tcp -h 127.0.0.1 -p 0 -t 60000").unwrap();
+        let (servant, _) = ticker("first");
+        let direct = adapter.add(servant, Identity::new("obj"));
+        adapter.activate().await.unwrap();
+        locator.adapters.lock().unwrap().insert("A".into(), wire(&direct));
+        let mut as_indirect = wire(&direct);
+        as_indirect.endpoints.clear();
+        as_indirect.adapter_id = "A".into();
+        locator.objects.lock().unwrap().insert(Identity::new("obj"), as_indirect);
+
+        let props = Properties::new();
+        props.set("Ice.Default.Locator", &locator_prx.to_string());
+        let client = Communicator::with_properties(props).unwrap();
+        let plain = client.string_to_proxy("obj @ A").unwrap();
+        let timed = plain.ice_timeout(1234);
+        assert_eq!(plain.ice_get_timeout(), None);
+        assert_eq!(timed.ice_get_timeout(), Some(1234));
+        assert_ne!(plain, timed, "the timeout of an endpoint-less proxy is part of it");
+        assert_ne!(plain.ice_timeout(10), plain.ice_timeout(20));
+        assert_eq!(plain.ice_timeout(20), plain.ice_timeout(20));
+
+        assert_eq!(who(&plain).await.unwrap(), "first");
+        assert_eq!(who(&timed).await.unwrap(), "first");
+        let plain_conn = plain.ice_get_connection().await.unwrap();
+        let timed_conn = timed.ice_get_connection().await.unwrap();
+        assert_ne!(
+            plain_conn.local_address(),
+            timed_conn.local_address(),
+            "the resolved endpoint carries the proxy's timeout, so it has a connection of its own"
+        );
+        // The same object found as a well-known one, with the same timeout: the same endpoint.
+        let well_known = client.string_to_proxy("obj").unwrap().ice_timeout(1234);
+        assert_eq!(who(&well_known).await.unwrap(), "first");
+        assert_eq!(well_known.ice_get_connection().await.unwrap().local_address(), timed_conn.local_address());
+        // A direct proxy with the resolved endpoint and that timeout shares it too.
+        let direct_timed = client.string_to_proxy(&direct.to_string()).unwrap().ice_timeout(1234);
+        assert_eq!(direct_timed.ice_get_connection().await.unwrap().local_address(), timed_conn.local_address());
+        // Endpoints given after the timeout take it.
+        let moved = plain.ice_timeout(1234).ice_endpoints(wire(&direct).endpoints);
+        assert_eq!(moved.ice_get_connection().await.unwrap().local_address(), timed_conn.local_address());
+        client.destroy().await;
+        server.destroy().await;
+    });
+}
+
+/// The locator cache as Ice keeps it: an answer is recorded even when the proxy that asked
+/// reads no cache (timeout 0), a well-known object whose adapter does not resolve is
+/// forgotten (so the next lookup finds where it is now), and a well-known object the
+/// locator knows without endpoints or adapter id has no endpoint.
+#[test]
+fn locator_answers_are_cached_and_forgotten_as_ice_does() {
+    runtime().block_on(async {
+        let server = Communicator::new().unwrap();
+        let registry = server.create_object_adapter_with_endpoints("Registry", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let locator = Arc::new(TableLocator::default());
+        let locator_prx = registry.add(locator.clone(), Identity::with_category("Test", "Locator"));
+        registry.activate().await.unwrap();
+        let adapter = server.create_object_adapter_with_endpoints("First", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let (servant, _) = ticker("first");
+        let direct = adapter.add(servant, Identity::new("obj"));
+        adapter.activate().await.unwrap();
+        locator.adapters.lock().unwrap().insert("A".into(), wire(&direct));
+        let indirect = |adapter_id: &str| {
+            let mut w = wire(&direct);
+            w.endpoints.clear();
+            w.adapter_id = adapter_id.into();
+            w
+        };
+        locator.objects.lock().unwrap().insert(Identity::new("obj"), indirect("Gone"));
+        let mut bare = wire(&direct);
+        bare.identity = Identity::new("bare");
+        bare.endpoints.clear();
+        locator.objects.lock().unwrap().insert(Identity::new("bare"), bare);
+
+        let props = Properties::new();
+        props.set("Ice.Default.Locator", &locator_prx.to_string());
+        let client = Communicator::with_properties(props).unwrap();
+        // A lookup with timeout 0 is recorded; a proxy that reads the cache uses it.
+        who(&client.string_to_proxy("obj @ A").unwrap().ice_locator_cache_timeout(0)).await.unwrap();
+        assert_eq!(locator.adapter_lookups.load(Ordering::SeqCst), 1);
+        who(&client.string_to_proxy("obj @ A").unwrap()).await.unwrap();
+        assert_eq!(locator.adapter_lookups.load(Ordering::SeqCst), 1, "the timeout-0 answer was cached");
+
+        // The well-known object's adapter is unknown; once the object moves, it is found.
+        let err = who(&client.string_to_proxy("obj").unwrap()).await.unwrap_err();
+        assert!(matches!(&err, Error::NotRegistered { kind, id } if kind == "object adapter" && id == "Gone"), "{err}");
+        locator.objects.lock().unwrap().insert(Identity::new("obj"), indirect("A"));
+        assert_eq!(who(&client.string_to_proxy("obj").unwrap()).await.unwrap(), "first");
+
+        // Known, but neither endpoints nor adapter id.
+        let err = who(&client.string_to_proxy("bare").unwrap()).await.unwrap_err();
+        assert!(matches!(err, Error::NoEndpoint(_)), "{err}");
+        client.destroy().await;
+        server.destroy().await;
+    });
+}
+
 #[test]
 fn adapters_bind_at_creation_so_early_proxies_carry_the_bound_port() {
     runtime().block_on(async {

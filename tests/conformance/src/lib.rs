@@ -76,6 +76,9 @@ pub mod generated {
     pub mod asyncio {
         include!(concat!(env!("OUT_DIR"), "/asyncio.rs"));
     }
+    pub mod checksum {
+        include!(concat!(env!("OUT_DIR"), "/checksum.rs"));
+    }
     pub mod dispatcher {
         include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
     }

@@ -223,6 +223,16 @@ fn cpp_adapter_deactivation_1_0() {
 }
 
 #[test]
+fn cpp_checksum_1_1() {
+    check_cpp(suite!("checksum", "floe-conformance-checksum", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp_checksum_1_0() {
+    check_cpp(suite!("checksum", "floe-conformance-checksum", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
 fn cpp_dispatcher_1_1() {
     check_cpp(suite!("dispatcher", "floe-conformance-dispatcher", ["TestAdapter", "ControllerAdapter"], 2), "1.1", &[]);
 }

@@ -7,7 +7,7 @@
 mod runner;
 
 use runner::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn enums_1_1() {
@@ -283,6 +283,86 @@ fn admin_1_1() {
 #[test]
 fn admin_1_0() {
     check(suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1), "1.0");
+}
+
+/// The client compares the server's Slice checksums (slice2rs's, of the server's STypes.ice)
+/// with its own (slice2py's, of CTypes.ice): equal for the types named `…1`, different for the
+/// others.
+#[test]
+fn checksum_1_1() {
+    check(suite!("checksum", "floe-conformance-checksum", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn checksum_1_0() {
+    check(suite!("checksum", "floe-conformance-checksum", ["TestAdapter"], 1), "1.0");
+}
+
+/// The same with Ice's C++ client, whose checksums slice2cpp computed from ClientTypes.ice.
+#[test]
+fn cpp_checksum_1_1() {
+    check_cpp(suite!("checksum", "floe-conformance-checksum", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+/// slice2rs computes, for every Slice file of the suite (both sides, Python's and C++'s),
+/// exactly the checksums `slice2py --checksum` and `slice2cpp --checksum` compute.
+#[test]
+fn checksum_slice_files_match_slice2py_and_slice2cpp() {
+    use std::collections::BTreeMap;
+    use std::process::Command;
+    let root = Path::new(floe_conformance::ICE_TEST_SOURCES);
+    let out = std::env::temp_dir().join(format!("floe-checksum-types-{}", std::process::id()));
+    let files = [
+        "python/test/Ice/checksum/Test.ice",
+        "python/test/Ice/checksum/CTypes.ice",
+        "python/test/Ice/checksum/STypes.ice",
+        "cpp/test/Ice/checksum/ClientTypes.ice",
+        "cpp/test/Ice/checksum/ServerTypes.ice",
+    ];
+    let mut compared = 0;
+    for f in files {
+        let file = root.join(f);
+        let dir = file.parent().expect("a directory");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).expect("scratch directory");
+        let includes = [PathBuf::from("/usr/share/ice/slice"), dir.to_path_buf()];
+        let c = floe_slice::compile(&[&file], &includes);
+        let unit = c.unit.as_ref().unwrap_or_else(|| panic!("{f}: {}", c.render_diagnostics()));
+        let ours = floe_slice::checksum::checksums(unit);
+        let stem = file.file_stem().and_then(|s| s.to_str()).expect("a file name");
+        let mut theirs: Vec<BTreeMap<String, String>> = Vec::new();
+        for (compiler, generated, prefix, separator) in [
+            ("slice2py", format!("{stem}_ice.py"), "Ice.sliceChecksums[\"", "\"] = \""),
+            ("slice2cpp", format!("{stem}.cpp"), "\"", "\", \""),
+        ] {
+            let run = Command::new(compiler)
+                .args(["--checksum", "-I/usr/share/ice/slice"])
+                .arg(format!("-I{}", dir.display()))
+                .arg("--output-dir")
+                .arg(&out)
+                .arg(&file)
+                .output()
+                .unwrap_or_else(|e| panic!("{compiler}: {e}"));
+            assert!(run.status.success(), "{compiler} {f}: {}", String::from_utf8_lossy(&run.stderr));
+            let text = std::fs::read_to_string(out.join(&generated)).expect("generated file");
+            let mut map = BTreeMap::new();
+            for line in text.lines().map(str::trim) {
+                let Some((name, sum)) = line.strip_prefix(prefix).and_then(|l| l.split_once(separator)) else {
+                    continue;
+                };
+                let sum = sum.trim_end_matches(['"', ',']);
+                if name.starts_with("::") && !sum.is_empty() && sum.chars().all(|c| c.is_ascii_hexdigit()) {
+                    map.insert(name.to_string(), sum.to_string());
+                }
+            }
+            theirs.push(map);
+        }
+        assert_eq!(ours, theirs[0], "{f}: slice2rs (left) and slice2py (right) differ");
+        assert_eq!(ours, theirs[1], "{f}: slice2rs (left) and slice2cpp (right) differ");
+        compared += ours.len();
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(compared > 250, "only {compared} checksums compared");
 }
 
 /// Twelve floe servers, each on its own test port; the client aborts them one after the other

@@ -1,6 +1,6 @@
 //! `slice2rs`: compiles Slice files to Rust for floe.
 //!
-//! `slice2rs [-I DIR]… [--output-dir DIR] FILE.ice…` writes `<stem>.rs` for each file (all of
+//! `slice2rs [-I DIR]… [--output-dir DIR] [--checksum] FILE.ice…` writes `<stem>.rs` for each file (all of
 //! them when one file includes another are generated together). Exit status 0 on success, 1
 //! with diagnostics on stderr otherwise.
 
@@ -25,6 +25,10 @@ struct Args {
     /// choose with `[["rust:std-strings"]]` or `[["rust:compact-strings"]]`).
     #[arg(long = "std-strings")]
     std_strings: bool,
+    /// Also generate the Slice checksums of the definitions (`SLICE_CHECKSUMS` and
+    /// `slice_checksums()`), computed as Ice's compilers compute them.
+    #[arg(long)]
+    checksum: bool,
     /// Only check the files; write nothing.
     #[arg(long)]
     check: bool,
@@ -35,7 +39,11 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let options = floe_slice::gen::Options { floe: args.floe_path.clone(), std_strings: args.std_strings };
+    let options = floe_slice::gen::Options {
+        floe: args.floe_path.clone(),
+        std_strings: args.std_strings,
+        checksums: args.checksum,
+    };
     let mut failed = false;
     for file in &args.files {
         let c = floe_slice::compile(&[file], &args.include);

@@ -51,11 +51,14 @@ pub struct Options {
     /// Map Slice `string` to `String` rather than `floe::CompactString` in files that do not
     /// choose with `[["rust:std-strings"]]` or `[["rust:compact-strings"]]`.
     pub std_strings: bool,
+    /// Also generate the Slice checksums of the definitions (`SLICE_CHECKSUMS` and
+    /// `slice_checksums()`), as Ice's compilers do with `--checksum`; see [`crate::checksum`].
+    pub checksums: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { floe: "::floe".to_string(), std_strings: false }
+        Options { floe: "::floe".to_string(), std_strings: false, checksums: false }
     }
 }
 
@@ -101,6 +104,9 @@ pub fn generate(unit: &Unit, options: &Options) -> String {
     let defs: Vec<Definition> = unit.defs.clone();
     g.defs(&defs);
     g.gen_class_factory();
+    if options.checksums {
+        g.gen_checksums();
+    }
     if !g.skipped.is_empty() {
         let mut note = String::from("// Not generated:\n");
         for s in &g.skipped {
@@ -126,6 +132,26 @@ fn doc_lines(out: &mut String, ind: &str, doc: &Option<String>) {
 }
 
 impl Gen<'_> {
+    /// `SLICE_CHECKSUMS` (absolute name → checksum as Ice writes it) and `slice_checksums()`,
+    /// the same as an `Ice::SliceChecksumDict`.
+    fn gen_checksums(&mut self) {
+        let sums = crate::checksum::checksums(self.unit);
+        let s = if self.compact_strings { format!("{}::CompactString", self.f) } else { "String".to_string() };
+        self.line("/// The Slice checksums of the definitions generated here (absolute name, MD5 digest in");
+        self.line("/// lowercase hexadecimal as Ice's compilers write it with `--checksum`).");
+        self.line("pub const SLICE_CHECKSUMS: &[(&str, &str)] = &[");
+        for (name, sum) in &sums {
+            self.line(&format!("    ({name:?}, {sum:?}),"));
+        }
+        self.line("];");
+        self.line("");
+        self.line("/// [`SLICE_CHECKSUMS`] as an `Ice::SliceChecksumDict` (Slice `dictionary<string, string>`).");
+        self.line(&format!("pub fn slice_checksums() -> std::collections::HashMap<{s}, {s}> {{"));
+        self.line("    SLICE_CHECKSUMS.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()");
+        self.line("}");
+        self.line("");
+    }
+
     /// The indentation of the next line.
     fn ind(&self) -> String {
         "    ".repeat(self.depth)
@@ -219,7 +245,7 @@ impl Gen<'_> {
                 DefKind::Enum { enumerators } => self.gen_enum(d, &abs, enumerators),
                 DefKind::Sequence { elem } => self.gen_sequence(d, elem),
                 DefKind::Dictionary { key, value } => self.gen_dictionary(d, key, value),
-                DefKind::Const { ty, value } => self.gen_const(d, ty, value),
+                DefKind::Const { ty, value, .. } => self.gen_const(d, ty, value),
                 DefKind::Exception { .. } => self.gen_exception(d, &abs),
                 DefKind::Interface { forward: false, .. } => self.gen_interface(d, &abs),
                 _ => {}

@@ -47,9 +47,15 @@ impl ObjectPrx {
         } else {
             self.locate_adapter(locator, &r.wire.adapter_id).await?
         };
-        let endpoints = self.filter_endpoints(endpoints);
+        let mut endpoints = self.filter_endpoints(endpoints);
         if endpoints.is_empty() {
             return Err(Error::NoEndpoint(format!("{r}: the locator returned no endpoint suited to the proxy")));
+        }
+        // The proxy's `ice_timeout` applies to the endpoints it resolves to (not to the cache).
+        if let Some(t) = r.timeout {
+            for e in &mut endpoints {
+                set_ip_timeout(e, t);
+            }
         }
         Ok((endpoints, how))
     }
@@ -125,9 +131,9 @@ impl ObjectPrx {
         if endpoints.is_empty() {
             return Err(not_found());
         }
-        if r.locator_cache_timeout != 0 {
-            table.set_adapter(&key, adapter_id, endpoints.clone());
-        }
+        // Recorded even for a proxy that never reads the cache (timeout 0), as Ice does: other
+        // proxies then find the latest answer.
+        table.set_adapter(&key, adapter_id, endpoints.clone());
         Ok((endpoints, Resolution::Fresh))
     }
 
@@ -146,9 +152,23 @@ impl ObjectPrx {
             return Ok((found.endpoints, how));
         }
         if found.adapter_id.is_empty() {
-            return Err(Error::NotRegistered { kind: "object".into(), id: identity_to_string(identity) });
+            // The locator knows the object but gave neither endpoints nor an adapter id: as in
+            // Ice, there is no endpoint to use (and nothing to cache).
+            table.remove_object(&key, identity);
+            return Err(Error::NoEndpoint(format!(
+                "the locator returned {} without endpoints or adapter id",
+                identity_to_string(identity)
+            )));
         }
-        let (endpoints, adapter_how) = self.locate_adapter(locator, &found.adapter_id).await?;
+        let (endpoints, adapter_how) = match self.locate_adapter(locator, &found.adapter_id).await {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                // As Ice does: a well-known object whose adapter does not resolve is forgotten,
+                // so that the next lookup asks the locator where the object is now.
+                table.remove_object(&key, identity);
+                return Err(e);
+            }
+        };
         let how = if how == Resolution::Cached || adapter_how == Resolution::Cached {
             Resolution::Cached
         } else {
@@ -171,9 +191,8 @@ impl ObjectPrx {
             Err(e) => return Err(e),
         };
         let found = found.ok_or_else(not_found)?;
-        if self.reference().locator_cache_timeout != 0 {
-            self.instance().locator_table().set_object(&locator.to_string(), identity, found.clone());
-        }
+        // Recorded even for a proxy that never reads the cache (timeout 0), as for adapters.
+        self.instance().locator_table().set_object(&locator.to_string(), identity, found.clone());
         Ok(found)
     }
 
@@ -276,7 +295,8 @@ fn ip_timeout(e: &EndpointData) -> Option<i32> {
     }
 }
 
-fn set_ip_timeout(e: &mut EndpointData, timeout: i32) {
+/// Sets the timeout of a tcp, ssl, ws or wss endpoint (the others have none).
+pub(crate) fn set_ip_timeout(e: &mut EndpointData, timeout: i32) {
     if let EndpointData::Tcp(ip) | EndpointData::Ssl(ip) | EndpointData::Ws(ip, _) | EndpointData::Wss(ip, _) = e {
         ip.timeout = timeout;
     }

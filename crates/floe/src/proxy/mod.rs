@@ -377,9 +377,17 @@ impl ObjectPrx {
         self.derive(|r| r.prefer_secure = prefer)
     }
 
-    /// A copy with these endpoints (none: an indirect proxy).
-    pub fn ice_endpoints(&self, endpoints: Vec<crate::encoding::EndpointData>) -> Self {
-        self.derive(|r| r.wire.endpoints = endpoints)
+    /// A copy with these endpoints (none: an indirect proxy); an `ice_timeout` given before
+    /// applies to them.
+    pub fn ice_endpoints(&self, mut endpoints: Vec<crate::encoding::EndpointData>) -> Self {
+        self.derive(|r| {
+            if let Some(t) = r.timeout {
+                for ep in &mut endpoints {
+                    locate::set_ip_timeout(ep, t);
+                }
+            }
+            r.wire.endpoints = endpoints;
+        })
     }
 
     /// A copy that is indirect through this adapter id (its endpoints are dropped).
@@ -395,19 +403,21 @@ impl ObjectPrx {
         self.derive(|r| r.compress = Some(compress))
     }
 
-    /// A copy whose endpoints have this timeout (milliseconds; −1: infinite).
+    /// A copy whose endpoints have this timeout (milliseconds; −1: infinite): its own
+    /// endpoints, and, as for Ice, the endpoints a locator resolves for it when it is indirect.
     pub fn ice_timeout(&self, timeout_ms: i32) -> Self {
         self.derive(|r| {
+            r.timeout = Some(timeout_ms);
             for ep in &mut r.wire.endpoints {
-                if let crate::encoding::EndpointData::Tcp(ip)
-                | crate::encoding::EndpointData::Ssl(ip)
-                | crate::encoding::EndpointData::Ws(ip, _)
-                | crate::encoding::EndpointData::Wss(ip, _) = ep
-                {
-                    ip.timeout = timeout_ms;
-                }
+                locate::set_ip_timeout(ep, timeout_ms);
             }
         })
+    }
+
+    /// The timeout `ice_timeout` gave this proxy (milliseconds), or `None` if it was not
+    /// called (Ice's `ice_getTimeout`).
+    pub fn ice_get_timeout(&self) -> Option<i32> {
+        self.inner.reference.timeout
     }
 
     /// A copy whose twoway invocations fail with [`Error::InvocationTimeout`] after `timeout`.

@@ -1,6 +1,6 @@
 //! Ice/proxy: the client checks of `AllTests.py` against Ice's Python server.
 //!
-//! Ported: 150 checks (assertions in the source, each opaque-endpoint parse error counted) —
+//! Ported: 154 checks (assertions in the source, each opaque-endpoint parse error counted) —
 //! proxy strings (identities, facets, adapter ids, modes, quoting and escapes, the parse
 //! errors), identity strings, the `ice_*` factory methods floe has and proxy equality, checked
 //! casts (with a context, up and down, to a missing facet and a type the object is not),
@@ -12,7 +12,7 @@
 //!   null `ObjectPrx`: the empty string is a parse error, a null proxy is `None`);
 //! - `propertyToProxy` and `proxyToProperty` (floe builds proxies from strings only);
 //! - the `ice_collocationOptimized`, `ice_connectionCached`, `ice_connectionId`,
-//!   `ice_getTimeout`/`ice_getCompress` (as `Unset`) methods, the ordering of proxies and
+//!   `ice_getCompress` (as `Unset`) methods, the ordering of proxies and
 //!   endpoints (floe proxies are not ordered), and the `RuntimeError` of `ice_timeout(0)`
 //!   and friends (floe's factory methods do not fail);
 //! - the `ToStringMode.ASCII` and `Compat` identity printers (floe prints Ice's default,
@@ -175,8 +175,11 @@ pub(crate) async fn all_tests(h: Helper) {
     assert_eq!(comp.ice_compress(true), comp.ice_compress(true));
     assert_ne!(comp.ice_compress(false), comp.ice_compress(true));
     assert_eq!(comp.ice_timeout(20), comp.ice_timeout(20));
-    // Ice's `ice_timeout(10) != ice_timeout(20)` on this endpoint-less proxy: see
-    // `timeout_of_indirect_proxies` below.
+    // This proxy has no endpoints: the timeout is kept for those a locator would resolve.
+    assert_ne!(comp.ice_timeout(10), comp.ice_timeout(20));
+    assert_eq!(comp.ice_get_timeout(), None);
+    assert_eq!(comp.ice_timeout(10).ice_get_timeout(), Some(10));
+    assert_eq!(comp.ice_timeout(20).ice_get_timeout(), Some(20));
 
     let loc1 = c.string_to_proxy("loc1:default -p 10000").expect("loc1");
     let loc2 = c.string_to_proxy("loc2:default -p 10000").expect("loc2");
@@ -311,16 +314,4 @@ pub(crate) async fn all_tests(h: Helper) {
     assert_eq!(p2.to_string(), opaque);
 
     cl.shutdown().await.expect("shutdown");
-}
-
-/// Ice keeps the `ice_timeout` of a proxy without endpoints (an indirect one) and applies it to
-/// the endpoints the locator resolves; floe sets the timeout on the proxy's endpoints only, so
-/// on an indirect proxy it is lost: `comp.ice_timeout(10) == comp.ice_timeout(20)`. Not run
-/// until floe keeps it (`client_side.rs`, `proxy_timeout_of_indirect_proxies`).
-#[allow(dead_code)]
-pub(crate) async fn timeout_of_indirect_proxies(h: Helper) {
-    let comp = h.communicator.string_to_proxy("foo").expect("foo");
-    assert_ne!(comp.ice_timeout(10), comp.ice_timeout(20));
-    h.proxy("test").ice_ping().await.expect("ping");
-    MyClassPrx::from_object(h.proxy("test")).shutdown().await.expect("shutdown");
 }

@@ -194,7 +194,16 @@ pub(crate) fn cpp_client_spec(suite: &str) -> (&'static [&'static str], &'static
         "slicing/exceptions" | "slicing/objects" => (&["Test.ice", "ClientPrivate.ice"], &[]),
         "servantLocator" => (&["Test.ice"], &["ServantLocatorI.cpp"]),
         "dispatcher" => (&["Test.ice"], &["Dispatcher.cpp"]),
+        "checksum" => (&["Test.ice", "ClientTypes.ice"], &[]),
         _ => (&["Test.ice"], &[]),
+    }
+}
+
+/// The options a suite's Makefile.mk gives slice2cpp (`$(test)_sliceflags`).
+pub(crate) fn cpp_slice_flags(suite: &str) -> &'static [&'static str] {
+    match suite {
+        "checksum" => &["--checksum"],
+        _ => &[],
     }
 }
 
@@ -236,6 +245,7 @@ pub(crate) fn cpp_client(suite: &str) -> Result<PathBuf, String> {
     units.extend(sources.iter().map(|f| dir.join(f)));
     for slice in slices {
         let status = Command::new("slice2cpp")
+            .args(cpp_slice_flags(suite))
             .arg("-I/usr/share/ice/slice")
             .arg(format!("-I{}", dir.display()))
             .arg("--output-dir")
