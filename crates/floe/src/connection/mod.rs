@@ -157,7 +157,8 @@ impl Connection {
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { mut read, write, description, local, remote, peer_certificates, cipher, headers } = stream;
+        let TransportStream { mut read, write, description, local, remote, peer_certificates, cipher, headers } =
+            stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -174,7 +175,8 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new((description, local, remote, peer_certificates, cipher, headers), write, false, config);
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, cipher, headers), write, false, config);
         conn.start(read);
         net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
@@ -193,10 +195,12 @@ impl Connection {
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { read, mut write, description, local, remote, peer_certificates, cipher, headers } = stream;
+        let TransportStream { read, mut write, description, local, remote, peer_certificates, cipher, headers } =
+            stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
         write.flush().await.map_err(Error::lost)?;
-        let conn = Connection::new((description, local, remote, peer_certificates, cipher, headers), write, true, config);
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, cipher, headers), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {
             conn.stop_dispatching();
@@ -220,8 +224,12 @@ impl Connection {
     ) -> Connection {
         let config = config.into();
         let TransportStream { read, write, description, local, remote, peer_certificates, cipher, headers } = stream;
-        let conn =
-            Connection::new((description, local, remote, peer_certificates, cipher, headers), write, handler.is_some(), config);
+        let conn = Connection::new(
+            (description, local, remote, peer_certificates, cipher, headers),
+            write,
+            handler.is_some(),
+            config,
+        );
         conn.set_handler(handler);
         conn.start(read);
         conn
