@@ -18,46 +18,37 @@ use crate::slice::ice;
 
 /// Sorted, deduplicated members of a filter.
 #[derive(Debug, Default)]
-struct Set<T>(Mutex<Vec<T>>);
+struct Set<T>(Vec<T>);
 
-impl<T: Ord + Clone> Set<T> {
-    fn new(items: impl IntoIterator<Item = T>) -> Self {
-        let s = Set(Mutex::default());
-        s.add(items);
-        s
+impl<T: Ord> Set<T> {
+    fn add(&mut self, items: impl IntoIterator<Item = T>) {
+        self.0.extend(items);
+        self.0.sort();
+        self.0.dedup();
     }
 
-    fn add(&self, items: impl IntoIterator<Item = T>) {
-        let mut v = self.0.lock().expect("filter");
-        v.extend(items);
-        v.sort();
-        v.dedup();
-    }
-
-    fn remove(&self, items: &[T]) {
-        self.0.lock().expect("filter").retain(|x| !items.contains(x));
-    }
-
-    fn get(&self) -> Vec<T> {
-        self.0.lock().expect("filter").clone()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.lock().expect("filter").is_empty()
-    }
-
-    fn contains(&self, item: &T) -> bool {
-        self.0.lock().expect("filter").binary_search(item).is_ok()
+    fn remove(&mut self, items: &[T]) {
+        self.0.retain(|x| !items.contains(x));
     }
 }
 
-/// The filters of one session.
+impl Set<String> {
+    fn contains_str(&self, item: &str) -> bool {
+        self.0.binary_search_by(|x| x.as_str().cmp(item)).is_ok()
+    }
+}
+
+/// The three filters, behind one lock (each forwarded request takes it once).
 #[derive(Debug, Default)]
-pub struct Filters {
+struct Sets {
     categories: Set<String>,
     adapter_ids: Set<String>,
     identities: Set<Identity>,
 }
+
+/// The filters of one session.
+#[derive(Debug, Default)]
+pub struct Filters(Mutex<Sets>);
 
 impl Filters {
     /// The filters a session starts with, from the router's configuration. Identities that do
@@ -70,32 +61,37 @@ impl Filters {
                 None
             }
         });
-        Filters {
-            categories: Set::new(config.accept_categories.iter().cloned()),
-            adapter_ids: Set::new(config.accept_adapter_ids.iter().cloned()),
-            identities: Set::new(identities),
-        }
+        let mut sets = Sets::default();
+        sets.categories.add(config.accept_categories.iter().cloned());
+        sets.adapter_ids.add(config.accept_adapter_ids.iter().cloned());
+        sets.identities.add(identities);
+        Filters(Mutex::new(sets))
+    }
+
+    fn sets(&self) -> std::sync::MutexGuard<'_, Sets> {
+        self.0.lock().expect("filters")
     }
 
     /// Whether a request for `identity`, routed to a proxy with adapter id `adapter_id`
     /// (empty for a direct proxy), passes.
     pub fn accepts(&self, identity: &Identity, adapter_id: &str) -> bool {
+        let sets = self.sets();
         let mut filtered = false;
-        if !self.categories.is_empty() {
+        if !sets.categories.0.is_empty() {
             filtered = true;
-            if self.categories.contains(&identity.category.to_string()) {
+            if sets.categories.contains_str(&identity.category) {
                 return true;
             }
         }
-        if !self.identities.is_empty() {
+        if !sets.identities.0.is_empty() {
             filtered = true;
-            if self.identities.contains(identity) {
+            if sets.identities.0.binary_search(identity).is_ok() {
                 return true;
             }
         }
-        if !adapter_id.is_empty() && !self.adapter_ids.is_empty() {
+        if !adapter_id.is_empty() && !sets.adapter_ids.0.is_empty() {
             filtered = true;
-            if self.adapter_ids.contains(&adapter_id.to_string()) {
+            if sets.adapter_ids.contains_str(adapter_id) {
                 return true;
             }
         }
@@ -121,28 +117,29 @@ pub struct StringSetServant {
 }
 
 impl StringSetServant {
-    fn set(&self) -> &Set<String> {
+    fn with<R>(&self, f: impl FnOnce(&mut Set<String>) -> R) -> R {
+        let mut sets = self.filters.sets();
         match self.which {
-            StringFilter::Categories => &self.filters.categories,
-            StringFilter::AdapterIds => &self.filters.adapter_ids,
+            StringFilter::Categories => f(&mut sets.categories),
+            StringFilter::AdapterIds => f(&mut sets.adapter_ids),
         }
     }
 }
 
 impl StringSet for StringSetServant {
     async fn add(&self, additions: ice::StringSeq, _: &Current) -> floe::Result<()> {
-        self.set().add(additions.into_iter().map(|s| s.to_string()));
+        self.with(|set| set.add(additions.into_iter().map(|s| s.to_string())));
         Ok(())
     }
 
     async fn remove(&self, deletions: ice::StringSeq, _: &Current) -> floe::Result<()> {
         let deletions: Vec<String> = deletions.into_iter().map(|s| s.to_string()).collect();
-        self.set().remove(&deletions);
+        self.with(|set| set.remove(&deletions));
         Ok(())
     }
 
     async fn get(&self, _: &Current) -> floe::Result<ice::StringSeq> {
-        Ok(self.set().get().into_iter().map(CompactString::from).collect())
+        Ok(self.with(|set| set.0.iter().map(|s| CompactString::from(s.as_str())).collect()))
     }
 }
 
@@ -151,17 +148,17 @@ pub struct IdentitySetServant(pub Arc<Filters>);
 
 impl IdentitySet for IdentitySetServant {
     async fn add(&self, additions: ice::IdentitySeq, _: &Current) -> floe::Result<()> {
-        self.0.identities.add(additions);
+        self.0.sets().identities.add(additions);
         Ok(())
     }
 
     async fn remove(&self, deletions: ice::IdentitySeq, _: &Current) -> floe::Result<()> {
-        self.0.identities.remove(&deletions);
+        self.0.sets().identities.remove(&deletions);
         Ok(())
     }
 
     async fn get(&self, _: &Current) -> floe::Result<ice::IdentitySeq> {
-        Ok(self.0.identities.get())
+        Ok(self.0.sets().identities.0.clone())
     }
 }
 
@@ -203,12 +200,13 @@ mod tests {
     #[test]
     fn sets_add_remove_and_get_sorted_without_duplicates() {
         let f = Filters::default();
-        f.categories.add(["b".to_string(), "a".to_string(), "b".to_string()]);
-        assert_eq!(f.categories.get(), ["a", "b"]);
+        f.sets().categories.add(["b".to_string(), "a".to_string(), "b".to_string()]);
+        assert_eq!(f.sets().categories.0, ["a", "b"]);
         assert!(!f.accepts(&Identity::with_category("c", "x"), ""));
-        f.categories.remove(&["a".to_string(), "missing".to_string()]);
-        assert_eq!(f.categories.get(), ["b"]);
-        f.categories.remove(&["b".to_string()]);
+        assert!(f.accepts(&Identity::with_category("b", "x"), ""));
+        f.sets().categories.remove(&["a".to_string(), "missing".to_string()]);
+        assert_eq!(f.sets().categories.0, ["b"]);
+        f.sets().categories.remove(&["b".to_string()]);
         assert!(f.accepts(&Identity::with_category("c", "x"), ""));
     }
 }
