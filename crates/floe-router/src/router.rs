@@ -197,12 +197,12 @@ impl RouterCore {
         }
     }
 
-    async fn check_ssl_permissions(&self, info: &SSLInfo) -> Result<(), Error> {
+    async fn check_ssl_permissions(&self, info: &SSLInfo, ctx: &Context) -> Result<(), Error> {
         let denied =
             |reason: floe::CompactString| Error::user(PermissionDeniedException { reason, ..Default::default() });
         match &self.ssl_verifier {
             SslVerifier::Null => Ok(()),
-            SslVerifier::Remote(v) => match v.authorize(info).await {
+            SslVerifier::Remote(v) => match with_context(v, ctx).authorize(info).await {
                 Ok((true, _)) => Ok(()),
                 Ok((false, reason)) if reason.is_empty() => Err(denied("permission denied".into())),
                 Ok((false, reason)) => Err(denied(reason)),
@@ -226,6 +226,7 @@ impl RouterCore {
         connection: floe::Connection,
         user: String,
         manager: Option<Manager<'_>>,
+        ctx: &Context,
     ) -> floe::Result<Option<SessionPrx>> {
         let filters = Arc::new(Filters::from_config(&self.config));
         let mut objects = Vec::new();
@@ -262,12 +263,12 @@ impl RouterCore {
             |reason: String| Error::user(CannotCreateSessionException { reason: reason.into(), ..Default::default() });
         let managed = match manager {
             None => Ok(None),
-            Some(Manager::Password(m, user_id)) => match m.create(user_id, control.as_ref()).await {
+            Some(Manager::Password(m, user_id)) => match with_context(m, ctx).create(user_id, control.as_ref()).await {
                 Ok(s) => Ok(s),
                 Err(CallError::User(SessionManagerCreateError::CannotCreateSessionException(e))) => Err(Error::user(e)),
                 Err(CallError::Local(e)) => Err(cannot(format!("session manager failed: {e}"))),
             },
-            Some(Manager::Ssl(m, info)) => match m.create(info, control.as_ref()).await {
+            Some(Manager::Ssl(m, info)) => match with_context(m, ctx).create(info, control.as_ref()).await {
                 Ok(s) => Ok(s),
                 Err(CallError::User(SSLSessionManagerCreateError::CannotCreateSessionException(e))) => {
                     Err(Error::user(e))
@@ -302,7 +303,7 @@ impl RouterCore {
         Ok(managed)
     }
 
-    async fn check_permissions(&self, user: &str, password: &str) -> Result<(), Error> {
+    async fn check_permissions(&self, user: &str, password: &str, ctx: &Context) -> Result<(), Error> {
         let denied =
             |reason: floe::CompactString| Error::user(PermissionDeniedException { reason, ..Default::default() });
         match &self.verifier {
@@ -314,7 +315,7 @@ impl RouterCore {
                     Err(denied("password check failed".into()))
                 }
             }
-            Verifier::Remote(v) => match v.check_permissions(user, password).await {
+            Verifier::Remote(v) => match with_context(v, ctx).check_permissions(user, password).await {
                 Ok((true, _)) => Ok(()),
                 Ok((false, reason)) => Err(denied(reason)),
                 Err(CallError::User(PermissionsVerifierCheckPermissionsError::PermissionDeniedException(e))) => {
@@ -324,6 +325,46 @@ impl RouterCore {
             },
             Verifier::None => Err(denied("no permissions verifier is configured".into())),
         }
+    }
+
+    /// The context of the calls to verifiers and session managers made for a client's
+    /// `createSession` or `createSessionFromSecureConnection`: the client's own context
+    /// without the `_con.` entries only the router may set, and with
+    /// `Glacier2.AddConnectionContext` the connection's (`_con.type`, addresses and ports, and
+    /// for ssl `_con.cipher` and `_con.peerCert`, the client's certificate in PEM), as Glacier2
+    /// gives them.
+    fn session_context(&self, current: &Current, connection: &floe::Connection) -> Context {
+        let mut ctx = current.ctx.clone().into_context();
+        ctx.retain(|k, _| {
+            !matches!(
+                k.as_str(),
+                "_con.type"
+                    | "_con.remotePort"
+                    | "_con.remoteAddress"
+                    | "_con.localPort"
+                    | "_con.localAddress"
+                    | "_con.cipher"
+                    | "_con.peerCert"
+            )
+        });
+        if self.config.add_connection_context {
+            ctx.insert("_con.type".into(), connection_type(connection).into());
+            if let Some(a) = connection.remote_address() {
+                ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
+                ctx.insert("_con.remotePort".into(), a.port().to_string());
+            }
+            if let Some(a) = connection.local_address() {
+                ctx.insert("_con.localAddress".into(), a.ip().to_string());
+                ctx.insert("_con.localPort".into(), a.port().to_string());
+            }
+            if let Some(cipher) = connection.cipher() {
+                ctx.insert("_con.cipher".into(), cipher.to_string());
+                if let Some(cert) = connection.peer_certificates().first() {
+                    ctx.insert("_con.peerCert".into(), pem_certificate(cert));
+                }
+            }
+        }
+        ctx
     }
 
     /// The context of a forwarded request.
@@ -360,6 +401,15 @@ impl RouterCore {
             return false;
         }
         true
+    }
+}
+
+/// `proxy` with `ctx` as its context (itself when `ctx` is empty).
+fn with_context<P: Proxy + Clone>(proxy: &P, ctx: &Context) -> P {
+    if ctx.is_empty() {
+        proxy.clone()
+    } else {
+        proxy.ice_context(ctx.clone())
     }
 }
 
@@ -606,9 +656,10 @@ impl glacier2::Router for RouterServant {
                 ..Default::default()
             }));
         }
-        core.check_permissions(&user_id, &password).await?;
+        let ctx = core.session_context(current, &connection);
+        core.check_permissions(&user_id, &password, &ctx).await?;
         let manager = core.session_manager.as_ref().map(|m| Manager::Password(m, &user_id));
-        core.establish(connection, user_id.to_string(), manager).await
+        core.establish(connection, user_id.to_string(), manager, &ctx).await
     }
 
     async fn create_session_from_secure_connection(&self, current: &Current) -> floe::Result<Option<SessionPrx>> {
@@ -630,10 +681,11 @@ impl glacier2::Router for RouterServant {
                 ..Default::default()
             }));
         }
-        core.check_ssl_permissions(&info).await?;
+        let ctx = core.session_context(current, &connection);
+        core.check_ssl_permissions(&info, &ctx).await?;
         let user = format!("ssl client {}:{}", info.remote_host, info.remote_port);
         let manager = core.ssl_session_manager.as_ref().map(|m| Manager::Ssl(m, &info));
-        core.establish(connection, user, manager).await
+        core.establish(connection, user, manager, &ctx).await
     }
 
     async fn refresh_session(&self, current: &Current) -> floe::Result<()> {

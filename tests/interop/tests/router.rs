@@ -503,6 +503,8 @@ use floe_router::slice::glacier2::{
 #[derive(Default)]
 struct Seen {
     ssl_infos: Mutex<Vec<SSLInfo>>,
+    /// The request contexts of the verifier's `authorize` calls.
+    contexts: Mutex<Vec<floe::Context>>,
     users: Mutex<Vec<String>>,
     controls: Mutex<Vec<Option<SessionControlPrx>>>,
     destroyed: AtomicUsize,
@@ -512,8 +514,9 @@ struct Seen {
 struct TestVerifier(Arc<Seen>);
 
 impl glacier2::SSLPermissionsVerifier for TestVerifier {
-    async fn authorize(&self, info: SSLInfo, _: &Current) -> floe::Result<(bool, floe::CompactString)> {
+    async fn authorize(&self, info: SSLInfo, current: &Current) -> floe::Result<(bool, floe::CompactString)> {
         self.0.ssl_infos.lock().unwrap().push(info);
+        self.0.contexts.lock().unwrap().push(current.ctx.clone().into_context());
         Ok((!self.0.refuse.load(Ordering::SeqCst), "refused by the test".into()))
     }
 }
@@ -615,6 +618,7 @@ fn ice_cpp_ssl_session_through_floe_router_and_glacier2router() {
         let mut args = router_ssl_args(kind, "server.p12");
         args.push(format!("--Glacier2.SSLPermissionsVerifier={verifier}"));
         args.push(format!("--Glacier2.SSLSessionManager={ssl_manager}"));
+        args.push("--Glacier2.AddConnectionContext=1".into());
         let _router = router_of(kind, &format!("ssl -h 127.0.0.1 -p {port}"), &args);
         let mut cmd = Command::new(&client);
         cmd.args(["--port", &port.to_string(), "--protocol", "ssl", "--expect-session"])
@@ -633,6 +637,14 @@ fn ice_cpp_ssl_session_through_floe_router_and_glacier2router() {
         assert!(info.certs[0].starts_with("-----BEGIN CERTIFICATE-----\n"), "{kind:?}: {}", info.certs[0]);
         assert_eq!(pem_body(&info.certs[0]), pem_body(&client_pem), "{kind:?}: not the client's certificate");
         assert!(seen.controls.lock().unwrap()[0].is_some(), "{kind:?}: no SessionControl");
+        // Glacier2.AddConnectionContext: the verifier's call carries the connection's context.
+        let ctx = seen.contexts.lock().unwrap().pop().unwrap();
+        let entry = |k: &str| ctx.get(k).map(|v| v.to_string()).unwrap_or_default();
+        assert_eq!(entry("_con.type"), "ssl", "{kind:?}: {ctx:?}");
+        assert_eq!(entry("_con.remotePort"), info.remote_port.to_string(), "{kind:?}");
+        assert_eq!(entry("_con.localPort"), port.to_string(), "{kind:?}");
+        assert_eq!(entry("_con.cipher"), info.cipher.as_str(), "{kind:?}");
+        assert_eq!(entry("_con.peerCert"), info.certs[0].as_str(), "{kind:?}");
         eprintln!("{kind:?}: cipher {}, {} certificate(s)", info.cipher, info.certs.len());
         infos.push(info);
         rt.block_on(c.destroy());
