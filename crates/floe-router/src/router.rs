@@ -284,8 +284,14 @@ impl RouterCore {
             }
         };
         let category = if self.server_adapter.is_some() { uuid::Uuid::new_v4().to_string() } else { String::new() };
-        let parts =
-            SessionParts { category, user: user.clone(), managed: managed.clone(), filters, objects: objects.clone() };
+        let parts = SessionParts {
+            category,
+            user: user.clone(),
+            managed: managed.clone(),
+            filters,
+            objects: objects.clone(),
+            connection_context: self.connection_context(&connection),
+        };
         if self.sessions.create(&connection, parts).is_none() {
             self.remove_objects(&objects);
             if let Some(m) = &managed {
@@ -327,12 +333,36 @@ impl RouterCore {
         }
     }
 
+    /// The `_con.` entries Glacier2 adds with `Glacier2.AddConnectionContext`: the client
+    /// connection's type, addresses and ports and, over ssl, `_con.cipher` and `_con.peerCert`
+    /// (the client's certificate in PEM). Empty without the property.
+    fn connection_context(&self, connection: &floe::Connection) -> Context {
+        let mut ctx = Context::new();
+        if !self.config.add_connection_context {
+            return ctx;
+        }
+        ctx.insert("_con.type".into(), connection_type(connection).into());
+        if let Some(a) = connection.remote_address() {
+            ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
+            ctx.insert("_con.remotePort".into(), a.port().to_string());
+        }
+        if let Some(a) = connection.local_address() {
+            ctx.insert("_con.localAddress".into(), a.ip().to_string());
+            ctx.insert("_con.localPort".into(), a.port().to_string());
+        }
+        if let Some(cipher) = connection.cipher() {
+            ctx.insert("_con.cipher".into(), cipher.to_string());
+            if let Some(cert) = connection.peer_certificates().first() {
+                ctx.insert("_con.peerCert".into(), pem_certificate(cert));
+            }
+        }
+        ctx
+    }
+
     /// The context of the calls to verifiers and session managers made for a client's
     /// `createSession` or `createSessionFromSecureConnection`: the client's own context
-    /// without the `_con.` entries only the router may set, and with
-    /// `Glacier2.AddConnectionContext` the connection's (`_con.type`, addresses and ports, and
-    /// for ssl `_con.cipher` and `_con.peerCert`, the client's certificate in PEM), as Glacier2
-    /// gives them.
+    /// without the `_con.` entries only the router may set, plus the connection's
+    /// ([`Self::connection_context`]), as Glacier2 gives them.
     fn session_context(&self, current: &Current, connection: &floe::Connection) -> Context {
         let mut ctx = current.ctx.clone().into_context();
         ctx.retain(|k, _| {
@@ -347,42 +377,18 @@ impl RouterCore {
                     | "_con.peerCert"
             )
         });
-        if self.config.add_connection_context {
-            ctx.insert("_con.type".into(), connection_type(connection).into());
-            if let Some(a) = connection.remote_address() {
-                ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
-                ctx.insert("_con.remotePort".into(), a.port().to_string());
-            }
-            if let Some(a) = connection.local_address() {
-                ctx.insert("_con.localAddress".into(), a.ip().to_string());
-                ctx.insert("_con.localPort".into(), a.port().to_string());
-            }
-            if let Some(cipher) = connection.cipher() {
-                ctx.insert("_con.cipher".into(), cipher.to_string());
-                if let Some(cert) = connection.peer_certificates().first() {
-                    ctx.insert("_con.peerCert".into(), pem_certificate(cert));
-                }
-            }
-        }
+        ctx.extend(self.connection_context(connection));
         ctx
     }
 
-    /// The context of a forwarded request.
-    fn forward_context(&self, current: &Current, forward: bool) -> Option<Context> {
-        let mut ctx = if forward { current.ctx.clone().into_context() } else { Context::new() };
-        if self.config.add_connection_context {
-            if let Some(c) = current.connection() {
-                ctx.insert("_con.type".into(), connection_type(c).into());
-                if let Some(a) = c.local_address() {
-                    ctx.insert("_con.localAddress".into(), a.ip().to_string());
-                    ctx.insert("_con.localPort".into(), a.port().to_string());
-                }
-                if let Some(a) = c.remote_address() {
-                    ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
-                    ctx.insert("_con.remotePort".into(), a.port().to_string());
-                }
-            }
+    /// The context of a request a client's session forwards: the client's (with
+    /// `Glacier2.Client.ForwardContext`) and the connection's entries.
+    fn forward_context(current: &Current, session: &Session, forward: bool) -> Option<Context> {
+        if !forward {
+            return (!session.connection_context.is_empty()).then(|| session.connection_context.clone());
         }
+        let mut ctx = current.ctx.clone().into_context();
+        ctx.extend(session.connection_context.iter().map(|(k, v)| (k.clone(), v.clone())));
         (!ctx.is_empty()).then_some(ctx)
     }
 
@@ -540,7 +546,7 @@ impl Dispatcher for ClientForwarder {
                 debug!(target: "floe::router", "request for {} refused by the filters", identity_to_string(&c.id));
                 return c.object_not_exist();
             }
-            let context = core.forward_context(c, core.config.client_forward_context);
+            let context = RouterCore::forward_context(c, &session, core.config.client_forward_context);
             if c.is_batched() {
                 // Queued with the other batched requests for the same target, and sent
                 // together once the requests read with it are queued too, as a batch.

@@ -26,6 +26,8 @@ pub struct Session {
     /// The session's objects on the server adapter (its `SessionControl` and filter sets),
     /// removed when it ends.
     pub objects: Vec<Identity>,
+    /// The `_con.` entries added to forwarded requests (`Glacier2.AddConnectionContext`).
+    pub connection_context: floe::Context,
     routes: Mutex<RoutingTable>,
     oneways: Mutex<OnewayBatches>,
     /// Milliseconds since the router started, at the last sign of life.
@@ -122,6 +124,8 @@ pub struct SessionParts {
     pub filters: Arc<Filters>,
     /// Its objects on the server adapter.
     pub objects: Vec<Identity>,
+    /// The `_con.` entries added to forwarded requests.
+    pub connection_context: floe::Context,
 }
 
 /// Every session of the router, by connection and by category.
@@ -159,7 +163,7 @@ impl Sessions {
 
     /// Records a new session; `None` if the connection already has one.
     pub fn create(&self, connection: &Connection, parts: SessionParts) -> Option<Arc<Session>> {
-        let SessionParts { category, user, managed, filters, objects } = parts;
+        let SessionParts { category, user, managed, filters, objects, connection_context } = parts;
         let session = Arc::new(Session {
             connection: connection.clone(),
             category: category.clone(),
@@ -167,6 +171,7 @@ impl Sessions {
             managed,
             filters,
             objects,
+            connection_context,
             routes: Mutex::default(),
             oneways: Mutex::default(),
             last_activity: AtomicU64::new(self.now_ms()),

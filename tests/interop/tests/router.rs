@@ -743,6 +743,7 @@ fn session_control_filters_and_destroys_as_glacier2_does() {
                 "--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string(),
                 format!("--Glacier2.SessionManager={manager}"),
                 "--Glacier2.SessionTimeout=30".into(),
+                "--Glacier2.AddConnectionContext=1".into(),
             ];
             let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
             let props = Properties::new();
@@ -761,6 +762,12 @@ fn session_control_filters_and_destroys_as_glacier2_does() {
                 c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {server_port}")).unwrap(),
             );
             tester.ping().await.unwrap();
+            // Glacier2.AddConnectionContext: forwarded requests carry the connection's entries.
+            let ctx = tester.get_context().await.unwrap();
+            let local = router.ice_get_connection().await.unwrap().local_address().unwrap();
+            assert_eq!(ctx.get("_con.type").map(|v| v.as_str()), Some("tcp"), "{kind:?}: {ctx:?}");
+            assert_eq!(ctx.get("_con.localPort").map(|v| v.to_string()), Some(port.to_string()), "{kind:?}");
+            assert_eq!(ctx.get("_con.remotePort").map(|v| v.to_string()), Some(local.port().to_string()), "{kind:?}");
 
             // A category filter without the tester's category refuses it…
             categories.add(&["allowed".into(), "other".into(), "allowed".into()]).await.unwrap();
