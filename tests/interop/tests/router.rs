@@ -809,3 +809,41 @@ fn session_control_filters_and_destroys_as_glacier2_does() {
         });
     }
 }
+
+/// Without `Glacier2.Server.Endpoints` there is nowhere for a `SessionControl` to live: the
+/// session manager gets a null control, from either router.
+#[test]
+fn no_session_control_without_server_endpoints() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (_adapter, seen, _, manager, _) = services(&services_communicator).await;
+            let port = free_port();
+            let mut cmd = match kind {
+                RouterKind::Floe => Command::new(router_binary()),
+                RouterKind::Glacier2 => {
+                    let mut c = Command::new("glacier2router");
+                    c.arg("--Ice.PrintAdapterReady=1");
+                    c
+                }
+            };
+            cmd.arg(format!("--Glacier2.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"))
+                .arg("--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier")
+                .arg(format!("--Glacier2.SessionManager={manager}"))
+                .stderr(Stdio::null());
+            let marker = if kind == RouterKind::Floe { "floe-router ready" } else { "Glacier2.Client ready" };
+            let _router = start_until(cmd, marker);
+            let c = Communicator::new().unwrap();
+            let router = router_proxy(&c, port);
+            assert!(router.create_session("bob", "x").await.unwrap().is_some(), "{kind:?}");
+            assert_eq!(*seen.users.lock().unwrap(), ["bob"], "{kind:?}");
+            assert!(seen.controls.lock().unwrap()[0].is_none(), "{kind:?}: a control without server endpoints");
+            assert_eq!(router.get_category_for_client().await.unwrap(), "", "{kind:?}");
+            router.destroy_session().await.unwrap();
+            eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
+    }
+}
