@@ -673,7 +673,7 @@ async fn denied_reason(router: &RouterPrx) -> String {
 }
 
 /// `createSessionFromSecureConnection` is refused without `Glacier2.SSLPermissionsVerifier`,
-/// over a connection that is not ssl, and when the verifier says no (with its reason); it
+/// over a connection that is not ssl (tcp, and wss too), and when the verifier says no (with its reason); it
 /// succeeds over ssl when the verifier says yes — with the same reasons from both routers.
 #[test]
 fn ssl_sessions_are_refused_as_glacier2_refuses_them() {
@@ -682,11 +682,16 @@ fn ssl_sessions_are_refused_as_glacier2_refuses_them() {
         rt.block_on(async {
             let services_communicator = Communicator::new().unwrap();
             let (_adapter, seen, verifier, _, _) = services(&services_communicator).await;
-            let (ssl_port, tcp_port, bare_port) = (free_port(), free_port(), free_port());
+            let (ssl_port, tcp_port, wss_port, bare_port) = (free_port(), free_port(), free_port(), free_port());
             let mut args = router_ssl_args(kind, "server.p12");
             args.push(format!("--Glacier2.SSLPermissionsVerifier={verifier}"));
-            let _router =
-                router_of(kind, &format!("ssl -h 127.0.0.1 -p {ssl_port}:tcp -h 127.0.0.1 -p {tcp_port}"), &args);
+            let _router = router_of(
+                kind,
+                &format!(
+                    "ssl -h 127.0.0.1 -p {ssl_port}:tcp -h 127.0.0.1 -p {tcp_port}:wss -h 127.0.0.1 -p {wss_port}"
+                ),
+                &args,
+            );
             // glacier2router needs a permissions verifier to start at all.
             let null = ["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
             let _bare = router_of(kind, &format!("tcp -h 127.0.0.1 -p {bare_port}"), &null);
@@ -703,6 +708,8 @@ fn ssl_sessions_are_refused_as_glacier2_refuses_them() {
                 "{kind:?}"
             );
             assert_eq!(denied_reason(&over("tcp", tcp_port)).await, "not ssl connection", "{kind:?}");
+            // wss is WebSocket over TLS, not an ssl connection to Glacier2.
+            assert_eq!(denied_reason(&over("wss", wss_port)).await, "not ssl connection", "{kind:?}");
             assert!(seen.ssl_infos.lock().unwrap().is_empty(), "{kind:?}: the verifier was asked");
             seen.refuse.store(true, Ordering::SeqCst);
             let ssl = over("ssl", ssl_port);
