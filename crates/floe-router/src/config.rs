@@ -29,6 +29,11 @@ pub struct RouterConfig {
     pub crypt_passwords: Option<String>,
     /// `Glacier2.SessionManager`: a proxy string.
     pub session_manager: Option<String>,
+    /// `Glacier2.SSLPermissionsVerifier`: a proxy string (or
+    /// `<InstanceName>/NullSSLPermissionsVerifier`), for `createSessionFromSecureConnection`.
+    pub ssl_permissions_verifier: Option<String>,
+    /// `Glacier2.SSLSessionManager`: a proxy string.
+    pub ssl_session_manager: Option<String>,
     /// `Glacier2.Filter.Category.Accept`: categories clients may call (empty: any).
     pub accept_categories: Vec<String>,
     /// `Glacier2.Filter.Identity.Accept`: identities clients may call.
@@ -70,6 +75,8 @@ impl RouterConfig {
             permissions_verifier: non_empty(props, "Glacier2.PermissionsVerifier"),
             crypt_passwords: non_empty(props, "Glacier2.CryptPasswords"),
             session_manager: non_empty(props, "Glacier2.SessionManager"),
+            ssl_permissions_verifier: non_empty(props, "Glacier2.SSLPermissionsVerifier"),
+            ssl_session_manager: non_empty(props, "Glacier2.SSLSessionManager"),
             accept_categories: words(props, "Glacier2.Filter.Category.Accept"),
             accept_identities: words(props, "Glacier2.Filter.Identity.Accept"),
             accept_adapter_ids: words(props, "Glacier2.Filter.AdapterId.Accept"),

@@ -12,6 +12,8 @@ pub mod slice {
 }
 
 pub mod config;
+pub mod control;
+pub mod filters;
 pub mod router;
 pub mod sessions;
 pub mod verify;

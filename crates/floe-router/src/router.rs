@@ -14,10 +14,14 @@ use floe::{
 use tracing::{debug, info};
 
 use crate::config::RouterConfig;
-use crate::sessions::{Session, Sessions};
+use crate::control::SessionControlServant;
+use crate::filters::{Filters, IdentitySetServant, StringFilter, StringSetServant};
+use crate::sessions::{Session, SessionParts, Sessions};
 use crate::slice::glacier2::{
-    self, CannotCreateSessionException, PermissionDeniedException, PermissionsVerifierCheckPermissionsError,
-    PermissionsVerifierPrx, SessionManagerCreateError, SessionManagerPrx, SessionNotExistException, SessionPrx,
+    self, CannotCreateSessionException, IdentitySetPrx, PermissionDeniedException,
+    PermissionsVerifierCheckPermissionsError, PermissionsVerifierPrx, SSLInfo, SSLPermissionsVerifierAuthorizeError,
+    SSLPermissionsVerifierPrx, SSLSessionManagerCreateError, SSLSessionManagerPrx, SessionControlPrx,
+    SessionManagerCreateError, SessionManagerPrx, SessionNotExistException, SessionPrx, StringSetPrx,
 };
 use crate::slice::ice;
 use crate::verify::CryptPasswords;
@@ -34,6 +38,24 @@ enum Verifier {
     None,
 }
 
+/// How the router checks clients that ask for a session from their ssl connection.
+enum SslVerifier {
+    /// Every ssl client is let in (`<InstanceName>/NullSSLPermissionsVerifier`).
+    Null,
+    /// A `Glacier2::SSLPermissionsVerifier` object.
+    Remote(SSLPermissionsVerifierPrx),
+    /// Nothing configured: `createSessionFromSecureConnection` is refused, as with Glacier2.
+    None,
+}
+
+/// The session manager a new session is created with, and what it is given.
+enum Manager<'a> {
+    /// `Glacier2.SessionManager`, with the user id.
+    Password(&'a SessionManagerPrx, &'a str),
+    /// `Glacier2.SSLSessionManager`, with the client's ssl connection.
+    Ssl(&'a SSLSessionManagerPrx, &'a SSLInfo),
+}
+
 /// The router's shared state.
 pub struct RouterCore {
     communicator: Communicator,
@@ -41,6 +63,8 @@ pub struct RouterCore {
     sessions: Sessions,
     verifier: Verifier,
     session_manager: Option<SessionManagerPrx>,
+    ssl_verifier: SslVerifier,
+    ssl_session_manager: Option<SSLSessionManagerPrx>,
     client_adapter: ObjectAdapter,
     server_adapter: Option<ObjectAdapter>,
 }
@@ -66,6 +90,23 @@ impl RouterCore {
             Some(s) => Some(SessionManagerPrx::from_object(communicator.string_to_proxy(s)?)),
             None => None,
         };
+        let ssl_verifier = match &config.ssl_permissions_verifier {
+            Some(v) => {
+                let proxy = communicator.string_to_proxy(v)?;
+                if identity_to_string(proxy.ice_get_identity())
+                    == format!("{}/NullSSLPermissionsVerifier", config.instance_name)
+                {
+                    SslVerifier::Null
+                } else {
+                    SslVerifier::Remote(SSLPermissionsVerifierPrx::from_object(proxy))
+                }
+            }
+            None => SslVerifier::None,
+        };
+        let ssl_session_manager = match &config.ssl_session_manager {
+            Some(s) => Some(SSLSessionManagerPrx::from_object(communicator.string_to_proxy(s)?)),
+            None => None,
+        };
         // Ice's names for the two adapters, so that `Ice.PrintAdapterReady` prints what
         // glacier2router prints.
         if props.get("Glacier2.Client.ACM.Timeout").is_none() {
@@ -86,6 +127,8 @@ impl RouterCore {
             sessions: Sessions::new(),
             verifier,
             session_manager,
+            ssl_verifier,
+            ssl_session_manager,
             client_adapter,
             server_adapter,
         });
@@ -127,11 +170,17 @@ impl RouterCore {
         &self.sessions
     }
 
+    /// `Glacier2.SessionTimeout` in seconds (0: none).
+    pub fn session_timeout_secs(&self) -> u64 {
+        self.config.session_timeout.map_or(0, |t| t.as_secs())
+    }
+
     /// Ends the session of a connection (if it has one), destroying the session manager's
-    /// session with it.
-    async fn end_session(&self, connection: &floe::Connection) -> bool {
+    /// session with it and removing its objects from the server adapter.
+    pub async fn end_session(&self, connection: &floe::Connection) -> bool {
         let Some(s) = self.sessions.remove(connection) else { return false };
         debug!(target: "floe::router", "session of {} ended", s.user);
+        self.remove_objects(&s.objects);
         if let Some(managed) = &s.managed {
             if let Err(e) = managed.destroy().await {
                 debug!(target: "floe::router", "destroying the session manager's session failed: {e}");
@@ -140,7 +189,127 @@ impl RouterCore {
         true
     }
 
-    async fn check_permissions(&self, user: &str, password: &str) -> Result<(), Error> {
+    fn remove_objects(&self, objects: &[floe::Identity]) {
+        if let Some(server) = &self.server_adapter {
+            for id in objects {
+                server.remove(id);
+            }
+        }
+    }
+
+    async fn check_ssl_permissions(&self, info: &SSLInfo, ctx: &Context) -> Result<(), Error> {
+        let denied =
+            |reason: floe::CompactString| Error::user(PermissionDeniedException { reason, ..Default::default() });
+        match &self.ssl_verifier {
+            SslVerifier::Null => Ok(()),
+            SslVerifier::Remote(v) => match with_context(v, ctx).authorize(info).await {
+                Ok((true, _)) => Ok(()),
+                Ok((false, reason)) if reason.is_empty() => Err(denied("permission denied".into())),
+                Ok((false, reason)) => Err(denied(reason)),
+                Err(CallError::User(SSLPermissionsVerifierAuthorizeError::PermissionDeniedException(e))) => {
+                    Err(Error::user(e))
+                }
+                Err(CallError::Local(e)) => {
+                    debug!(target: "floe::router", "ssl permissions verifier failed: {e}");
+                    Err(denied("internal server error".into()))
+                }
+            },
+            SslVerifier::None => Err(denied("no configured ssl permissions verifier".into())),
+        }
+    }
+
+    /// Creates the session of `connection` once its client is let in: its filters (and, on
+    /// the server adapter, their objects and the `SessionControl` given to the session
+    /// manager), the session manager's session, and the routing state.
+    async fn establish(
+        self: &Arc<Self>,
+        connection: floe::Connection,
+        user: String,
+        manager: Option<Manager<'_>>,
+        ctx: &Context,
+    ) -> floe::Result<Option<SessionPrx>> {
+        let filters = Arc::new(Filters::from_config(&self.config));
+        let mut objects = Vec::new();
+        let mut control = None;
+        if let Some(server) = &self.server_adapter {
+            let mut add = |servant| {
+                let proxy = server.add_with_uuid(servant);
+                objects.push(proxy.ice_get_identity().clone());
+                proxy
+            };
+            let categories = StringSetPrx::from_object(add(glacier2::StringSetServer::new(StringSetServant {
+                filters: filters.clone(),
+                which: StringFilter::Categories,
+            })));
+            let adapter_ids = StringSetPrx::from_object(add(glacier2::StringSetServer::new(StringSetServant {
+                filters: filters.clone(),
+                which: StringFilter::AdapterIds,
+            })));
+            let identities =
+                IdentitySetPrx::from_object(add(glacier2::IdentitySetServer::new(IdentitySetServant(filters.clone()))));
+            if manager.is_some() {
+                control = Some(SessionControlPrx::from_object(add(glacier2::SessionControlServer::new(
+                    SessionControlServant {
+                        core: Arc::downgrade(self),
+                        connection: connection.clone(),
+                        categories,
+                        adapter_ids,
+                        identities,
+                    },
+                ))));
+            }
+        }
+        let cannot =
+            |reason: String| Error::user(CannotCreateSessionException { reason: reason.into(), ..Default::default() });
+        let managed = match manager {
+            None => Ok(None),
+            Some(Manager::Password(m, user_id)) => match with_context(m, ctx).create(user_id, control.as_ref()).await {
+                Ok(s) => Ok(s),
+                Err(CallError::User(SessionManagerCreateError::CannotCreateSessionException(e))) => Err(Error::user(e)),
+                Err(CallError::Local(e)) => Err(cannot(format!("session manager failed: {e}"))),
+            },
+            Some(Manager::Ssl(m, info)) => match with_context(m, ctx).create(info, control.as_ref()).await {
+                Ok(s) => Ok(s),
+                Err(CallError::User(SSLSessionManagerCreateError::CannotCreateSessionException(e))) => {
+                    Err(Error::user(e))
+                }
+                Err(CallError::Local(e)) => Err(cannot(format!("session manager failed: {e}"))),
+            },
+        };
+        let managed = match managed {
+            Ok(m) => m,
+            Err(e) => {
+                self.remove_objects(&objects);
+                return Err(e);
+            }
+        };
+        let category = if self.server_adapter.is_some() { uuid::Uuid::new_v4().to_string() } else { String::new() };
+        let parts = SessionParts {
+            category,
+            user: user.clone(),
+            managed: managed.clone(),
+            filters,
+            objects: objects.clone(),
+            connection_context: self.connection_context(&connection),
+        };
+        if self.sessions.create(&connection, parts).is_none() {
+            self.remove_objects(&objects);
+            if let Some(m) = &managed {
+                let _ = m.destroy().await;
+            }
+            return Err(cannot("session exists".into()));
+        }
+        info!(target: "floe::router", "session created for {user}");
+        // The session ends with its connection.
+        let watcher = self.clone();
+        tokio::spawn(async move {
+            connection.wait_closed().await;
+            watcher.end_session(&connection).await;
+        });
+        Ok(managed)
+    }
+
+    async fn check_permissions(&self, user: &str, password: &str, ctx: &Context) -> Result<(), Error> {
         let denied =
             |reason: floe::CompactString| Error::user(PermissionDeniedException { reason, ..Default::default() });
         match &self.verifier {
@@ -152,7 +321,7 @@ impl RouterCore {
                     Err(denied("password check failed".into()))
                 }
             }
-            Verifier::Remote(v) => match v.check_permissions(user, password).await {
+            Verifier::Remote(v) => match with_context(v, ctx).check_permissions(user, password).await {
                 Ok((true, _)) => Ok(()),
                 Ok((false, reason)) => Err(denied(reason)),
                 Err(CallError::User(PermissionsVerifierCheckPermissionsError::PermissionDeniedException(e))) => {
@@ -164,45 +333,70 @@ impl RouterCore {
         }
     }
 
-    /// The context of a forwarded request.
-    fn forward_context(&self, current: &Current, forward: bool) -> Option<Context> {
-        let mut ctx = if forward { current.ctx.clone().into_context() } else { Context::new() };
-        if self.config.add_connection_context {
-            if let Some(c) = current.connection() {
-                ctx.insert("_con.type".into(), "tcp".into());
-                if let Some(a) = c.local_address() {
-                    ctx.insert("_con.localAddress".into(), a.ip().to_string());
-                    ctx.insert("_con.localPort".into(), a.port().to_string());
-                }
-                if let Some(a) = c.remote_address() {
-                    ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
-                    ctx.insert("_con.remotePort".into(), a.port().to_string());
-                }
+    /// The `_con.` entries Glacier2 adds with `Glacier2.AddConnectionContext`: the client
+    /// connection's type, addresses and ports and, over ssl, `_con.cipher` and `_con.peerCert`
+    /// (the client's certificate in PEM). Empty without the property.
+    fn connection_context(&self, connection: &floe::Connection) -> Context {
+        let mut ctx = Context::new();
+        if !self.config.add_connection_context {
+            return ctx;
+        }
+        ctx.insert("_con.type".into(), connection_type(connection).into());
+        if let Some(a) = connection.remote_address() {
+            ctx.insert("_con.remoteAddress".into(), a.ip().to_string());
+            ctx.insert("_con.remotePort".into(), a.port().to_string());
+        }
+        if let Some(a) = connection.local_address() {
+            ctx.insert("_con.localAddress".into(), a.ip().to_string());
+            ctx.insert("_con.localPort".into(), a.port().to_string());
+        }
+        if let Some(cipher) = connection.cipher() {
+            ctx.insert("_con.cipher".into(), cipher.to_string());
+            if let Some(cert) = connection.peer_certificates().first() {
+                ctx.insert("_con.peerCert".into(), pem_certificate(cert));
             }
         }
+        ctx
+    }
+
+    /// The context of the calls to verifiers and session managers made for a client's
+    /// `createSession` or `createSessionFromSecureConnection`: the client's own context
+    /// without the `_con.` entries only the router may set, plus the connection's
+    /// ([`Self::connection_context`]), as Glacier2 gives them.
+    fn session_context(&self, current: &Current, connection: &floe::Connection) -> Context {
+        let mut ctx = current.ctx.clone().into_context();
+        ctx.retain(|k, _| {
+            !matches!(
+                k.as_str(),
+                "_con.type"
+                    | "_con.remotePort"
+                    | "_con.remoteAddress"
+                    | "_con.localPort"
+                    | "_con.localAddress"
+                    | "_con.cipher"
+                    | "_con.peerCert"
+            )
+        });
+        ctx.extend(self.connection_context(connection));
+        ctx
+    }
+
+    /// The context of a request a client's session forwards: the client's (with
+    /// `Glacier2.Client.ForwardContext`) and the connection's entries.
+    fn forward_context(current: &Current, session: &Session, forward: bool) -> Option<Context> {
+        if !forward {
+            return (!session.connection_context.is_empty()).then(|| session.connection_context.clone());
+        }
+        let mut ctx = current.ctx.clone().into_context();
+        ctx.extend(session.connection_context.iter().map(|(k, v)| (k.clone(), v.clone())));
         (!ctx.is_empty()).then_some(ctx)
     }
 
-    /// Whether the client's filters let a request for `identity` through.
-    fn accepts_identity(&self, identity: &floe::Identity) -> bool {
-        let c = &self.config;
-        if c.accept_categories.is_empty() && c.accept_identities.is_empty() {
-            return true;
-        }
-        c.accept_categories.iter().any(|cat| *cat == identity.category)
-            || c.accept_identities.iter().any(|id| *id == identity_to_string(identity))
-    }
-
-    /// Whether a proxy a client adds passes the adapter-id and address filters.
+    /// Whether a proxy a client adds passes the address filters (the adapter-id filter is
+    /// the session's, checked with each request, as Glacier2 does).
     fn accepts_proxy(&self, proxy: &ObjectPrx) -> bool {
         let c = &self.config;
         let r = proxy.reference();
-        if !c.accept_adapter_ids.is_empty()
-            && !r.wire.adapter_id.is_empty()
-            && !c.accept_adapter_ids.contains(&r.wire.adapter_id)
-        {
-            return false;
-        }
         let hosts: Vec<String> = r.wire.endpoints.iter().filter_map(endpoint_host).collect();
         if hosts.iter().any(|h| c.reject_addresses.iter().any(|p| host_matches(p, h))) {
             return false;
@@ -214,6 +408,57 @@ impl RouterCore {
         }
         true
     }
+}
+
+/// `proxy` with `ctx` as its context (itself when `ctx` is empty).
+fn with_context<P: Proxy + Clone>(proxy: &P, ctx: &Context) -> P {
+    if ctx.is_empty() {
+        proxy.clone()
+    } else {
+        proxy.ice_context(ctx.clone())
+    }
+}
+
+/// The transport of a connection, as Ice's `Connection::type` names it.
+fn connection_type(c: &floe::Connection) -> &'static str {
+    match (c.cipher().is_some(), !c.ws_headers().is_empty()) {
+        (false, false) => "tcp",
+        (true, false) => "ssl",
+        (false, true) => "ws",
+        (true, true) => "wss",
+    }
+}
+
+/// The `Glacier2::SSLInfo` of a client's ssl connection: its addresses, cipher suite and
+/// certificate chain (PEM, the client's own certificate first). `None` unless the connection
+/// is ssl (a wss connection is not, as with Glacier2).
+fn ssl_info(c: &floe::Connection) -> Option<SSLInfo> {
+    if connection_type(c) != "ssl" {
+        return None;
+    }
+    let (remote, local) = (c.remote_address(), c.local_address());
+    Some(SSLInfo {
+        remote_host: remote.map(|a| a.ip().to_string()).unwrap_or_default().into(),
+        remote_port: remote.map_or(0, |a| i32::from(a.port())),
+        local_host: local.map(|a| a.ip().to_string()).unwrap_or_default().into(),
+        local_port: local.map_or(0, |a| i32::from(a.port())),
+        cipher: c.cipher().unwrap_or_default().into(),
+        certs: c.peer_certificates().iter().map(|der| pem_certificate(der).into()).collect(),
+    })
+}
+
+/// A DER certificate in PEM, as Ice's `IceSSL::Certificate::encode` gives it.
+pub fn pem_certificate(der: &[u8]) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut pem = String::with_capacity(b64.len() + b64.len() / 64 + 64);
+    pem.push_str("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
 }
 
 fn endpoint_host(e: &floe::encoding::EndpointData) -> Option<String> {
@@ -285,17 +530,23 @@ impl Dispatcher for ClientForwarder {
         Box::pin(async move {
             let c = &request.current;
             let Some(session) = c.connection().and_then(|conn| core.sessions.of_connection(conn)) else {
+                // As Glacier2 does, the connection of a client without a session is closed:
+                // that is how a client whose session a session manager destroyed learns of it.
                 debug!(target: "floe::router", "request for {} without a session", identity_to_string(&c.id));
+                if let Some(conn) = c.connection() {
+                    conn.close_forcefully(Error::ConnectionLost("request without a Glacier2 session".into()));
+                }
                 return c.object_not_exist();
             };
             core.sessions.touch(&session);
-            if !core.accepts_identity(&c.id) {
-                return c.object_not_exist();
-            }
             let Some(target) = session.route(&c.id) else {
                 return c.object_not_exist();
             };
-            let context = core.forward_context(c, core.config.client_forward_context);
+            if !session.filters.accepts(&c.id, &target.reference().wire.adapter_id) {
+                debug!(target: "floe::router", "request for {} refused by the filters", identity_to_string(&c.id));
+                return c.object_not_exist();
+            }
+            let context = RouterCore::forward_context(c, &session, core.config.client_forward_context);
             if c.is_batched() {
                 // Queued with the other batched requests for the same target, and sent
                 // together once the requests read with it are queued too, as a batch.
@@ -411,44 +662,36 @@ impl glacier2::Router for RouterServant {
                 ..Default::default()
             }));
         }
-        core.check_permissions(&user_id, &password).await?;
-        let managed = match &core.session_manager {
-            None => None,
-            Some(m) => match m.create(&user_id, None).await {
-                Ok(s) => s,
-                Err(CallError::User(SessionManagerCreateError::CannotCreateSessionException(e))) => {
-                    return Err(Error::user(e))
-                }
-                Err(CallError::Local(e)) => {
-                    return Err(Error::user(CannotCreateSessionException {
-                        reason: format!("session manager failed: {e}").into(),
-                        ..Default::default()
-                    }))
-                }
-            },
+        let ctx = core.session_context(current, &connection);
+        core.check_permissions(&user_id, &password, &ctx).await?;
+        let manager = core.session_manager.as_ref().map(|m| Manager::Password(m, &user_id));
+        core.establish(connection, user_id.to_string(), manager, &ctx).await
+    }
+
+    async fn create_session_from_secure_connection(&self, current: &Current) -> floe::Result<Option<SessionPrx>> {
+        let core = &self.0;
+        let denied =
+            |reason: &str| Error::user(PermissionDeniedException { reason: reason.into(), ..Default::default() });
+        if matches!(core.ssl_verifier, SslVerifier::None) {
+            return Err(denied("no configured ssl permissions verifier"));
+        }
+        let Some(connection) = current.connection().cloned() else {
+            return Err(denied("not ssl connection"));
         };
-        let category = if core.server_adapter.is_some() { uuid::Uuid::new_v4().to_string() } else { String::new() };
-        if core.sessions.create(&connection, category, user_id.to_string(), managed.clone()).is_none() {
+        let Some(info) = ssl_info(&connection) else {
+            return Err(denied("not ssl connection"));
+        };
+        if core.sessions.of_connection(&connection).is_some() {
             return Err(Error::user(CannotCreateSessionException {
                 reason: "session exists".into(),
                 ..Default::default()
             }));
         }
-        info!(target: "floe::router", "session created for {user_id}");
-        // The session ends with its connection.
-        let watcher = core.clone();
-        tokio::spawn(async move {
-            connection.wait_closed().await;
-            watcher.end_session(&connection).await;
-        });
-        Ok(managed)
-    }
-
-    async fn create_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<SessionPrx>> {
-        Err(Error::user(PermissionDeniedException {
-            reason: "no SSL permissions verifier is configured".into(),
-            ..Default::default()
-        }))
+        let ctx = core.session_context(current, &connection);
+        core.check_ssl_permissions(&info, &ctx).await?;
+        let user = format!("ssl client {}:{}", info.remote_host, info.remote_port);
+        let manager = core.ssl_session_manager.as_ref().map(|m| Manager::Ssl(m, &info));
+        core.establish(connection, user, manager, &ctx).await
     }
 
     async fn refresh_session(&self, current: &Current) -> floe::Result<()> {

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use floe::{Connection, Identity, ObjectPrx};
 
+use crate::filters::Filters;
 use crate::slice::glacier2::SessionPrx;
 
 /// One client's session.
@@ -20,6 +21,13 @@ pub struct Session {
     pub user: String,
     /// The session manager's session, destroyed with this one.
     pub managed: Option<SessionPrx>,
+    /// The categories, identities and adapter ids the client may call.
+    pub filters: Arc<Filters>,
+    /// The session's objects on the server adapter (its `SessionControl` and filter sets),
+    /// removed when it ends.
+    pub objects: Vec<Identity>,
+    /// The `_con.` entries added to forwarded requests (`Glacier2.AddConnectionContext`).
+    pub connection_context: floe::Context,
     routes: Mutex<RoutingTable>,
     oneways: Mutex<OnewayBatches>,
     /// Milliseconds since the router started, at the last sign of life.
@@ -104,6 +112,22 @@ impl Session {
     }
 }
 
+/// What a new session is made of.
+pub struct SessionParts {
+    /// The category of the client's callback objects (empty without a server adapter).
+    pub category: String,
+    /// The user id (or, for ssl sessions, what identifies the client).
+    pub user: String,
+    /// The session manager's session.
+    pub managed: Option<SessionPrx>,
+    /// The session's filters.
+    pub filters: Arc<Filters>,
+    /// Its objects on the server adapter.
+    pub objects: Vec<Identity>,
+    /// The `_con.` entries added to forwarded requests.
+    pub connection_context: floe::Context,
+}
+
 /// Every session of the router, by connection and by category.
 #[derive(Default)]
 pub struct Sessions {
@@ -138,18 +162,16 @@ impl Sessions {
     }
 
     /// Records a new session; `None` if the connection already has one.
-    pub fn create(
-        &self,
-        connection: &Connection,
-        category: String,
-        user: String,
-        managed: Option<SessionPrx>,
-    ) -> Option<Arc<Session>> {
+    pub fn create(&self, connection: &Connection, parts: SessionParts) -> Option<Arc<Session>> {
+        let SessionParts { category, user, managed, filters, objects, connection_context } = parts;
         let session = Arc::new(Session {
             connection: connection.clone(),
             category: category.clone(),
             user,
             managed,
+            filters,
+            objects,
+            connection_context,
             routes: Mutex::default(),
             oneways: Mutex::default(),
             last_activity: AtomicU64::new(self.now_ms()),

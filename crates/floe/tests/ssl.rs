@@ -90,6 +90,8 @@ async fn pkcs12_server_and_pem_client_see_each_others_chain() {
     use base64::Engine as _;
     let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
     assert_eq!(chain[0], der, "the first certificate is the server's own");
+    // The negotiated suite is named (TLS 1.3 by default).
+    assert!(conn.cipher().is_some_and(|c| c.starts_with("TLS13_")), "{:?}", conn.cipher());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,11 +195,14 @@ async fn ws_and_wss_round_trips() {
     for _ in 0..3 {
         assert_eq!(call(&c, &proxy).await.unwrap(), 0);
     }
+    let plain = c.string_to_proxy(&proxy.to_string()).unwrap().ice_get_connection().await.unwrap();
+    assert_eq!(plain.cipher(), None, "ws is not encrypted");
     let (_s2, proxy2) = server("wss -h 127.0.0.1 -p 0", SERVER_P12).await.unwrap();
     let c2 = client(CLIENT_PEM);
     assert!(call(&c2, &proxy2).await.unwrap() >= 1);
     let conn = c2.string_to_proxy(&proxy2.to_string()).unwrap().ice_get_connection().await.unwrap();
     assert!(!conn.peer_certificates().is_empty());
+    assert!(conn.cipher().is_some());
     // Closing gracefully exchanges close frames and leaves nothing behind.
     c.destroy().await;
     c2.destroy().await;

@@ -4,7 +4,11 @@
 //! checked from a `Glacier2.CryptPasswords` file; sessions end with their connection and
 //! after the session timeout; garbage on either endpoint closes only that connection; 300
 //! sessions at once; a client that stops reading and a server that stops reading hold up
-//! only the session that uses them.
+//! only the session that uses them. Against floe-router and ZeroC's glacier2router alike:
+//! Ice's C++ `Glacier2::SessionHelper` client (`cpp/Glacier2Client.cpp`) with a password
+//! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
+//! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
+//! given to session managers (filters, timeout, destroy).
 
 mod common;
 
@@ -178,13 +182,19 @@ fn garbage_and_unrouted_requests_hurt_nobody_else() {
         // Garbage on another connection closes only that one.
         let mut raw = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         raw.write_all(b"GET / HTTP/1.1\r\n\r\nthis is not Ice at all").unwrap();
-        // A request for an object nobody added is ObjectNotExist, and one without a session
-        // is too.
+        // A request for an object nobody added is ObjectNotExist; one without a session closes
+        // its connection, as with Glacier2.
         let unrouted = c.string_to_proxy(&format!("nobody:tcp -h 127.0.0.1 -p {port}")).unwrap();
         assert!(matches!(unrouted.ice_ping().await, Err(Error::ObjectNotExist { .. })));
         let other = Communicator::new().unwrap();
         let stranger = other.string_to_proxy(&format!("nobody:tcp -h 127.0.0.1 -p {port}")).unwrap();
-        assert!(matches!(stranger.ice_ping().await, Err(Error::ObjectNotExist { .. })));
+        let stranger_connection = stranger.ice_get_connection().await.unwrap();
+        assert!(stranger.ice_ping().await.is_err());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !stranger_connection.is_closed() {
+            assert!(Instant::now() < deadline, "the connection without a session stayed open");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         // The session still works.
         router.refresh_session().await.unwrap();
         other.destroy().await;
@@ -388,4 +398,459 @@ fn garbage_from_a_server_or_on_the_server_endpoint_hurts_nobody_else() {
         calls_finish_within(&tester, 20, Duration::from_secs(10)).await;
         c.destroy().await;
     });
+}
+
+// ---- Sessions through Glacier2::SessionHelper, ssl sessions and SessionControl, each checked
+// ---- against floe-router and against ZeroC's glacier2router with the same peers.
+
+/// The two routers the tests below compare.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RouterKind {
+    Floe,
+    Glacier2,
+}
+
+const BOTH: [RouterKind; 2] = [RouterKind::Floe, RouterKind::Glacier2];
+
+/// A router of `kind` with clients on `client_endpoints` and callbacks on a loopback port.
+fn router_of(kind: RouterKind, client_endpoints: &str, extra: &[String]) -> Server {
+    let (mut cmd, marker) = match kind {
+        RouterKind::Floe => (Command::new(router_binary()), "floe-router ready"),
+        RouterKind::Glacier2 => {
+            let mut c = Command::new("glacier2router");
+            c.arg("--Ice.PrintAdapterReady=1");
+            (c, "Glacier2.Client ready")
+        }
+    };
+    cmd.arg(format!("--Glacier2.Client.Endpoints={client_endpoints}"))
+        .arg("--Glacier2.Server.Endpoints=tcp -h 127.0.0.1")
+        .args(extra)
+        .stderr(Stdio::null());
+    start_until(cmd, marker)
+}
+
+/// The test certificates: `../shared/certs` beside the repository.
+fn certs() -> PathBuf {
+    root().join("../../../shared/certs")
+}
+
+/// IceSSL properties with the test CA and the PKCS#12 certificate `cert`, for a router of
+/// `kind` (glacier2router also loads the IceSSL plugin).
+fn router_ssl_args(kind: RouterKind, cert: &str) -> Vec<String> {
+    let mut v = vec![
+        format!("--IceSSL.DefaultDir={}", certs().display()),
+        "--IceSSL.CAs=ca.pem".into(),
+        format!("--IceSSL.CertFile={cert}"),
+        "--IceSSL.Password=password".into(),
+    ];
+    if kind == RouterKind::Glacier2 {
+        v.push("--Ice.Plugin.IceSSL=IceSSL:createIceSSL".into());
+    }
+    v
+}
+
+/// The Ice C++ Glacier2 client (`cpp/Glacier2Client.cpp`), built once per test process.
+fn glacier2_cpp_client() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-glacier2-client");
+            let status = Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(root().join("cpp"))
+                .arg(format!("OUT={}", out.display()))
+                .arg("glacier2-client")
+                .status()
+                .expect("make runs");
+            assert!(status.success(), "building the C++ Glacier2 client failed");
+            out.join("glacier2-client")
+        })
+        .clone()
+}
+
+/// Ice's C++ client with `Glacier2::SessionFactoryHelper`: a session with a user id and
+/// password, the callback category, a callback servant the Python server calls back, and
+/// `disconnected` after `destroy` — through floe-router and through glacier2router.
+#[test]
+fn ice_cpp_session_helper_through_floe_router_and_glacier2router() {
+    let server_port = free_port();
+    let _server = python_server(server_port);
+    let client = glacier2_cpp_client();
+    for kind in BOTH {
+        let port = free_port();
+        let _router = router_of(
+            kind,
+            &format!("tcp -h 127.0.0.1 -p {port}"),
+            &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".into()],
+        );
+        let mut cmd = Command::new(&client);
+        cmd.args(["--port", &port.to_string(), "--user", "alice", "--password", "secret"])
+            .args(["--tester", &format!("tester:tcp -h 127.0.0.1 -p {server_port}")]);
+        eprintln!("Ice C++ SessionHelper client through {kind:?}: {}", run_client(cmd, 7));
+    }
+}
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use floe::{Current, ObjectAdapter};
+use floe_router::slice::glacier2::{
+    self, RouterCreateSessionFromSecureConnectionError, SSLInfo, SessionControlPrx, SessionPrx,
+};
+
+/// What the test's session managers and verifier saw.
+#[derive(Default)]
+struct Seen {
+    ssl_infos: Mutex<Vec<SSLInfo>>,
+    /// The request contexts of the verifier's `authorize` calls.
+    contexts: Mutex<Vec<floe::Context>>,
+    users: Mutex<Vec<String>>,
+    controls: Mutex<Vec<Option<SessionControlPrx>>>,
+    destroyed: AtomicUsize,
+    refuse: AtomicBool,
+}
+
+struct TestVerifier(Arc<Seen>);
+
+impl glacier2::SSLPermissionsVerifier for TestVerifier {
+    async fn authorize(&self, info: SSLInfo, current: &Current) -> floe::Result<(bool, floe::CompactString)> {
+        self.0.ssl_infos.lock().unwrap().push(info);
+        self.0.contexts.lock().unwrap().push(current.ctx.clone().into_context());
+        Ok((!self.0.refuse.load(Ordering::SeqCst), "refused by the test".into()))
+    }
+}
+
+struct TestManager {
+    seen: Arc<Seen>,
+    session: SessionPrx,
+}
+
+impl glacier2::SessionManager for TestManager {
+    async fn create(
+        &self,
+        user_id: floe::CompactString,
+        control: Option<SessionControlPrx>,
+        _: &Current,
+    ) -> floe::Result<Option<SessionPrx>> {
+        self.seen.users.lock().unwrap().push(user_id.to_string());
+        self.seen.controls.lock().unwrap().push(control);
+        Ok(Some(self.session.clone()))
+    }
+}
+
+impl glacier2::SSLSessionManager for TestManager {
+    async fn create(
+        &self,
+        _: SSLInfo,
+        control: Option<SessionControlPrx>,
+        _: &Current,
+    ) -> floe::Result<Option<SessionPrx>> {
+        self.seen.controls.lock().unwrap().push(control);
+        Ok(Some(self.session.clone()))
+    }
+}
+
+struct TestSession(Arc<Seen>);
+
+impl glacier2::Session for TestSession {
+    async fn destroy(&self, _: &Current) -> floe::Result<()> {
+        self.0.destroyed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The test's Glacier2 services on a loopback adapter of `c`: an ssl permissions verifier,
+/// a session manager (password and ssl) and the session it hands out. Returns the adapter,
+/// what they saw, and the proxy strings of the verifier, the session manager and the ssl one.
+async fn services(c: &Communicator) -> (ObjectAdapter, Arc<Seen>, String, String, String) {
+    let adapter = c.create_object_adapter_with_endpoints("Services", "tcp -h 127.0.0.1").unwrap();
+    let seen = Arc::new(Seen::default());
+    let session = SessionPrx::from_object(
+        adapter.add(glacier2::SessionServer::new(TestSession(seen.clone())), Identity::new("session")),
+    );
+    let verifier =
+        adapter.add(glacier2::SSLPermissionsVerifierServer::new(TestVerifier(seen.clone())), Identity::new("verifier"));
+    let manager = adapter.add(
+        glacier2::SessionManagerServer::new(TestManager { seen: seen.clone(), session: session.clone() }),
+        Identity::new("manager"),
+    );
+    let ssl_manager = adapter.add(
+        glacier2::SSLSessionManagerServer::new(TestManager { seen: seen.clone(), session }),
+        Identity::new("sslmanager"),
+    );
+    adapter.activate().await.unwrap();
+    (adapter, seen, verifier.to_string(), manager.to_string(), ssl_manager.to_string())
+}
+
+/// Waits up to 10 s for `done`.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen within 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The base64 body of a PEM certificate, without its lines' breaks.
+fn pem_body(pem: &str) -> String {
+    pem.lines().filter(|l| !l.starts_with("-----")).map(str::trim).collect()
+}
+
+/// Ice's C++ client creates its session from its ssl connection
+/// (`SessionFactoryHelper::connect()` → `createSessionFromSecureConnection`): the router gives
+/// the test's `Glacier2::SSLPermissionsVerifier` and `SSLSessionManager` the connection's
+/// addresses, cipher and the client's certificate chain in PEM (the same from both routers),
+/// the manager gets a `SessionControl`, and the manager's session is destroyed with the
+/// router's.
+#[test]
+fn ice_cpp_ssl_session_through_floe_router_and_glacier2router() {
+    let server_port = free_port();
+    let _server = python_server(server_port);
+    let client = glacier2_cpp_client();
+    let client_pem = std::fs::read_to_string(certs().join("client.pem")).unwrap();
+    let rt = runtime();
+    let mut infos = Vec::new();
+    for kind in BOTH {
+        let c = rt.block_on(async { Communicator::new().unwrap() });
+        let (_adapter, seen, verifier, _, ssl_manager) = rt.block_on(services(&c));
+        let port = free_port();
+        let mut args = router_ssl_args(kind, "server.p12");
+        args.push(format!("--Glacier2.SSLPermissionsVerifier={verifier}"));
+        args.push(format!("--Glacier2.SSLSessionManager={ssl_manager}"));
+        args.push("--Glacier2.AddConnectionContext=1".into());
+        let _router = router_of(kind, &format!("ssl -h 127.0.0.1 -p {port}"), &args);
+        let mut cmd = Command::new(&client);
+        cmd.args(["--port", &port.to_string(), "--protocol", "ssl", "--expect-session"])
+            .args(["--tester", &format!("tester:tcp -h 127.0.0.1 -p {server_port}")])
+            .arg(format!("--IceSSL.DefaultDir={}", certs().display()))
+            .args(["--IceSSL.CAs=ca.pem", "--IceSSL.CertFile=client.p12", "--IceSSL.Password=password"]);
+        eprintln!("Ice C++ ssl session through {kind:?}: {}", run_client(cmd, 7));
+        eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+        let info = seen.ssl_infos.lock().unwrap().pop().expect("the verifier was called");
+        assert_eq!(info.remote_host, "127.0.0.1", "{kind:?}");
+        assert_eq!(info.local_host, "127.0.0.1", "{kind:?}");
+        assert_eq!(info.local_port, i32::from(port), "{kind:?}");
+        assert!(info.remote_port > 0 && info.remote_port != i32::from(port), "{kind:?}");
+        assert!(!info.cipher.is_empty(), "{kind:?}");
+        assert!(!info.certs.is_empty(), "{kind:?}: no client certificate");
+        assert!(info.certs[0].starts_with("-----BEGIN CERTIFICATE-----\n"), "{kind:?}: {}", info.certs[0]);
+        assert_eq!(pem_body(&info.certs[0]), pem_body(&client_pem), "{kind:?}: not the client's certificate");
+        assert!(seen.controls.lock().unwrap()[0].is_some(), "{kind:?}: no SessionControl");
+        // Glacier2.AddConnectionContext: the verifier's call carries the connection's context.
+        let ctx = seen.contexts.lock().unwrap().pop().unwrap();
+        let entry = |k: &str| ctx.get(k).map(|v| v.to_string()).unwrap_or_default();
+        assert_eq!(entry("_con.type"), "ssl", "{kind:?}: {ctx:?}");
+        assert_eq!(entry("_con.remotePort"), info.remote_port.to_string(), "{kind:?}");
+        assert_eq!(entry("_con.localPort"), port.to_string(), "{kind:?}");
+        assert_eq!(entry("_con.cipher"), info.cipher.as_str(), "{kind:?}");
+        assert_eq!(entry("_con.peerCert"), info.certs[0].as_str(), "{kind:?}");
+        eprintln!("{kind:?}: cipher {}, {} certificate(s)", info.cipher, info.certs.len());
+        infos.push(info);
+        rt.block_on(c.destroy());
+    }
+    assert_eq!(infos[0].certs, infos[1].certs, "floe-router and glacier2router give different chains");
+}
+
+/// A floe client's communicator with the test CA and the client certificate.
+fn ssl_client() -> Communicator {
+    let props = Properties::new();
+    props.set("IceSSL.DefaultDir", &certs().display().to_string());
+    props.set("IceSSL.CAs", "ca.pem");
+    props.set("IceSSL.CertFile", "client.p12");
+    props.set("IceSSL.Password", "password");
+    Communicator::with_properties(props).unwrap()
+}
+
+/// The reason of a refused `createSessionFromSecureConnection`, or a panic.
+async fn denied_reason(router: &RouterPrx) -> String {
+    match router.create_session_from_secure_connection().await {
+        Err(CallError::User(RouterCreateSessionFromSecureConnectionError::PermissionDeniedException(e))) => {
+            e.reason.to_string()
+        }
+        other => panic!("expected PermissionDeniedException, got {other:?}"),
+    }
+}
+
+/// `createSessionFromSecureConnection` is refused without `Glacier2.SSLPermissionsVerifier`,
+/// over a connection that is not ssl (tcp, and wss too), and when the verifier says no (with its reason); it
+/// succeeds over ssl when the verifier says yes — with the same reasons from both routers.
+#[test]
+fn ssl_sessions_are_refused_as_glacier2_refuses_them() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (_adapter, seen, verifier, _, _) = services(&services_communicator).await;
+            let (ssl_port, tcp_port, wss_port, bare_port) = (free_port(), free_port(), free_port(), free_port());
+            let mut args = router_ssl_args(kind, "server.p12");
+            args.push(format!("--Glacier2.SSLPermissionsVerifier={verifier}"));
+            let _router = router_of(
+                kind,
+                &format!(
+                    "ssl -h 127.0.0.1 -p {ssl_port}:tcp -h 127.0.0.1 -p {tcp_port}:wss -h 127.0.0.1 -p {wss_port}"
+                ),
+                &args,
+            );
+            // glacier2router needs a permissions verifier to start at all.
+            let null = ["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+            let _bare = router_of(kind, &format!("tcp -h 127.0.0.1 -p {bare_port}"), &null);
+            eprintln!("{kind:?}: routers started");
+            let c = ssl_client();
+            let over = |proto: &str, port: u16| {
+                RouterPrx::from_object(
+                    c.string_to_proxy(&format!("Glacier2/router:{proto} -h 127.0.0.1 -p {port}")).unwrap(),
+                )
+            };
+            assert_eq!(
+                denied_reason(&over("tcp", bare_port)).await,
+                "no configured ssl permissions verifier",
+                "{kind:?}"
+            );
+            assert_eq!(denied_reason(&over("tcp", tcp_port)).await, "not ssl connection", "{kind:?}");
+            // wss is WebSocket over TLS, not an ssl connection to Glacier2.
+            assert_eq!(denied_reason(&over("wss", wss_port)).await, "not ssl connection", "{kind:?}");
+            assert!(seen.ssl_infos.lock().unwrap().is_empty(), "{kind:?}: the verifier was asked");
+            seen.refuse.store(true, Ordering::SeqCst);
+            let ssl = over("ssl", ssl_port);
+            assert_eq!(denied_reason(&ssl).await, "refused by the test", "{kind:?}");
+            seen.refuse.store(false, Ordering::SeqCst);
+            // No Glacier2.SSLSessionManager: a session without a session proxy.
+            assert!(ssl.create_session_from_secure_connection().await.unwrap().is_none(), "{kind:?}");
+            assert!(!ssl.get_category_for_client().await.unwrap().is_empty(), "{kind:?}");
+            match ssl.create_session_from_secure_connection().await {
+                Err(CallError::User(RouterCreateSessionFromSecureConnectionError::CannotCreateSessionException(_))) => {
+                }
+                other => panic!("{kind:?}: expected CannotCreateSessionException, got {other:?}"),
+            }
+            assert_eq!(seen.ssl_infos.lock().unwrap().len(), 2, "{kind:?}");
+            eprintln!("{kind:?}: refusals checked");
+            ssl.destroy_session().await.unwrap();
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
+    }
+}
+
+/// The `Glacier2::SessionControl` a session manager gets: the session timeout, the filter
+/// sets (categories, identities, adapter ids) that then decide which of the client's requests
+/// pass, and `destroy`, which destroys the session (and the manager's session), removes the
+/// control and filter objects, and closes the client's connection at its next request.
+#[test]
+fn session_control_filters_and_destroys_as_glacier2_does() {
+    let server_port = free_port();
+    let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {server_port}"), &[]);
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (_adapter, seen, _, manager, _) = services(&services_communicator).await;
+            let port = free_port();
+            let args = [
+                "--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string(),
+                format!("--Glacier2.SessionManager={manager}"),
+                "--Glacier2.SessionTimeout=30".into(),
+                "--Glacier2.AddConnectionContext=1".into(),
+            ];
+            let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+            let props = Properties::new();
+            props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+            let c = Communicator::with_properties(props).unwrap();
+            let router = RouterPrx::from_object(c.default_router().unwrap());
+            let session = router.create_session("alice", "x").await.unwrap();
+            assert_eq!(session.map(|s| s.ice_get_identity().name.to_string()).as_deref(), Some("session"));
+            assert_eq!(*seen.users.lock().unwrap(), ["alice"], "{kind:?}");
+            let control = seen.controls.lock().unwrap()[0].clone().expect("a SessionControl proxy");
+            assert_eq!(control.get_session_timeout().await.unwrap(), 30, "{kind:?}");
+            let categories = control.categories().await.unwrap().expect("categories");
+            let identities = control.identities().await.unwrap().expect("identities");
+            let adapter_ids = control.adapter_ids().await.unwrap().expect("adapter ids");
+            let tester = TesterPrx::from_object(
+                c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {server_port}")).unwrap(),
+            );
+            tester.ping().await.unwrap();
+            // Glacier2.AddConnectionContext: forwarded requests carry the connection's entries.
+            let ctx = tester.get_context().await.unwrap();
+            let local = router.ice_get_connection().await.unwrap().local_address().unwrap();
+            assert_eq!(ctx.get("_con.type").map(|v| v.as_str()), Some("tcp"), "{kind:?}: {ctx:?}");
+            assert_eq!(ctx.get("_con.localPort").map(|v| v.to_string()), Some(port.to_string()), "{kind:?}");
+            assert_eq!(ctx.get("_con.remotePort").map(|v| v.to_string()), Some(local.port().to_string()), "{kind:?}");
+
+            // A category filter without the tester's category refuses it…
+            categories.add(&["allowed".into(), "other".into(), "allowed".into()]).await.unwrap();
+            assert_eq!(categories.get().await.unwrap(), ["allowed", "other"], "{kind:?}");
+            assert!(matches!(tester.ping().await, Err(Error::ObjectNotExist { .. })), "{kind:?}");
+            // …until an identity filter lets it in,
+            identities.add(&[Identity::new("tester")]).await.unwrap();
+            assert_eq!(identities.get().await.unwrap(), [Identity::new("tester")], "{kind:?}");
+            tester.ping().await.unwrap();
+            identities.remove(&[Identity::new("tester")]).await.unwrap();
+            assert!(tester.ping().await.is_err(), "{kind:?}");
+            // and without any filter everything passes again.
+            categories.remove(&["allowed".into(), "other".into()]).await.unwrap();
+            assert!(categories.get().await.unwrap().is_empty(), "{kind:?}");
+            tester.ping().await.unwrap();
+            // The adapter-id filter concerns indirect proxies only.
+            adapter_ids.add(&["someadapter".into()]).await.unwrap();
+            assert_eq!(adapter_ids.get().await.unwrap(), ["someadapter"], "{kind:?}");
+            tester.ping().await.unwrap();
+
+            // destroy: the manager's session goes, the control and filter objects too, and the
+            // client's next request closes its connection.
+            let connection = router.ice_get_connection().await.unwrap();
+            control.destroy().await.unwrap();
+            eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            assert!(
+                matches!(control.get_session_timeout().await, Err(Error::ObjectNotExist { .. })),
+                "{kind:?}: the control outlived its session"
+            );
+            assert!(categories.get().await.is_err(), "{kind:?}: the category set outlived its session");
+            assert!(tester.ping().await.is_err(), "{kind:?}");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !connection.is_closed() {
+                assert!(Instant::now() < deadline, "{kind:?}: the client's connection stayed open");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
+    }
+}
+
+/// Without `Glacier2.Server.Endpoints` there is nowhere for a `SessionControl` to live: the
+/// session manager gets a null control, from either router.
+#[test]
+fn no_session_control_without_server_endpoints() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (_adapter, seen, _, manager, _) = services(&services_communicator).await;
+            let port = free_port();
+            let mut cmd = match kind {
+                RouterKind::Floe => Command::new(router_binary()),
+                RouterKind::Glacier2 => {
+                    let mut c = Command::new("glacier2router");
+                    c.arg("--Ice.PrintAdapterReady=1");
+                    c
+                }
+            };
+            cmd.arg(format!("--Glacier2.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"))
+                .arg("--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier")
+                .arg(format!("--Glacier2.SessionManager={manager}"))
+                .stderr(Stdio::null());
+            let marker = if kind == RouterKind::Floe { "floe-router ready" } else { "Glacier2.Client ready" };
+            let _router = start_until(cmd, marker);
+            let c = Communicator::new().unwrap();
+            let router = router_proxy(&c, port);
+            assert!(router.create_session("bob", "x").await.unwrap().is_some(), "{kind:?}");
+            assert_eq!(*seen.users.lock().unwrap(), ["bob"], "{kind:?}");
+            assert!(seen.controls.lock().unwrap()[0].is_none(), "{kind:?}: a control without server endpoints");
+            assert_eq!(router.get_category_for_client().await.unwrap(), "", "{kind:?}");
+            router.destroy_session().await.unwrap();
+            eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
+    }
 }

@@ -67,6 +67,8 @@ struct Shared {
     remote: Option<std::net::SocketAddr>,
     /// The peer's certificate chain (DER), for ssl and wss connections.
     peer_certificates: Vec<Vec<u8>>,
+    /// The negotiated TLS cipher suite, for ssl and wss connections.
+    cipher: Option<String>,
     /// The header fields of the WebSocket upgrade, for ws and wss connections.
     ws_headers: Vec<(String, String)>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
@@ -108,13 +110,19 @@ impl std::hash::Hash for Connection {
 }
 
 /// What a connection keeps of its transport: description, local and remote addresses, the
-/// peer's certificate chain and the WebSocket upgrade's header fields.
-type StreamInfo =
-    (String, Option<std::net::SocketAddr>, Option<std::net::SocketAddr>, Vec<Vec<u8>>, Vec<(String, String)>);
+/// peer's certificate chain, the TLS cipher suite and the WebSocket upgrade's header fields.
+type StreamInfo = (
+    String,
+    Option<std::net::SocketAddr>,
+    Option<std::net::SocketAddr>,
+    Vec<Vec<u8>>,
+    Option<String>,
+    Vec<(String, String)>,
+);
 
 impl Connection {
     fn new(stream: StreamInfo, write: WriteHalf, is_incoming: bool, config: Arc<ConnectionConfig>) -> Self {
-        let (description, local, remote, peer_certificates, ws_headers) = stream;
+        let (description, local, remote, peer_certificates, cipher, ws_headers) = stream;
         let conn = Connection {
             shared: Arc::new(Shared {
                 config,
@@ -129,6 +137,7 @@ impl Connection {
                 local,
                 remote,
                 peer_certificates,
+                cipher,
                 ws_headers,
                 reader: Mutex::new(None),
                 acm_slot: AtomicUsize::new(usize::MAX),
@@ -148,7 +157,8 @@ impl Connection {
         validate_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { mut read, write, description, local, remote, peer_certificates, headers } = stream;
+        let TransportStream { mut read, write, description, local, remote, peer_certificates, cipher, headers } =
+            stream;
         let mut header = [0u8; HEADER_SIZE];
         let read_validation = read.read_exact(&mut header);
         let res = match validate_timeout {
@@ -165,7 +175,8 @@ impl Connection {
                 h.message_type
             )));
         }
-        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, false, config);
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, cipher, headers), write, false, config);
         conn.start(read);
         net_log(&conn.shared.config, format_args!("established outgoing connection\n{}", conn.shared.description));
         Ok(conn)
@@ -184,10 +195,12 @@ impl Connection {
         admit: impl FnOnce(&Connection) -> bool,
     ) -> Result<Connection> {
         let config = config.into();
-        let TransportStream { read, mut write, description, local, remote, peer_certificates, headers } = stream;
+        let TransportStream { read, mut write, description, local, remote, peer_certificates, cipher, headers } =
+            stream;
         write.write_all(&VALIDATE_CONNECTION).await.map_err(Error::lost)?;
         write.flush().await.map_err(Error::lost)?;
-        let conn = Connection::new((description, local, remote, peer_certificates, headers), write, true, config);
+        let conn =
+            Connection::new((description, local, remote, peer_certificates, cipher, headers), write, true, config);
         conn.set_handler(Some(handler));
         if !admit(&conn) {
             conn.stop_dispatching();
@@ -210,9 +223,13 @@ impl Connection {
         handler: Option<Arc<dyn RequestHandler>>,
     ) -> Connection {
         let config = config.into();
-        let TransportStream { read, write, description, local, remote, peer_certificates, headers } = stream;
-        let conn =
-            Connection::new((description, local, remote, peer_certificates, headers), write, handler.is_some(), config);
+        let TransportStream { read, write, description, local, remote, peer_certificates, cipher, headers } = stream;
+        let conn = Connection::new(
+            (description, local, remote, peer_certificates, cipher, headers),
+            write,
+            handler.is_some(),
+            config,
+        );
         conn.set_handler(handler);
         conn.start(read);
         conn
@@ -250,6 +267,14 @@ impl Connection {
     /// client that sent no certificate.
     pub fn peer_certificates(&self) -> &[Vec<u8>] {
         &self.shared.peer_certificates
+    }
+
+    /// The TLS cipher suite negotiated on an ssl or wss connection, as rustls names it (for
+    /// example `TLS13_AES_256_GCM_SHA384`; Ice's `IceSSL::ConnectionInfo.cipher` gives
+    /// OpenSSL's name for the same suite). `None` for other transports, so it also tells
+    /// whether the connection is encrypted.
+    pub fn cipher(&self) -> Option<&str> {
+        self.shared.cipher.as_deref()
     }
 
     /// The header fields of the WebSocket upgrade of a ws or wss connection (names as sent):

@@ -34,6 +34,9 @@ pub struct TransportStream {
     /// The certificate chain the peer presented (DER, the peer's own certificate first);
     /// empty unless the transport is ssl or wss and the peer sent one.
     pub peer_certificates: Vec<Vec<u8>>,
+    /// The TLS cipher suite negotiated with the peer (rustls's name for it, such as
+    /// `TLS13_AES_256_GCM_SHA384`); `None` unless the transport is ssl or wss.
+    pub cipher: Option<String>,
     /// The header fields of a WebSocket upgrade (ws and wss): the client's request on the
     /// server side, the server's response on the client side. Empty for other transports.
     pub headers: Vec<(String, String)>,
@@ -51,6 +54,7 @@ impl TransportStream {
             local: None,
             remote: None,
             peer_certificates: Vec::new(),
+            cipher: None,
             headers: Vec::new(),
         }
     }
@@ -83,12 +87,15 @@ fn over<S: AsyncRead + AsyncWrite + Send + 'static>(
     io: S,
     local: Option<std::net::SocketAddr>,
     remote: Option<std::net::SocketAddr>,
-    peer_certificates: Vec<Vec<u8>>,
+    tls: Option<ssl::PeerInfo>,
 ) -> TransportStream {
     let mut t = TransportStream::from_io(io, tcp::describe(local, remote));
     t.local = local;
     t.remote = remote;
-    t.peer_certificates = peer_certificates;
+    if let Some(tls) = tls {
+        t.peer_certificates = tls.certificates;
+        t.cipher = Some(tls.cipher);
+    }
     t
 }
 
@@ -101,10 +108,10 @@ async fn client_tls(
     ctx: &ssl::SslContext,
     stream: tokio::net::TcpStream,
     host: &str,
-) -> crate::error::Result<(ClientTls, Vec<Vec<u8>>)> {
+) -> crate::error::Result<(ClientTls, ssl::PeerInfo)> {
     let s = ctx.connect(tcp::WatchedTcp::new(stream), host).await?;
-    let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
-    Ok((ssl::Watched::new(s), certs))
+    let info = ssl::PeerInfo::of(s.get_ref().1);
+    Ok((ssl::Watched::new(s), info))
 }
 
 /// Runs the client's side of `layers` over a connected TCP stream to `host:port`. With TLS,
@@ -123,13 +130,13 @@ pub async fn connect_layers(
         Layers::Ssl(ctx) => {
             let (s, certs) = client_tls(ctx, stream, host).await?;
             let failure = s.failure();
-            (over(s, local, remote, certs), Some(failure))
+            (over(s, local, remote, Some(certs)), Some(failure))
         }
         Layers::Ws(resource) => {
             let _ = stream.set_nodelay(true);
             let ws = ws::client_handshake(tcp::WatchedTcp::new(stream), &http_host, resource).await?;
             let headers = ws.headers().to_vec();
-            (with_headers(over(ws, local, remote, Vec::new()), headers), None)
+            (with_headers(over(ws, local, remote, None), headers), None)
         }
         Layers::Wss(ctx, resource) => {
             let (s, certs) = client_tls(ctx, stream, host).await?;
@@ -139,7 +146,7 @@ pub async fn connect_layers(
                 Err(e) => return Err(failure.get().map(|m| crate::error::Error::Security(m.clone())).unwrap_or(e)),
             };
             let headers = ws.headers().to_vec();
-            (with_headers(over(ws, local, remote, certs), headers), Some(failure))
+            (with_headers(over(ws, local, remote, Some(certs)), headers), Some(failure))
         }
     })
 }
@@ -153,22 +160,22 @@ pub async fn accept_layers(stream: tokio::net::TcpStream, layers: &Layers) -> cr
         Layers::Ssl(ctx) => {
             let _ = stream.set_nodelay(true);
             let s = ctx.accept(tcp::WatchedTcp::new(stream)).await?;
-            let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
-            over(s, local, remote, certs)
+            let info = ssl::PeerInfo::of(s.get_ref().1);
+            over(s, local, remote, Some(info))
         }
         Layers::Ws(_) => {
             let _ = stream.set_nodelay(true);
             let ws = ws::server_handshake(tcp::WatchedTcp::new(stream)).await?;
             let headers = ws.headers().to_vec();
-            with_headers(over(ws, local, remote, Vec::new()), headers)
+            with_headers(over(ws, local, remote, None), headers)
         }
         Layers::Wss(ctx, _) => {
             let _ = stream.set_nodelay(true);
             let s = ctx.accept(tcp::WatchedTcp::new(stream)).await?;
-            let certs = ssl::peer_chain(s.get_ref().1.peer_certificates());
+            let info = ssl::PeerInfo::of(s.get_ref().1);
             let ws = ws::server_handshake(s).await?;
             let headers = ws.headers().to_vec();
-            with_headers(over(ws, local, remote, certs), headers)
+            with_headers(over(ws, local, remote, Some(info)), headers)
         }
     })
 }

@@ -35,6 +35,7 @@ pub(crate) fn wrap(stream: TcpStream) -> TransportStream {
         local,
         remote,
         peer_certificates: Vec::new(),
+        cipher: None,
         headers: Vec::new(),
     }
 }

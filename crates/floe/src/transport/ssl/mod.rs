@@ -349,9 +349,31 @@ pub fn security_failure(e: &io::Error) -> Option<String> {
     }
 }
 
-/// The peer's certificate chain (DER) of an established TLS connection.
-pub fn peer_chain(certs: Option<&[CertificateDer<'static>]>) -> Vec<Vec<u8>> {
-    certs.map(|c| c.iter().map(|c| c.as_ref().to_vec()).collect()).unwrap_or_default()
+/// What an established TLS connection tells about its peer.
+#[derive(Debug, Clone, Default)]
+pub struct PeerInfo {
+    /// The peer's certificate chain (DER, the peer's own certificate first).
+    pub certificates: Vec<Vec<u8>>,
+    /// The negotiated cipher suite, as rustls names it.
+    pub cipher: String,
+}
+
+impl PeerInfo {
+    /// The peer's chain and the cipher suite of a TLS connection whose handshake is done.
+    pub fn of<C, D>(connection: &C) -> PeerInfo
+    where
+        C: std::ops::Deref<Target = rustls::ConnectionCommon<D>>,
+    {
+        let certificates = connection
+            .peer_certificates()
+            .map(|c: &[CertificateDer<'static>]| c.iter().map(|c| c.as_ref().to_vec()).collect())
+            .unwrap_or_default();
+        let cipher = connection
+            .negotiated_cipher_suite()
+            .map(|s| s.suite().as_str().map_or_else(|| format!("{:?}", s.suite()), str::to_string))
+            .unwrap_or_default();
+        PeerInfo { certificates, cipher }
+    }
 }
 
 /// A TLS client stream that records the first security failure it reads or writes: with TLS
