@@ -343,8 +343,8 @@ fn wait_for(seen: &Seen, want: usize, limit: Duration) -> usize {
     }
 }
 
-/// Measures one case on one service: (events/s, p99 latency in µs).
-fn run_case(c: &Communicator, service: &Running, case: Case, round: usize, quick: bool) -> Result<(f64, f64), String> {
+/// Measures one case on one service.
+fn run_case(c: &Communicator, service: &Running, case: Case, round: usize, quick: bool) -> Result<Measured, String> {
     let epoch = Instant::now();
     let seen = Arc::new(Seen::default());
     let topic_name = format!("bench-{}-r{round}", case.key());
@@ -384,7 +384,7 @@ fn publish(
     epoch: Instant,
     case: Case,
     quick: bool,
-) -> Result<(f64, f64), String> {
+) -> Result<Measured, String> {
     let endpoint = publisher.to_string();
     let port: u16 = endpoint
         .rsplit("-p ")
@@ -420,6 +420,7 @@ fn publish(
     let mut lat = std::mem::take(&mut *seen.latencies_ns.lock().expect("latencies"));
     lat.sort_unstable();
     let p99_us = lat.get(lat.len() * 99 / 100).copied().unwrap_or(0) as f64 / 1000.0;
+    let p50_us = lat.get(lat.len() / 2).copied().unwrap_or(0) as f64 / 1000.0;
 
     // Throughput: n events as fast as the publisher can write them.
     let n = events_per_burst(case, quick);
@@ -442,7 +443,14 @@ fn publish(
     if got < want {
         return Err(format!("{got} of {want} deliveries within 60 s"));
     }
-    Ok((n as f64 / elapsed, p99_us))
+    Ok(Measured { events_per_s: n as f64 / elapsed, p50_us, p99_us })
+}
+
+/// One case's figures on one service in one round.
+struct Measured {
+    events_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
 }
 
 /// The stage: `runs` rounds of every case on both services. Returns the series and notes.
@@ -479,14 +487,15 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
                 if round % 2 == 0 { services.iter().collect() } else { services.iter().rev().collect() };
             for (service, running) in order {
                 match run_case(&c, running, case, round, quick) {
-                    Ok((rate, p99)) => {
+                    Ok(Measured { events_per_s: rate, p50_us, p99_us: p99 }) => {
                         eprintln!(
-                            "[{:>4.0}s] round {} storm {:<10} {:<22} {:>9.0} events/s, p99 {:>7.1} µs",
+                            "[{:>4.0}s] round {} storm {:<10} {:<22} {:>9.0} events/s, p50 {:>7.1} µs, p99 {:>7.1} µs",
                             started.elapsed().as_secs_f64(),
                             round + 1,
                             service.name(),
                             case.label(),
                             rate,
+                            p50_us,
                             p99
                         );
                         match series.iter_mut().find(|s| s.service == *service && s.case == case) {
