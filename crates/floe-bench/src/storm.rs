@@ -7,7 +7,10 @@
 //! topic's publisher object, and each subscriber accepts the service's connection, counts the
 //! events, answers the twoway ones and timestamps what it receives (each event's parameters
 //! end with its send time). floe's client is used only to create the topics and subscribe.
-//! Neither service is favoured by the load generator: it does the same work for both.
+//! Neither service is favoured by the load generator: it does the same work for both. A raw
+//! relay (threads of this process copying each event to every subscriber's connection, with
+//! no middleware) runs the same cases: its figures are the caps, what any service could reach
+//! with this publisher and these subscribers on this machine.
 //!
 //! For 1, 3 and 10 subscribers, oneway and twoway subscriber proxies, and 16-byte and 1 kB
 //! events, each round measures, for each service (the order alternating between rounds):
@@ -43,6 +46,9 @@ const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 
 pub(crate) enum Service {
     Floe,
     IceStorm,
+    /// The baseline: a relay of this process that copies each event, as it arrives, to every
+    /// subscriber's connection, with no middleware at all.
+    Relay,
 }
 
 impl Service {
@@ -50,6 +56,7 @@ impl Service {
         match self {
             Service::Floe => "floe-storm",
             Service::IceStorm => "IceStorm",
+            Service::Relay => "raw relay",
         }
     }
 }
@@ -171,6 +178,7 @@ fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
             }
             c
         }
+        Service::Relay => return Err("the raw relay is no process".into()),
         Service::IceStorm => {
             let mut c = Command::new("icebox");
             c.arg("--IceBox.Service.IceStorm=IceStormService,37:createIceStorm")
@@ -184,10 +192,7 @@ fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
     cmd.arg(format!("--IceStorm.TopicManager.Endpoints=tcp -h 127.0.0.1 -p {manager_port}"))
         .arg(format!("--IceStorm.Publish.Endpoints=tcp -h 127.0.0.1 -p {publish_port}"))
         .arg(format!("--IceStorm.LMDB.Path={}", dir.display()));
-    let marker = match service {
-        Service::Floe => "floe-storm ready",
-        Service::IceStorm => "IceBox ready",
-    };
+    let marker = if service == Service::Floe { "floe-storm ready" } else { "IceBox ready" };
     start(cmd, marker, manager, service.name())
 }
 
@@ -331,6 +336,96 @@ impl Event {
     }
 }
 
+/// The raw relay of one case: accepts the publisher's connection and copies each complete
+/// message it reads, as it arrives, to every subscriber's connection (with request ids of its
+/// own for twoway subscribers, whose replies a thread per subscriber reads and drops). It does
+/// what any event service must do at the least, with no middleware: its figures are what a
+/// service could reach on this machine with the same publisher and subscribers.
+struct Relay {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(subscribers: &[Subscriber], twoway: bool) -> Result<Relay, String> {
+        let mut outs = Vec::new();
+        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        for sub in subscribers {
+            let mut s = TcpStream::connect(("127.0.0.1", sub.port)).map_err(|e| format!("relay: {e}"))?;
+            let _ = s.set_nodelay(true);
+            let mut v = [0u8; 14];
+            s.read_exact(&mut v).map_err(|e| format!("relay: {e}"))?;
+            let mut replies = s.try_clone().map_err(|e| e.to_string())?;
+            streams.lock().expect("streams").push(s.try_clone().map_err(|e| e.to_string())?);
+            std::thread::spawn(move || {
+                let mut sink = vec![0u8; 64 * 1024];
+                while replies.read(&mut sink).map(|n| n > 0).unwrap_or(false) {}
+            });
+            outs.push(s);
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stop2, streams2) = (stop.clone(), streams.clone());
+        std::thread::spawn(move || {
+            let Ok((mut publisher, _)) = listener.accept() else { return };
+            if stop2.load(Ordering::Relaxed) {
+                return;
+            }
+            if let Ok(clone) = publisher.try_clone() {
+                streams2.lock().expect("streams").push(clone);
+            }
+            let _ = publisher.set_nodelay(true);
+            if publisher.write_all(&VALIDATE).is_err() {
+                return;
+            }
+            let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+            let mut chunk = vec![0u8; 256 * 1024];
+            let mut next_id: i32 = 1;
+            loop {
+                let n = match publisher.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+                // The complete messages read so far.
+                let mut at = 0;
+                while buf.len() - at >= 14 {
+                    let size =
+                        i32::from_le_bytes([buf[at + 10], buf[at + 11], buf[at + 12], buf[at + 13]]).max(14) as usize;
+                    if buf.len() - at < size {
+                        break;
+                    }
+                    if twoway && buf[at + 8] == 0 && size >= 18 {
+                        buf[at + 14..at + 18].copy_from_slice(&next_id.to_le_bytes());
+                        next_id = next_id.checked_add(1).unwrap_or(1);
+                    }
+                    at += size;
+                }
+                for out in &mut outs {
+                    if out.write_all(&buf[..at]).is_err() {
+                        return;
+                    }
+                }
+                buf.drain(..at);
+            }
+        });
+        Ok(Relay { port, stop, streams })
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accepting thread if the publisher never came.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        for s in self.streams.lock().expect("streams").drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
 /// Waits until `seen` counts `want` deliveries or `limit` passes; returns the count.
 fn wait_for(seen: &Seen, want: usize, limit: Duration) -> usize {
     let deadline = Instant::now() + limit;
@@ -341,6 +436,19 @@ fn wait_for(seen: &Seen, want: usize, limit: Duration) -> usize {
         }
         std::thread::sleep(Duration::from_micros(500));
     }
+}
+
+/// Measures one case through the raw relay.
+fn run_relay_case(case: Case, quick: bool) -> Result<Measured, String> {
+    let epoch = Instant::now();
+    let seen = Arc::new(Seen::default());
+    let subscribers: Vec<Subscriber> =
+        (0..case.subscribers).map(|_| Subscriber::start(epoch, seen.clone())).collect::<Result<_, _>>()?;
+    let relay = Relay::start(&subscribers, case.twoway)?;
+    let outcome = publish(relay.port, &Identity::new("relay"), &seen, epoch, case, quick);
+    drop(relay);
+    drop(subscribers);
+    outcome
 }
 
 /// Measures one case on one service.
@@ -365,7 +473,14 @@ fn run_case(c: &Communicator, service: &Running, case: Case, round: usize, quick
         let publisher = topic.get_publisher().await.map_err(|x| e("getPublisher", &x))?.ok_or("no publisher")?;
         Ok::<_, String>((topic, publisher))
     })?;
-    let outcome = publish(&publisher, &seen, epoch, case, quick);
+    let endpoint = publisher.to_string();
+    let port: u16 = endpoint
+        .rsplit("-p ")
+        .next()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("no port in the publisher proxy {endpoint:?}"))?;
+    let outcome = publish(port, publisher.ice_get_identity(), &seen, epoch, case, quick);
     let _ = c.block_on(topic.destroy());
     drop(subscribers);
     outcome
@@ -379,24 +494,18 @@ fn events_per_burst(case: Case, quick: bool) -> usize {
 
 /// The publisher's part of a case (see the module doc).
 fn publish(
-    publisher: &floe::ObjectPrx,
+    port: u16,
+    publisher: &Identity,
     seen: &Seen,
     epoch: Instant,
     case: Case,
     quick: bool,
 ) -> Result<Measured, String> {
-    let endpoint = publisher.to_string();
-    let port: u16 = endpoint
-        .rsplit("-p ")
-        .next()
-        .and_then(|t| t.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .ok_or_else(|| format!("no port in the publisher proxy {endpoint:?}"))?;
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     let _ = s.set_nodelay(true);
     let mut v = [0u8; 14];
     s.read_exact(&mut v).map_err(|e| format!("publisher connection: {e}"))?;
-    let mut event = Event::new(epoch, case.size, publisher.ice_get_identity());
+    let mut event = Event::new(epoch, case.size, publisher);
 
     // Latency at 1,000 events/s.
     let paced = if quick { 500 } else { 1000 };
@@ -458,7 +567,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     let mut notes = Vec::new();
     let mut series: Vec<Series> = Vec::new();
     let dir = std::env::temp_dir().join(format!("floe-bench-storm-{}", std::process::id()));
-    let mut services = Vec::new();
+    let mut services: Vec<(Service, Option<Running>)> = vec![(Service::Relay, None)];
     for service in [Service::Floe, Service::IceStorm] {
         let d = dir.join(service.name());
         let _ = std::fs::remove_dir_all(&d);
@@ -467,7 +576,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
             continue;
         }
         match start_service(service, &d) {
-            Ok(r) => services.push((service, r)),
+            Ok(r) => services.push((service, Some(r))),
             Err(e) => notes.push(format!("{} skipped: {e}", service.name())),
         }
     }
@@ -483,10 +592,14 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
         for case in cases() {
             // The order alternates between rounds, so that neither service always runs
             // right after the other's load.
-            let order: Vec<&(Service, Running)> =
+            let order: Vec<&(Service, Option<Running>)> =
                 if round % 2 == 0 { services.iter().collect() } else { services.iter().rev().collect() };
             for (service, running) in order {
-                match run_case(&c, running, case, round, quick) {
+                let outcome = match running {
+                    Some(running) => run_case(&c, running, case, round, quick),
+                    None => run_relay_case(case, quick),
+                };
+                match outcome {
                     Ok(Measured { events_per_s: rate, p50_us, p99_us: p99 }) => {
                         eprintln!(
                             "[{:>4.0}s] round {} storm {:<10} {:<22} {:>9.0} events/s, p50 {:>7.1} µs, p99 {:>7.1} µs",
@@ -550,33 +663,38 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     let rounds = series.iter().map(|s| s.events_per_s.len()).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "storm: one raw-protocol publisher → raw-protocol subscribers through floe-storm and IceStorm \
+        "storm: one raw-protocol publisher → raw-protocol subscribers through floe-storm, IceStorm and a raw relay \
          ({} deliveries as fast as possible for events/s; 1,000 events/s for {} s for p99 delivery latency), \
          medians of {rounds} of {runs} round(s)\n",
         if quick { "20,000" } else { "60,000" },
         if quick { "0.5" } else { "1" }
     );
+    // The caps: what the raw relay reaches against IceStorm. Where a cap is below a target
+    // ratio (or above, for latency), the publisher's and subscribers' own time on this machine
+    // make the target unreachable for any service.
     s.push_str(
-        "| subscribers, mode, event size | floe-storm events/s | IceStorm events/s | floe-storm / IceStorm | floe-storm p99 (µs) | IceStorm p99 (µs) | p99 floe-storm / IceStorm |\n",
+        "| subscribers, mode, event size | floe-storm events/s | IceStorm events/s | raw relay events/s | floe-storm / IceStorm | cap (relay / IceStorm) | floe-storm p99 (µs) | IceStorm p99 (µs) | raw relay p99 (µs) | p99 floe-storm / IceStorm | p99 cap (relay / IceStorm) |\n",
     );
-    s.push_str("|---|---|---|---|---|---|---|\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for case in cases() {
-        let f = get(series, Service::Floe, case);
-        let i = get(series, Service::IceStorm, case);
-        let fr = f.and_then(|s| median(&s.events_per_s));
-        let ir = i.and_then(|s| median(&s.events_per_s));
-        let fl = f.and_then(|s| median(&s.p99_us));
-        let il = i.and_then(|s| median(&s.p99_us));
+        let rate = |service| get(series, service, case).and_then(|s| median(&s.events_per_s));
+        let p99 = |service| get(series, service, case).and_then(|s| median(&s.p99_us));
+        let (fr, ir, rr) = (rate(Service::Floe), rate(Service::IceStorm), rate(Service::Relay));
+        let (fl, il, rl) = (p99(Service::Floe), p99(Service::IceStorm), p99(Service::Relay));
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             case.label(),
             cell(fr),
             cell(ir),
+            cell(rr),
             ratio(fr, ir),
+            ratio(rr, ir),
             cell(fl),
             cell(il),
-            ratio(fl, il)
+            cell(rl),
+            ratio(fl, il),
+            ratio(rl, il)
         );
     }
     for n in notes {
@@ -619,12 +737,19 @@ mod tests {
             },
             Series { service: Service::IceStorm, case, events_per_s: vec![50_000.0], p99_us: vec![200.0] },
         ];
+        let mut series = series;
+        series.push(Series { service: Service::Relay, case, events_per_s: vec![400_000.0], p99_us: vec![40.0] });
         let t = table(&series, false, 3, &["a note".into()]);
-        assert!(t.contains("| 3 sub, twoway, 1 kB | 200.0k | 50.0k | 4.00 | 50.0 | 200 | 0.25 |"), "{t}");
+        assert!(
+            t.contains(
+                "| 3 sub, twoway, 1 kB | 200.0k | 50.0k | 400.0k | 4.00 | 8.00 | 50.0 | 200 | 40.0 | 0.25 | 0.20 |"
+            ),
+            "{t}"
+        );
         assert_eq!(t.lines().filter(|l| l.starts_with("| ") && l.contains(" sub, ")).count(), 12, "{t}");
         assert!(t.contains("note: a note"));
         let json = json_records(&series);
-        assert_eq!(json.len(), 4);
+        assert_eq!(json.len(), 6);
         assert!(json[0].contains("\"test\": \"storm/3-twoway-1024/events\"") && json[0].contains("200000.000"));
     }
 

@@ -136,7 +136,7 @@ fn describe(d: &Definition) -> Vec<String> {
         }
         DefKind::Sequence { elem } => v.push(format!("sequence<{}>", ty(elem))),
         DefKind::Dictionary { key, value } => v.push(format!("dictionary<{}, {}>", ty(key), ty(value))),
-        DefKind::Const { ty: t, value } => v.push(format!("const {} = {value:?}", ty(t))),
+        DefKind::Const { ty: t, value, .. } => v.push(format!("const {} = {value:?}", ty(t))),
     }
     v
 }
