@@ -1,9 +1,10 @@
 //! floe-storm (crates/floe-storm) between real programs, and the same checks against ZeroC's
 //! IceStorm (the Debian service run by icebox) so that the tests hold floe-storm to the
-//! reference: Ice's Python publishers and subscribers in every mode, floe's own publishers and
-//! subscribers, the topic manager's and topics' exceptions, links and their costs,
-//! icestormadmin, slow, hung and dead subscribers, a restart on the same data directory, and
-//! garbage on both endpoints.
+//! reference: Ice's Python publishers and subscribers in every mode, Ice's C++ publishers and
+//! subscribers (cpp/StormClient.cpp) in every mode and mixed with Python and floe peers, floe's
+//! own publishers and subscribers, the topic manager's and topics' exceptions, links and their
+//! costs, icestormadmin, slow, hung and dead subscribers, a restart on the same data directory,
+//! and garbage on both endpoints.
 
 mod common;
 
@@ -237,6 +238,186 @@ fn ice_python_peers_through_floe_storm_in_every_mode() {
 fn ice_python_peers_through_icestorm_in_every_mode() {
     let storm = icestorm("python", &[]);
     python_peers(&storm, "python", &["oneway", "twoway", "ordered", "batch", "datagram"], 600);
+}
+
+// ---- Ice's C++ peers
+
+/// Ice's C++ publisher and subscriber (`cpp/StormClient.cpp`), built once per test process.
+fn cpp_storm_client() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp-storm-client");
+            let status = Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(root().join("cpp"))
+                .arg(format!("OUT={}", out.display()))
+                .arg("storm-client")
+                .status()
+                .expect("make runs");
+            assert!(status.success(), "building the C++ IceStorm client failed");
+            out.join("storm-client")
+        })
+        .clone()
+}
+
+/// The payload of tick `seq` that the C++ peers send and check: byte i is (seq + i) mod 256.
+fn cpp_payload(seq: i32, size: usize) -> Vec<u8> {
+    (0..size).map(|i| (seq as usize).wrapping_add(i) as u8).collect()
+}
+
+/// A C++ subscriber (`proxy`: oneway, twoway or batch, with `qos` as key=value) to `topic`
+/// expecting `count` ticks of `size` bytes, started and subscribed.
+fn cpp_subscriber(service: &Service, topic: &str, proxy: &str, qos: &[&str], count: usize, size: usize) -> Peer {
+    let mut cmd = Command::new(cpp_storm_client());
+    cmd.args(["subscribe", "--manager", &service.manager, "--topic", topic, "--proxy", proxy])
+        .args(["--expect", &count.to_string(), "--size", &size.to_string(), "--timeout", "20"])
+        .stderr(Stdio::inherit());
+    for q in qos {
+        cmd.args(["--qos", q]);
+    }
+    start_until_keep(cmd, "subscriber ready")
+}
+
+/// Runs the C++ publisher: `count` ticks of `size` bytes to `topic`, sent `mode` (oneway,
+/// twoway or batch, flushed every 100); returns how long it took.
+fn cpp_publish(service: &Service, topic: &str, mode: &str, count: usize, size: usize) -> Duration {
+    let started = Instant::now();
+    let mut cmd = Command::new(cpp_storm_client());
+    cmd.args(["publish", "--manager", &service.manager, "--topic", topic, "--mode", mode])
+        .args(["--count", &count.to_string(), "--size", &size.to_string(), "--flush-every", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains(&format!("published {count}")),
+        "{:?} C++ publisher ({mode}) failed: {} {}",
+        service.kind,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    started.elapsed()
+}
+
+/// The C++ subscribers of every kind: oneway, twoway, twoway with ordered reliability, and
+/// batch oneway.
+const CPP_SUBSCRIBERS: [(&str, &str, &[&str]); 4] = [
+    ("oneway", "oneway", &[]),
+    ("twoway", "twoway", &[]),
+    ("ordered", "twoway", &["reliability=ordered"]),
+    ("batch", "batch", &[]),
+];
+
+/// For each publishing mode (oneway, batched, twoway), a C++ publisher sends 2,000 ticks of
+/// 100 bytes to a topic with C++ subscribers of every kind, and each of them gets every tick
+/// exactly once, in order, with its payload.
+fn cpp_peers(service: &Service) {
+    let (count, size) = (2000, 100);
+    cpp_storm_client(); // built before the clock starts
+    for mode in ["oneway", "batch", "twoway"] {
+        let topic = format!("cpp-{mode}");
+        let started = Instant::now();
+        let subscribers: Vec<(&str, Peer)> = CPP_SUBSCRIBERS
+            .iter()
+            .map(|(name, proxy, qos)| (*name, cpp_subscriber(service, &topic, proxy, qos, count, size)))
+            .collect();
+        let sent = cpp_publish(service, &topic, mode, count, size);
+        for (name, sub) in subscribers {
+            let text = sub.finish(Duration::from_secs(25));
+            assert!(
+                text.contains(&format!("received {count} in order")),
+                "{:?}: C++ {mode} publisher to the C++ {name} subscriber: {text}",
+                service.kind
+            );
+        }
+        eprintln!(
+            "{:?}: C++ {mode} publisher, {count} ticks sent in {sent:?}, all 4 C++ subscribers done in {:?}",
+            service.kind,
+            started.elapsed()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}: {mode} round took {:?}",
+            service.kind,
+            started.elapsed()
+        );
+    }
+}
+
+/// Mixed peers: a C++ publisher to a Python subscriber, and a floe publisher to C++
+/// subscribers (twoway ordered, and oneway).
+fn mixed_cpp_peers(service: &Service) {
+    let (count, size) = (1000, 100);
+    let started = Instant::now();
+    cpp_storm_client();
+    // C++ publisher → Ice Python subscriber.
+    let mut cmd = python_peer(&[
+        "subscribe",
+        "--manager",
+        &service.manager,
+        "--topic",
+        "cpp-to-python",
+        "--mode",
+        "twoway",
+        "--expect",
+        &count.to_string(),
+        "--size",
+        &size.to_string(),
+    ]);
+    cmd.stderr(Stdio::inherit());
+    let python = start_until_keep(cmd, "subscriber ready");
+    cpp_publish(service, "cpp-to-python", "oneway", count, size);
+    let text = python.finish(Duration::from_secs(25));
+    assert!(text.contains(&format!("received {count} in order")), "{:?}: C++ → Python: {text}", service.kind);
+
+    // floe publisher → C++ subscribers.
+    let ordered = cpp_subscriber(service, "floe-to-cpp", "twoway", &["reliability=ordered"], count, size);
+    let oneway = cpp_subscriber(service, "floe-to-cpp", "oneway", &[], count, size);
+    let c = Communicator::new().unwrap();
+    c.block_on(async {
+        let topic = manager(&c, service).retrieve("floe-to-cpp").await.unwrap().unwrap();
+        let publisher = topic.get_publisher().await.unwrap().unwrap();
+        let (oneway, batch) = (publisher.ice_oneway(), publisher.ice_batch_oneway());
+        for seq in 0..count as i32 {
+            let p = if seq % 2 == 0 { &oneway } else { &batch };
+            tick(p, seq, &cpp_payload(seq, size), None).await.unwrap();
+            if seq % 2 == 1 {
+                // A batched tick is flushed before the next oneway one, so they stay in order.
+                batch.ice_flush_batch_requests().await.unwrap();
+            }
+        }
+    });
+    c.destroy_blocking();
+    for (name, sub) in [("ordered", ordered), ("oneway", oneway)] {
+        let text = sub.finish(Duration::from_secs(25));
+        assert!(text.contains(&format!("received {count} in order")), "{:?}: floe → C++ {name}: {text}", service.kind);
+    }
+    eprintln!("{:?}: mixed C++, Python and floe peers done in {:?}", service.kind, started.elapsed());
+}
+
+#[test]
+fn ice_cpp_peers_through_floe_storm() {
+    let storm = floe_storm("cpp", &[]);
+    cpp_peers(&storm);
+}
+
+#[test]
+fn ice_cpp_peers_through_icestorm() {
+    let storm = icestorm("cpp", &[]);
+    cpp_peers(&storm);
+}
+
+#[test]
+fn ice_cpp_python_and_floe_peers_through_floe_storm() {
+    let storm = floe_storm("cpp-mixed", &[]);
+    mixed_cpp_peers(&storm);
+}
+
+#[test]
+fn ice_cpp_python_and_floe_peers_through_icestorm() {
+    let storm = icestorm("cpp-mixed", &[]);
+    mixed_cpp_peers(&storm);
 }
 
 // ---- floe's own peers
