@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use floe::admin::slice::ice::PropertyDict;
-use floe::{Communicator, Current, Identity, Properties};
+use floe::{Communicator, Current, Identity, Properties, Proxy};
 use floe_conformance::generated::thread::test::*;
 use floe_conformance::TestServer;
 
@@ -120,9 +120,20 @@ impl RemoteCommunicatorFactory for FactoryI {
         }
         let counts = Arc::new(Counts::default());
         let communicator = hooked_communicator(properties, counts.clone()).await?;
-        let oa = communicator.create_object_adapter_with_endpoints("TestIntfAdapter", "tcp -h 127.0.0.1")?;
-        let object = TestIntfPrx::from_object(oa.add_with_uuid(TestIntfServer::new(TestIntfI)));
-        oa.activate().await?;
+        // The adapter is made and activated on the new communicator's runtime: an adapter's
+        // accept loop, and so its connections and dispatches, run on the runtime that
+        // activates it, and `sleep` must run on the blocking pool whose threads are counted.
+        let c = communicator.clone();
+        let object = communicator
+            .runtime_handle()
+            .spawn(async move {
+                let oa = c.create_object_adapter_with_endpoints("TestIntfAdapter", "tcp -h 127.0.0.1")?;
+                let object = TestIntfPrx::from_object(oa.add_with_uuid(TestIntfServer::new(TestIntfI)));
+                oa.activate().await?;
+                Ok::<_, floe::Error>(object)
+            })
+            .await
+            .map_err(|e| floe::Error::Initialization(format!("cannot activate the adapter: {e}")))??;
         let adapter = current.adapter().ok_or_else(|| floe::Error::Adapter("no adapter".into()))?;
         let servant = RemoteCommunicatorServer::new(RemoteCommunicatorI { communicator, counts, object });
         Ok(Some(RemoteCommunicatorPrx::from_object(adapter.add_with_uuid(servant))))
