@@ -39,6 +39,7 @@ const SUITES: &[(&str, &[&str])] = &[
     ("custom", &[]),
     ("admin", &["Ice/BuiltinSequences.ice", "Ice/PropertiesAdmin.ice"]),
     ("checksum", &["./STypes.ice", "Ice/SliceChecksumDict.ice"]),
+    ("thread", &["Ice/PropertiesAdmin.ice"]),
 ];
 /// Suites whose server is generated from the C++ client's Test.ice, a superset of the Python
 /// client's.

@@ -15,7 +15,7 @@ use crate::connection::Connection;
 use crate::dispatch::Dispatcher;
 use crate::encoding::{Context, Decoder, EndpointData, Identity, ProxyData};
 use crate::error::{Error, Result};
-use crate::instance::{connection_config, Instance};
+use crate::instance::{connection_config, Instance, ThreadHooks};
 use crate::properties::Properties;
 use crate::proxy::ObjectPrx;
 use crate::reference::{ParseDefaults, Reference};
@@ -40,6 +40,11 @@ impl PartialEq for Communicator {
 }
 
 impl Communicator {
+    /// A [`CommunicatorBuilder`], for what the constructors below do not set: thread hooks.
+    pub fn builder() -> CommunicatorBuilder {
+        CommunicatorBuilder::default()
+    }
+
     /// A communicator configured from command-line arguments (`--Ice.X=Y`, `--Ice.Config=F`);
     /// returns it with the arguments it did not use.
     pub fn from_args<I, S>(args: I) -> Result<(Communicator, Vec<String>)>
@@ -87,7 +92,15 @@ impl Communicator {
     }
 
     fn make(properties: Properties, sink: Option<Arc<dyn LogSink>>) -> Result<Communicator> {
-        let instance = Instance::new(properties)?;
+        Communicator::make_with(properties, sink, None)
+    }
+
+    fn make_with(
+        properties: Properties,
+        sink: Option<Arc<dyn LogSink>>,
+        hooks: Option<ThreadHooks>,
+    ) -> Result<Communicator> {
+        let instance = Instance::new(properties, hooks)?;
         crate::admin::init(&instance, sink)?;
         Ok(Communicator { instance })
     }
@@ -236,9 +249,17 @@ impl Communicator {
     }
 
     /// Shuts down, deactivates the adapters and closes every client connection gracefully.
+    ///
+    /// A communicator built with [`thread_hooks`](CommunicatorBuilder::thread_hooks) that
+    /// runs its own runtime also stops that runtime and waits (up to ten seconds for blocking
+    /// work still running) for its threads to end, so that every thread's stop hook has run
+    /// when this returns, as with Ice's thread pools. Called on one of that runtime's own
+    /// threads (from a servant of this communicator), it cannot wait for them: it returns
+    /// and the task that called it ends at its next `await`, the runtime being shut down.
     pub async fn destroy(&self) {
         self.instance.destroy().await;
         crate::admin::destroyed(&self.instance);
+        self.instance.stop_runtime().await;
     }
 
     /// The proxy of the `Ice.Admin` object (Ice's `getAdmin`), created now if it is enabled
@@ -298,6 +319,82 @@ impl Communicator {
     /// `destroy` from synchronous code.
     pub fn destroy_blocking(&self) {
         self.block_on(self.destroy());
+    }
+}
+
+/// Builds a [`Communicator`] (Ice's `InitializationData`): properties, a log sink and
+/// thread hooks.
+///
+/// ```no_run
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// let started = Arc::new(AtomicUsize::new(0));
+/// let stopped = Arc::new(AtomicUsize::new(0));
+/// let (s, t) = (started.clone(), stopped.clone());
+/// let communicator = floe::Communicator::builder()
+///     .properties(floe::Properties::new())
+///     .thread_hooks(
+///         move || {
+///             s.fetch_add(1, Ordering::SeqCst);
+///         },
+///         move || {
+///             t.fetch_add(1, Ordering::SeqCst);
+///         },
+///     )
+///     .build()?;
+/// communicator.destroy_blocking();
+/// assert_eq!(started.load(Ordering::SeqCst), stopped.load(Ordering::SeqCst));
+/// # Ok::<(), floe::Error>(())
+/// ```
+#[derive(Default)]
+pub struct CommunicatorBuilder {
+    properties: Properties,
+    sink: Option<Arc<dyn LogSink>>,
+    hooks: Option<ThreadHooks>,
+}
+
+impl std::fmt::Debug for CommunicatorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommunicatorBuilder").finish_non_exhaustive()
+    }
+}
+
+impl CommunicatorBuilder {
+    /// The properties (default: none set).
+    pub fn properties(mut self, properties: Properties) -> Self {
+        self.properties = properties;
+        self
+    }
+
+    /// The sink the communicator's [`Logger`] writes to (Ice's `InitializationData.logger`),
+    /// rather than `tracing`.
+    pub fn logger(mut self, sink: Arc<dyn LogSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Thread hooks (Ice's `InitializationData` thread notification): `start` runs first
+    /// thing on every thread the communicator's own runtime starts, `stop` last thing on it.
+    /// Those threads are the runtime's workers (or the one thread of a one-thread runtime)
+    /// and the threads of its blocking pool (`tokio::task::spawn_blocking`), started on
+    /// demand. [`Communicator::destroy`] then stops the runtime and waits for its threads, so
+    /// that each start has had its stop when it returns.
+    ///
+    /// A communicator made inside a tokio runtime uses that runtime and has no threads of its
+    /// own: its hooks never run.
+    pub fn thread_hooks(
+        mut self,
+        start: impl Fn() + Send + Sync + 'static,
+        stop: impl Fn() + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks = Some(ThreadHooks { start: Arc::new(start), stop: Arc::new(stop) });
+        self
+    }
+
+    /// The communicator, as [`Communicator::with_properties`] makes it.
+    pub fn build(self) -> Result<Communicator> {
+        Communicator::make_with(self.properties, self.sink, self.hooks)
     }
 }
 

@@ -41,6 +41,9 @@ struct Inner {
     properties: Properties,
     /// The runtime this instance started (none when it was made inside one).
     runtime: Mutex<Option<OwnedRuntime>>,
+    /// The thread hooks it was made with: when set, destroying stops the runtime above and
+    /// waits for its threads.
+    hooks: Option<ThreadHooks>,
     handle: tokio::runtime::Handle,
     defaults: ParseDefaults,
     client_config: Arc<ConnectionConfig>,
@@ -87,57 +90,129 @@ impl Drop for Inner {
         // A single-thread runtime stops when its `stop` sender is dropped with the rest: its
         // thread leaves `block_on` and drops the runtime itself (this may run on that very
         // thread, so it is not joined).
-        if let Some(OwnedRuntime::Workers(rt)) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
+        if let Some(OwnedRuntime::Workers { rt, .. }) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
             rt.shutdown_background();
         }
     }
 }
 
+/// Callbacks run on every thread an instance's own runtime starts (`start`, first thing on
+/// the new thread) and stops (`stop`, last thing on it): Ice's `InitializationData` thread
+/// notification.
+#[derive(Clone)]
+pub(crate) struct ThreadHooks {
+    pub(crate) start: Arc<dyn Fn() + Send + Sync>,
+    pub(crate) stop: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// How long destroying waits for the threads of the instance's own runtime (the blocking
+/// work still running on them) before it gives up on them.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// The numbers of the runtimes instances start, to tell their threads apart.
+static NEXT_RUNTIME: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    /// The number of the instance runtime this thread belongs to (0: none).
+    static RUNTIME_OF_THREAD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// A runtime the instance started itself (none when it was made inside a runtime).
 enum OwnedRuntime {
     /// tokio's multi-thread scheduler, for two worker threads or more.
-    Workers(tokio::runtime::Runtime),
+    Workers { rt: tokio::runtime::Runtime, id: u64 },
     /// tokio's current-thread scheduler driven by a thread of its own, for
     /// `Floe.Runtime.Threads=1`: the same work as a one-worker multi-thread runtime with less
     /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). Dropping `_stop` ends the
     /// thread's `block_on`, after which the thread drops the runtime.
-    Single { _stop: tokio::sync::oneshot::Sender<()> },
+    Single { stop: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()>, id: u64 },
 }
 
 impl OwnedRuntime {
     /// Starts a runtime with `threads` worker threads, and returns it with its handle. A
     /// single-thread runtime busy-polls for up to `busy_poll` before it sleeps
-    /// ([`crate::transport::busy_poll`]; zero: never).
-    fn start(threads: usize, busy_poll: Duration) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
+    /// ([`crate::transport::busy_poll`]; zero: never). `hooks` run on each of its threads.
+    fn start(
+        threads: usize,
+        busy_poll: Duration,
+        hooks: Option<&ThreadHooks>,
+    ) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
         let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
+        let id = NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed);
+        let on_start = move |hooks: Option<&ThreadHooks>| {
+            RUNTIME_OF_THREAD.with(|r| r.set(id));
+            if let Some(h) = hooks {
+                (h.start)();
+            }
+        };
+        // Worker and blocking-pool threads (tokio starts and stops both).
+        let install = |builder: &mut tokio::runtime::Builder| {
+            let start_hooks = hooks.cloned();
+            builder.on_thread_start(move || on_start(start_hooks.as_ref()));
+            if let Some(h) = hooks {
+                let stop = h.stop.clone();
+                builder.on_thread_stop(move || stop());
+            }
+        };
         if threads > 1 {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .thread_name("floe")
-                .enable_all()
-                .build()
-                .map_err(cannot)?;
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(threads).thread_name("floe").enable_all();
+            install(&mut builder);
+            let rt = builder.build().map_err(cannot)?;
             let handle = rt.handle().clone();
-            return Ok((OwnedRuntime::Workers(rt), handle));
+            return Ok((OwnedRuntime::Workers { rt, id }, handle));
         }
         let mut builder = tokio::runtime::Builder::new_current_thread();
         if !busy_poll.is_zero() {
             crate::transport::busy_poll::install(&mut builder, busy_poll);
         }
+        install(&mut builder);
         let rt = builder.enable_all().build().map_err(cannot)?;
         let handle = rt.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
+        let thread_hooks = hooks.cloned();
+        let thread = std::thread::Builder::new()
             .name("floe".into())
             .spawn(move || {
+                on_start(thread_hooks.as_ref());
                 // Nothing is ever sent: the sender's drop ends the wait.
                 rt.block_on(async move {
                     let _ = stopped.await;
                 });
-                rt.shutdown_background();
+                // Outside `block_on` this thread may wait for the blocking pool.
+                rt.shutdown_timeout(SHUTDOWN_WAIT);
+                if let Some(h) = thread_hooks {
+                    (h.stop)();
+                }
             })
             .map_err(cannot)?;
-        Ok((OwnedRuntime::Single { _stop: stop }, handle))
+        Ok((OwnedRuntime::Single { stop, thread, id }, handle))
+    }
+
+    /// Stops the runtime; `wait` is called (on a thread of its own) once its threads have
+    /// ended, or once [`SHUTDOWN_WAIT`] has passed for the blocking ones. True when the
+    /// calling thread is one of the runtime's own, which cannot end before it returns.
+    fn stop(self, wait: impl FnOnce() + Send + 'static) -> bool {
+        let own_id = match &self {
+            OwnedRuntime::Workers { id, .. } | OwnedRuntime::Single { id, .. } => *id,
+        };
+        let on_own_thread = RUNTIME_OF_THREAD.with(|r| r.get()) == own_id;
+        // Shutting a runtime down blocks, which tokio forbids on its threads and in async
+        // code: a plain thread does it.
+        let stopper = move || {
+            match self {
+                OwnedRuntime::Workers { rt, .. } => rt.shutdown_timeout(SHUTDOWN_WAIT),
+                OwnedRuntime::Single { stop, thread, .. } => {
+                    drop(stop);
+                    let _ = thread.join();
+                }
+            }
+            wait();
+        };
+        if let Err(e) = std::thread::Builder::new().name("floe-stop".into()).spawn(stopper) {
+            tracing::warn!(target: "floe::communicator", "cannot stop the runtime: {e}");
+        }
+        on_own_thread
     }
 }
 
@@ -284,7 +359,7 @@ impl Instance {
     /// otherwise it starts its own (`Floe.Runtime.Threads` workers, default: the size of Ice's
     /// thread pools when they are given, else one: a current-thread runtime on a thread of
     /// its own).
-    pub(crate) fn new(properties: Properties) -> Result<Instance> {
+    pub(crate) fn new(properties: Properties, hooks: Option<ThreadHooks>) -> Result<Instance> {
         let (runtime, handle) = match tokio::runtime::Handle::try_current() {
             Ok(h) => (None, h),
             Err(_) => {
@@ -301,7 +376,7 @@ impl Instance {
                 let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
                 let default_spin = crate::transport::busy_poll::DEFAULT_BUDGET.as_micros() as i64;
                 let spin = properties.get_int("Floe.Runtime.BusyPoll", default_spin)?.clamp(0, 1_000_000) as u64;
-                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin))?;
+                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin), hooks.as_ref())?;
                 (Some(rt), h)
             }
         };
@@ -329,6 +404,7 @@ impl Instance {
             override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
             properties,
             runtime: Mutex::new(runtime),
+            hooks,
             handle,
             defaults,
             client_config: Arc::new(client_config),
@@ -626,6 +702,26 @@ impl Instance {
         }
         let open = self.0.connections.take_all();
         futures_util::future::join_all(open.iter().map(|c| c.close())).await;
+    }
+
+    /// With thread hooks, after [`destroy`](Self::destroy): stops the instance's own runtime
+    /// (if any) and waits for its threads to end, so that each thread's stop hook has run
+    /// when this returns; it cannot wait when called on one of those threads (their stop
+    /// hooks run when they end, soon after). Without thread hooks the runtime stops when the
+    /// last handle on the instance is dropped, as before.
+    pub(crate) async fn stop_runtime(&self) {
+        if self.0.hooks.is_none() {
+            return;
+        }
+        let Some(rt) = self.0.runtime.lock().expect("runtime").take() else {
+            return;
+        };
+        let (done, stopped) = tokio::sync::oneshot::channel::<()>();
+        if !rt.stop(move || {
+            let _ = done.send(());
+        }) {
+            let _ = stopped.await;
+        }
     }
 
     /// A connection to `endpoint`, reusing an open one. Callers that ask for the same

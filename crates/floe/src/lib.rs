@@ -32,7 +32,7 @@ pub mod admin;
 pub mod communicator;
 
 pub use adapter::ObjectAdapter;
-pub use communicator::Communicator;
+pub use communicator::{Communicator, CommunicatorBuilder};
 pub use connection::Connection;
 pub use dispatch::{
     Current, DispatchFuture, Dispatcher, IncomingRequest, Located, LocatorCookie, Response, ServantLocator,

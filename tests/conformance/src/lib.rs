@@ -79,6 +79,9 @@ pub mod generated {
     pub mod checksum {
         include!(concat!(env!("OUT_DIR"), "/checksum.rs"));
     }
+    pub mod thread {
+        include!(concat!(env!("OUT_DIR"), "/thread.rs"));
+    }
     pub mod dispatcher {
         include!(concat!(env!("OUT_DIR"), "/dispatcher.rs"));
     }

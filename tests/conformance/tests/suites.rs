@@ -590,3 +590,16 @@ fn java_optional_1_1() {
 fn java_slicing_objects_1_1() {
     check_java(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.1", &[]);
 }
+
+/// The server makes communicators with thread hooks for the client, which makes five
+/// concurrent `sleep` calls on one (each sleeps on a blocking-pool thread started for it),
+/// destroys it and checks that the hooks counted a stop for every start.
+#[test]
+fn thread_1_1() {
+    check(suite!("thread", "floe-conformance-thread", ["TestAdapter"], 1), "1.1");
+}
+
+#[test]
+fn thread_1_0() {
+    check(suite!("thread", "floe-conformance-thread", ["TestAdapter"], 1), "1.0");
+}
