@@ -2,13 +2,14 @@
 //! which one session's requests of one direction are forwarded, and the `_ovrd` override.
 //!
 //! Buffered (the default): oneway requests are queued and sent one after the other by the
-//! dispatch that found the queue idle; while one is being sent, a newer oneway request for
-//! the same target with the same non-empty `_ovrd` context value replaces a queued one in
-//! its place. A twoway request is sent after the oneway requests queued before it, and its
-//! reply is awaited on its own, so it holds nothing up.
+//! dispatch that found the queue idle; a request stays queued until the connection to its
+//! server is established and the requests before it were sent, and meanwhile a newer oneway
+//! request for the same target with the same non-empty `_ovrd` context value replaces it in
+//! its place. A twoway request is sent after the requests queued before it, and its reply
+//! is awaited on its own, so it holds nothing up.
 //!
-//! Unbuffered: every request takes its turn in the order it was read, and keeps it until
-//! it was sent (oneway) or answered (twoway).
+//! Unbuffered: every request takes its turn in the order it was read, and keeps it until it
+//! was sent (oneway) or handed to its server's connection (twoway); nothing is replaced.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -72,9 +73,8 @@ impl Outbox {
             let mut s = self.state.lock().expect("outbox");
             if s.busy {
                 if let Some(ovrd) = &request.ovrd {
-                    let same = s.queue.iter_mut().find(
-                        |e| matches!(e, Entry::Oneway(p) if p.ovrd.as_ref() == Some(ovrd)),
-                    );
+                    let same =
+                        s.queue.iter_mut().find(|e| matches!(e, Entry::Oneway(p) if p.ovrd.as_ref() == Some(ovrd)));
                     if let Some(slot) = same {
                         *slot = Entry::Oneway(request);
                         s.overridden += 1;
@@ -85,8 +85,8 @@ impl Outbox {
                 return;
             }
             s.busy = true;
+            s.queue.push_back(Entry::Oneway(request));
         }
-        send_oneway(request).await;
         self.drain().await;
     }
 
@@ -117,10 +117,21 @@ impl Outbox {
         }
     }
 
-    /// Unbuffered mode: runs `forward` in its turn, keeping the turn until it finished.
-    pub async fn in_turn<F: Future>(&self, forward: impl FnOnce() -> F) -> F::Output {
-        let _turn = self.turn.lock().await;
-        forward().await
+    /// Unbuffered mode: runs `forward` in its turn, which a oneway request keeps until it was
+    /// sent, and a twoway one until it was handed to the server's connection (or started
+    /// waiting for it): its reply holds nothing up.
+    pub async fn in_turn<F: Future>(&self, oneway: bool, forward: impl FnOnce() -> F) -> F::Output {
+        let turn = self.turn.lock().await;
+        if oneway {
+            return forward().await;
+        }
+        let mut fut = pin!(forward());
+        let first = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+        drop(turn);
+        match first {
+            Poll::Ready(out) => out,
+            Poll::Pending => fut.await,
+        }
     }
 
     /// How many queued requests newer ones replaced.
@@ -128,26 +139,35 @@ impl Outbox {
         self.state.lock().expect("outbox").overridden
     }
 
+    /// Sends the queue, oldest first. A oneway request stays queued (and can be replaced)
+    /// until the connection to its server is established.
     async fn drain(&self) {
         loop {
-            let next = {
+            let front = {
                 let mut s = self.state.lock().expect("outbox");
-                match s.queue.pop_front() {
-                    Some(e) => e,
+                match s.queue.front() {
+                    Some(Entry::Oneway(p)) => Some(p.target.clone()),
+                    Some(Entry::Twoway(_)) => None,
                     None => {
                         s.busy = false;
                         return;
                     }
                 }
             };
+            if let Some(target) = front {
+                // Immediate when the proxy's connection is known; a failure shows when sending.
+                let _ = target.ice_get_connection().await;
+            }
+            let next = self.state.lock().expect("outbox").queue.pop_front();
             match next {
-                Entry::Oneway(p) => send_oneway(p).await,
-                Entry::Twoway(go) => {
+                Some(Entry::Oneway(p)) => send_oneway(p).await,
+                Some(Entry::Twoway(go)) => {
                     let (tx, rx) = oneshot::channel();
                     if go.send(tx).is_ok() {
                         let _ = rx.await;
                     }
                 }
+                None => {}
             }
         }
     }

@@ -15,8 +15,8 @@ use tracing::{debug, info};
 
 use crate::config::RouterConfig;
 use crate::control::SessionControlServant;
-use crate::outbox::{Outbox, Pending};
 use crate::filters::{Filters, IdentitySetServant, StringFilter, StringSetServant};
+use crate::outbox::{Outbox, Pending};
 use crate::sessions::{Session, SessionParts, Sessions};
 use crate::slice::glacier2::{
     self, CannotCreateSessionException, IdentitySetPrx, PermissionDeniedException,
@@ -503,8 +503,8 @@ fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> 
 
 /// Forwards a request that is not batched, as `buffered` says: buffered, a oneway request
 /// goes through the session's queue (where a newer one with the same `_ovrd` value may
-/// replace it) and a twoway one follows the oneway requests queued before it; unbuffered,
-/// each request waits for the one read before it to be sent (oneway) or answered (twoway).
+/// replace it) and a twoway one follows the requests queued before it; unbuffered, each
+/// request is forwarded in the order it was read, a twoway one without waiting for its reply.
 async fn forward_in_order(
     outbox: &Outbox,
     buffered: bool,
@@ -515,7 +515,7 @@ async fn forward_in_order(
     let c = &request.current;
     let target = prepared(c, target, c.encoding);
     if !buffered {
-        return outbox.in_turn(|| forward(c, &request.params, target, context)).await;
+        return outbox.in_turn(c.is_oneway(), || forward(c, &request.params, target, context)).await;
     }
     if !c.is_oneway() {
         return outbox.twoway(|| forward(c, &request.params, target, context)).await;

@@ -8,7 +8,8 @@
 //! Ice's C++ `Glacier2::SessionHelper` client (`cpp/Glacier2Client.cpp`) with a password
 //! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
 //! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
-//! given to session managers (filters, timeout, destroy).
+//! given to session managers (filters, timeout, destroy), and request buffering
+//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway requests).
 
 mod common;
 
@@ -958,18 +959,22 @@ where
     })
 }
 
-/// Sends `count` oneway `op(i)` through the router, with `_ovrd` = `ovrd` when given, to a
-/// server that accepts after a second; returns the arguments the server got, in order, once
-/// the last one came.
-fn oneways_to_a_slow_server(kind: RouterKind, extra: &[&str], ovrd: Option<&str>, count: i32) -> Vec<i32> {
-    let ovrd = ovrd.map(str::to_string);
+/// Sends `count` oneway `op(i)` through the router, with `_ovrd` = `ovrd(i)` when it gives
+/// one, to a server that accepts after a second; returns the arguments the server got, in
+/// order, once the last one came.
+fn oneways_to_a_slow_server(
+    kind: RouterKind,
+    extra: &[&str],
+    ovrd: impl Fn(i32) -> Option<&'static str> + 'static,
+    count: i32,
+) -> Vec<i32> {
     let recorded = through_router(kind, extra, Duration::from_secs(1), |recorder, recorded| async move {
         let oneway = recorder.ice_oneway();
-        let mut ctx = floe::Context::new();
-        if let Some(v) = ovrd {
-            ctx.insert("_ovrd".into(), v);
-        }
         for i in 0..count {
+            let mut ctx = floe::Context::new();
+            if let Some(v) = ovrd(i) {
+                ctx.insert("_ovrd".into(), v.into());
+            }
             oneway.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
         }
         while !recorded.values().contains(&(count - 1)) {
@@ -989,16 +994,62 @@ fn ovrd_replaces_queued_oneways_as_glacier2_does() {
     const N: i32 = 40;
     let all: Vec<i32> = (0..N).collect();
     for kind in BOTH {
-        let got = oneways_to_a_slow_server(kind, &[], Some("position"), N);
+        let got = oneways_to_a_slow_server(kind, &[], |_| Some("position"), N);
         eprintln!("{kind:?} buffered, _ovrd: {got:?}");
         assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
         assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
         assert!(got.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
 
-        let got = oneways_to_a_slow_server(kind, &[], None, N);
+        // A request replaces only one with the same `_ovrd` value.
+        let got = oneways_to_a_slow_server(kind, &[], |i| Some(if i % 2 == 0 { "even" } else { "odd" }), N);
+        eprintln!("{kind:?} buffered, two _ovrd values: {got:?}");
+        assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
+        assert!(got.contains(&(N - 2)) && got.contains(&(N - 1)), "{kind:?}: the last of a value was lost: {got:?}");
+        // A replacement takes the replaced request's place: each value's requests are in
+        // order, and the last of one value may come before the last of the other.
+        for parity in [0, 1] {
+            let of_value: Vec<i32> = got.iter().copied().filter(|v| v % 2 == parity).collect();
+            assert!(of_value.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
+        }
+
+        let got = oneways_to_a_slow_server(kind, &[], |_| None, N);
         assert_eq!(got, all, "{kind:?} buffered, without _ovrd");
 
-        let got = oneways_to_a_slow_server(kind, &["--Glacier2.Client.Buffered=0"], Some("position"), N);
+        let got = oneways_to_a_slow_server(kind, &["--Glacier2.Client.Buffered=0"], |_| Some("position"), N);
         assert_eq!(got, all, "{kind:?} unbuffered, _ovrd");
+    }
+}
+
+/// How long after a twoway `slow` (answered after 600 ms) a oneway sent 100 ms after it on
+/// the same client connection reaches the server.
+fn oneway_behind_a_slow_twoway(kind: RouterKind, extra: &[&str]) -> Duration {
+    let recorded = through_router(kind, extra, Duration::ZERO, |recorder, recorded| async move {
+        recorder.ice_ping().await.unwrap();
+        let slow = tokio::spawn({
+            let recorder = recorder.clone();
+            async move { recorder.invoke("slow", OperationMode::Normal, None, |_| {}).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        recorder.ice_oneway().invoke("op", OperationMode::Normal, None, |e| e.write_i32(1)).await.unwrap();
+        slow.await.unwrap().unwrap();
+        while recorded.arrival(1).is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    recorded.arrival(1).unwrap() - recorded.arrival(-1).unwrap()
+}
+
+/// Buffered or not, a request does not wait for the reply to the twoway read before it on
+/// the same connection (glacier2router 3.7 forwards twoways asynchronously in both modes).
+#[test]
+fn twoways_hold_back_no_request_buffered_or_not() {
+    for kind in BOTH {
+        let buffered = oneway_behind_a_slow_twoway(kind, &[]);
+        let unbuffered = oneway_behind_a_slow_twoway(kind, &["--Glacier2.Client.Buffered=0"]);
+        eprintln!(
+            "{kind:?}: a oneway behind a 600 ms twoway came after {buffered:?} buffered, {unbuffered:?} unbuffered"
+        );
+        assert!(buffered < Duration::from_millis(450), "{kind:?}: buffered, the oneway waited {buffered:?}");
+        assert!(unbuffered < Duration::from_millis(450), "{kind:?}: unbuffered, the oneway waited {unbuffered:?}");
     }
 }
