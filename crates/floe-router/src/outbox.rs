@@ -23,6 +23,10 @@ use floe::{CompactString, Context, ObjectPrx};
 use tokio::sync::oneshot;
 use tracing::debug;
 
+/// Requests a queue holds before the dispatches that add to it wait (each then holds one of
+/// its connection's `Floe.MaxDispatchesPerConnection` dispatches).
+pub const MAX_QUEUED: usize = 1000;
+
 /// A oneway request waiting to be forwarded.
 pub struct Pending {
     /// Where it goes (facet, encoding and oneway mode applied).
@@ -60,6 +64,8 @@ struct State {
 #[derive(Default)]
 pub struct Outbox {
     state: Mutex<State>,
+    /// Signalled each time a request leaves a full queue.
+    moved: tokio::sync::Notify,
     /// Unbuffered mode's turns, in the order requests were read (tokio's mutex is fair).
     turn: tokio::sync::Mutex<()>,
 }
@@ -69,7 +75,7 @@ impl Outbox {
     /// (replacing a queued request with the same target and `_ovrd` value). The future must
     /// be polled once at once, in the order the requests were read.
     pub async fn oneway(&self, request: Pending) {
-        {
+        let full = {
             let mut s = self.state.lock().expect("outbox");
             if s.busy {
                 if let Some(ovrd) = &request.ovrd {
@@ -82,12 +88,28 @@ impl Outbox {
                     }
                 }
                 s.queue.push_back(Entry::Oneway(request));
-                return;
+                Some(s.queue.len() >= MAX_QUEUED)
+            } else {
+                s.busy = true;
+                s.queue.push_back(Entry::Oneway(request));
+                None
             }
-            s.busy = true;
-            s.queue.push_back(Entry::Oneway(request));
+        };
+        match full {
+            None => self.drain().await,
+            Some(false) => {}
+            // A full queue: this dispatch stays in progress until the queue moved on, so that
+            // a client flooding a stalled server is stopped by its dispatch limit rather than
+            // growing the queue.
+            Some(true) => loop {
+                let mut moved = pin!(self.moved.notified());
+                moved.as_mut().enable();
+                if self.state.lock().expect("outbox").queue.len() < MAX_QUEUED {
+                    return;
+                }
+                moved.await;
+            },
         }
-        self.drain().await;
     }
 
     /// Buffered mode: runs `forward` (a twoway request) once the oneway requests queued
@@ -158,7 +180,15 @@ impl Outbox {
                 // Immediate when the proxy's connection is known; a failure shows when sending.
                 let _ = target.ice_get_connection().await;
             }
-            let next = self.state.lock().expect("outbox").queue.pop_front();
+            let next = {
+                let mut s = self.state.lock().expect("outbox");
+                let full = s.queue.len() >= MAX_QUEUED;
+                let next = s.queue.pop_front();
+                if full {
+                    self.moved.notify_waiters();
+                }
+                next
+            };
             match next {
                 Some(Entry::Oneway(p)) => send_oneway(p).await,
                 Some(Entry::Twoway(go)) => {
