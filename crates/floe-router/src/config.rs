@@ -20,6 +20,11 @@ pub struct RouterConfig {
     pub client_forward_context: bool,
     /// `Glacier2.Server.ForwardContext`: forward the contexts of callbacks.
     pub server_forward_context: bool,
+    /// `Glacier2.Client.Buffered`: queue clients' requests (and let `_ovrd` replace queued
+    /// oneway ones) rather than forward each in turn.
+    pub client_buffered: bool,
+    /// `Glacier2.Server.Buffered`: the same for callbacks.
+    pub server_buffered: bool,
     /// `Glacier2.AddConnectionContext`: add the client connection's addresses to the
     /// context of forwarded requests (`_con.*` entries).
     pub add_connection_context: bool,
@@ -71,6 +76,8 @@ impl RouterConfig {
             session_timeout: (timeout > 0).then(|| Duration::from_secs(timeout as u64)),
             client_forward_context: props.get_int("Glacier2.Client.ForwardContext", 0)? > 0,
             server_forward_context: props.get_int("Glacier2.Server.ForwardContext", 0)? > 0,
+            client_buffered: props.get_int("Glacier2.Client.Buffered", 1)? > 0,
+            server_buffered: props.get_int("Glacier2.Server.Buffered", 1)? > 0,
             add_connection_context: props.get_int("Glacier2.AddConnectionContext", 0)? > 0,
             permissions_verifier: non_empty(props, "Glacier2.PermissionsVerifier"),
             crypt_passwords: non_empty(props, "Glacier2.CryptPasswords"),

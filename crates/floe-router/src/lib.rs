@@ -14,6 +14,7 @@ pub mod slice {
 pub mod config;
 pub mod control;
 pub mod filters;
+pub mod outbox;
 pub mod router;
 pub mod sessions;
 pub mod verify;

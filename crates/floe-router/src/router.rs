@@ -16,6 +16,7 @@ use tracing::{debug, info};
 use crate::config::RouterConfig;
 use crate::control::SessionControlServant;
 use crate::filters::{Filters, IdentitySetServant, StringFilter, StringSetServant};
+use crate::outbox::{Outbox, Pending};
 use crate::sessions::{Session, SessionParts, Sessions};
 use crate::slice::glacier2::{
     self, CannotCreateSessionException, IdentitySetPrx, PermissionDeniedException,
@@ -481,13 +482,8 @@ fn host_matches(pattern: &str, host: &str) -> bool {
 
 /// Sends a request on to `target` and turns what comes back into the reply for `current`:
 /// results and user exceptions are relayed byte for byte, in their encoding.
-async fn forward(
-    current: &Current,
-    params: &[u8],
-    target: ObjectPrx,
-    context: Option<Context>,
-    encoding: EncodingVersion,
-) -> Response {
+/// `target` as `current` asks for it: its facet, encoding and oneway or twoway mode.
+fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> ObjectPrx {
     // Each derived proxy is a new proxy (and looks its connection up again): derive only what
     // differs from the routing table's proxy, which is usually nothing for twoway requests.
     let mut target = target;
@@ -502,6 +498,43 @@ async fn forward(
     } else if !current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Twoway {
         target = target.ice_twoway();
     }
+    target
+}
+
+/// Forwards a request that is not batched, as `buffered` says: buffered, a oneway request
+/// goes through the session's queue (where a newer one with the same `_ovrd` value may
+/// replace it) and a twoway one follows the requests queued before it; unbuffered, each
+/// request is forwarded in the order it was read, a twoway one without waiting for its reply.
+async fn forward_in_order(
+    outbox: &Outbox,
+    buffered: bool,
+    request: &IncomingRequest,
+    target: ObjectPrx,
+    context: Option<Context>,
+) -> Response {
+    let c = &request.current;
+    let target = prepared(c, target, c.encoding);
+    if !buffered {
+        return outbox.in_turn(c.is_oneway(), || forward(c, &request.params, target, context)).await;
+    }
+    if !c.is_oneway() {
+        return outbox.twoway(|| forward(c, &request.params, target, context)).await;
+    }
+    let ovrd = c.ctx.get("_ovrd").filter(|v| !v.is_empty()).map(|v| (v.as_str().into(), target.to_string()));
+    outbox
+        .oneway(Pending {
+            target,
+            operation: c.operation.clone(),
+            mode: c.mode,
+            context,
+            params: request.params.clone(),
+            ovrd,
+        })
+        .await;
+    Response::none()
+}
+
+async fn forward(current: &Current, params: &[u8], target: ObjectPrx, context: Option<Context>) -> Response {
     let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
     match outcome {
         Ok(None) => Response::none(),
@@ -566,7 +599,7 @@ impl Dispatcher for ClientForwarder {
             }
             // Any other request goes after the batched requests the client sent before it.
             session.flush_oneways().await;
-            forward(c, &request.params, target, context, c.encoding).await
+            forward_in_order(&session.client_outbox, core.config.client_buffered, &request, target, context).await
         })
     }
 }
@@ -588,7 +621,7 @@ impl Dispatcher for ServerForwarder {
                 ObjectPrx::from_reference(core.communicator.clone(), reference).ice_fixed(session.connection.clone());
             let context = if core.config.server_forward_context { Some(c.ctx.clone().into_context()) } else { None };
             let context = context.filter(|ctx| !ctx.is_empty());
-            forward(c, &request.params, target, context, c.encoding).await
+            forward_in_order(&session.server_outbox, core.config.server_buffered, &request, target, context).await
         })
     }
 }

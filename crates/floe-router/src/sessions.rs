@@ -9,6 +9,7 @@ use std::time::Instant;
 use floe::{Connection, Identity, ObjectPrx};
 
 use crate::filters::Filters;
+use crate::outbox::Outbox;
 use crate::slice::glacier2::SessionPrx;
 
 /// One client's session.
@@ -28,6 +29,10 @@ pub struct Session {
     pub objects: Vec<Identity>,
     /// The `_con.` entries added to forwarded requests (`Glacier2.AddConnectionContext`).
     pub connection_context: floe::Context,
+    /// The order the client's requests are forwarded in (`Glacier2.Client.Buffered`).
+    pub client_outbox: Outbox,
+    /// The order callbacks to the client are forwarded in (`Glacier2.Server.Buffered`).
+    pub server_outbox: Outbox,
     routes: Mutex<RoutingTable>,
     oneways: Mutex<OnewayBatches>,
     /// Milliseconds since the router started, at the last sign of life.
@@ -172,6 +177,8 @@ impl Sessions {
             filters,
             objects,
             connection_context,
+            client_outbox: Outbox::default(),
+            server_outbox: Outbox::default(),
             routes: Mutex::default(),
             oneways: Mutex::default(),
             last_activity: AtomicU64::new(self.now_ms()),

@@ -8,7 +8,8 @@
 //! Ice's C++ `Glacier2::SessionHelper` client (`cpp/Glacier2Client.cpp`) with a password
 //! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
 //! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
-//! given to session managers (filters, timeout, destroy).
+//! given to session managers (filters, timeout, destroy), and request buffering
+//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway requests).
 
 mod common;
 
@@ -852,5 +853,203 @@ fn no_session_control_without_server_endpoints() {
             c.destroy().await;
             services_communicator.destroy().await;
         });
+    }
+}
+
+// ---- Request buffering (`Glacier2.Client.Buffered`) and the `_ovrd` override, against
+// ---- floe-router and glacier2router alike.
+
+/// What the recording server saw: the argument of each `op` and when it came; `slow` (a
+/// twoway answered after 600 ms) is recorded as -1 when it arrives.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<(i32, Instant)>>);
+
+impl Recorded {
+    fn values(&self) -> Vec<i32> {
+        self.0.lock().unwrap().iter().map(|(v, _)| *v).collect()
+    }
+
+    fn arrival(&self, value: i32) -> Option<Instant> {
+        self.0.lock().unwrap().iter().find(|(v, _)| *v == value).map(|(_, t)| *t)
+    }
+}
+
+struct Recorder(Arc<Recorded>);
+
+impl floe::Dispatcher for Recorder {
+    fn dispatch(&self, request: floe::IncomingRequest) -> floe::DispatchFuture {
+        let c = &request.current;
+        let slow = c.operation == "slow";
+        if c.operation == "op" {
+            let value = request.params.get(..4).map_or(-2, |b| i32::from_le_bytes(b.try_into().unwrap()));
+            self.0 .0.lock().unwrap().push((value, Instant::now()));
+        } else if slow {
+            self.0 .0.lock().unwrap().push((-1, Instant::now()));
+        }
+        let response = if c.is_oneway() { floe::Response::none() } else { c.ok_empty() };
+        Box::pin(async move {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+            }
+            response
+        })
+    }
+}
+
+/// A loopback port that starts accepting only after `delay`, and then relays each
+/// connection to `backend` (a server slow to accept: the router's connection to it is not
+/// established before).
+fn slow_relay(backend: u16, delay: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        for s in listener.incoming().take(4) {
+            let Ok(mut a) = s else { break };
+            let Ok(mut b) = TcpStream::connect(("127.0.0.1", backend)) else { break };
+            let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a, &mut b);
+                let _ = b.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b2, &mut a2);
+                let _ = a2.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+/// A router of `kind` with `extra` properties, a recording server behind a relay that
+/// accepts after `delay`, and a floe client with a session; runs `client` with the
+/// recorder's proxy (through the router), then returns what the server recorded.
+fn through_router<F, Fut>(kind: RouterKind, extra: &[&str], delay: Duration, client: F) -> Arc<Recorded>
+where
+    F: FnOnce(ObjectPrx, Arc<Recorded>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let rt = runtime();
+    rt.block_on(async {
+        let server_communicator = Communicator::new().unwrap();
+        let backend = free_port();
+        let adapter = server_communicator
+            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
+            .unwrap();
+        let recorded = Arc::new(Recorded::default());
+        adapter.add_default_servant(Arc::new(Recorder(recorded.clone())), "");
+        adapter.activate().await.unwrap();
+        let relay = slow_relay(backend, delay);
+        let port = free_port();
+        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+        let props = Properties::new();
+        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+        let c = Communicator::with_properties(props).unwrap();
+        let router = RouterPrx::from_object(c.default_router().unwrap());
+        router.create_session("dave", "x").await.unwrap();
+        let recorder = c.string_to_proxy(&format!("recorder:tcp -h 127.0.0.1 -p {relay}")).unwrap();
+        tokio::time::timeout(Duration::from_secs(20), client(recorder, recorded.clone()))
+            .await
+            .expect("the client's calls took over 20 s");
+        c.destroy().await;
+        server_communicator.destroy().await;
+        recorded
+    })
+}
+
+/// Sends `count` oneway `op(i)` through the router, with `_ovrd` = `ovrd(i)` when it gives
+/// one, to a server that accepts after a second; returns the arguments the server got, in
+/// order, once the last one came.
+fn oneways_to_a_slow_server(
+    kind: RouterKind,
+    extra: &[&str],
+    ovrd: impl Fn(i32) -> Option<&'static str> + 'static,
+    count: i32,
+) -> Vec<i32> {
+    let recorded = through_router(kind, extra, Duration::from_secs(1), |recorder, recorded| async move {
+        let oneway = recorder.ice_oneway();
+        for i in 0..count {
+            let mut ctx = floe::Context::new();
+            if let Some(v) = ovrd(i) {
+                ctx.insert("_ovrd".into(), v.into());
+            }
+            oneway.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
+        }
+        while !recorded.values().contains(&(count - 1)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Anything late would come now.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    });
+    recorded.values()
+}
+
+/// Buffered (the default): oneway requests with the same `_ovrd` value, queued while the
+/// router waits for the server's connection, replace each other: fewer than sent arrive, in
+/// order, and the last always does. Without `_ovrd`, or unbuffered, all arrive in order.
+#[test]
+fn ovrd_replaces_queued_oneways_as_glacier2_does() {
+    const N: i32 = 40;
+    let all: Vec<i32> = (0..N).collect();
+    for kind in BOTH {
+        let got = oneways_to_a_slow_server(kind, &[], |_| Some("position"), N);
+        eprintln!("{kind:?} buffered, _ovrd: {got:?}");
+        assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
+        assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
+
+        // A request replaces only one with the same `_ovrd` value.
+        let got = oneways_to_a_slow_server(kind, &[], |i| Some(if i % 2 == 0 { "even" } else { "odd" }), N);
+        eprintln!("{kind:?} buffered, two _ovrd values: {got:?}");
+        assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
+        assert!(got.contains(&(N - 2)) && got.contains(&(N - 1)), "{kind:?}: the last of a value was lost: {got:?}");
+        // A replacement takes the replaced request's place: each value's requests are in
+        // order, and the last of one value may come before the last of the other.
+        for parity in [0, 1] {
+            let of_value: Vec<i32> = got.iter().copied().filter(|v| v % 2 == parity).collect();
+            assert!(of_value.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
+        }
+
+        let got = oneways_to_a_slow_server(kind, &[], |_| None, N);
+        assert_eq!(got, all, "{kind:?} buffered, without _ovrd");
+
+        let got = oneways_to_a_slow_server(kind, &["--Glacier2.Client.Buffered=0"], |_| Some("position"), N);
+        assert_eq!(got, all, "{kind:?} unbuffered, _ovrd");
+    }
+}
+
+/// How long after a twoway `slow` (answered after 600 ms) a oneway sent 100 ms after it on
+/// the same client connection reaches the server.
+fn oneway_behind_a_slow_twoway(kind: RouterKind, extra: &[&str]) -> Duration {
+    let recorded = through_router(kind, extra, Duration::ZERO, |recorder, recorded| async move {
+        recorder.ice_ping().await.unwrap();
+        let slow = tokio::spawn({
+            let recorder = recorder.clone();
+            async move { recorder.invoke("slow", OperationMode::Normal, None, |_| {}).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        recorder.ice_oneway().invoke("op", OperationMode::Normal, None, |e| e.write_i32(1)).await.unwrap();
+        slow.await.unwrap().unwrap();
+        while recorded.arrival(1).is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    recorded.arrival(1).unwrap() - recorded.arrival(-1).unwrap()
+}
+
+/// Buffered or not, a request does not wait for the reply to the twoway read before it on
+/// the same connection (glacier2router 3.7 forwards twoways asynchronously in both modes).
+#[test]
+fn twoways_hold_back_no_request_buffered_or_not() {
+    for kind in BOTH {
+        let buffered = oneway_behind_a_slow_twoway(kind, &[]);
+        let unbuffered = oneway_behind_a_slow_twoway(kind, &["--Glacier2.Client.Buffered=0"]);
+        eprintln!(
+            "{kind:?}: a oneway behind a 600 ms twoway came after {buffered:?} buffered, {unbuffered:?} unbuffered"
+        );
+        assert!(buffered < Duration::from_millis(450), "{kind:?}: buffered, the oneway waited {buffered:?}");
+        assert!(unbuffered < Duration::from_millis(450), "{kind:?}: unbuffered, the oneway waited {unbuffered:?}");
     }
 }
