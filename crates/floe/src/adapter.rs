@@ -542,7 +542,14 @@ impl ObjectAdapter {
                 Listener::Tcp(l, layers) => tokio::spawn(async move { me.accept_loop(l, layers).await }),
                 Listener::Udp(socket) => tokio::spawn(async move { me.datagram_loop(socket).await }),
             };
-            self.inner.accept_tasks.lock().expect("accept tasks").push(task);
+            // A deactivation that ran meanwhile (say, the communicator destroyed while its
+            // admin adapter was being activated) has already stopped accepting: this loop
+            // must not outlive it.
+            let mut tasks = self.inner.accept_tasks.lock().expect("accept tasks");
+            if self.inner.stopped.load(Ordering::Acquire) {
+                task.abort();
+            }
+            tasks.push(task);
         }
         self.register_with_locator(true).await?;
         if self.inner.instance.properties().get_int("Ice.PrintAdapterReady", 0).unwrap_or(0) > 0 {
@@ -783,6 +790,8 @@ impl ObjectAdapter {
         // that, so that a connection attempt after `deactivate` returns is refused.
         let accept_tasks: Vec<_> = self.inner.accept_tasks.lock().expect("accept tasks").drain(..).collect();
         for task in accept_tasks {
+            // Aborted again: one an activation added after `stop_accepting` would never end.
+            task.abort();
             let _ = task.await;
         }
         let live: Vec<Connection> = self.inner.live.lock().expect("live").drain().map(|(_, c)| c).collect();
