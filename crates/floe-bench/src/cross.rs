@@ -23,6 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::against::TESTS;
+use crate::report::ratio_cell as ratio;
 
 /// One side of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,13 +286,6 @@ fn cell(v: Option<f64>) -> String {
         Some(v) if v >= 1e4 => format!("{:.1}k", v / 1e3),
         Some(v) => format!("{v:.0}"),
         None => "–".into(),
-    }
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "–".into(),
     }
 }
 

@@ -614,6 +614,32 @@ pub(crate) fn markdown(records: &[Record], machine: &str, elapsed: Duration, whe
     s
 }
 
+/// The median of `v`, if it has any value (the stages' series).
+pub(crate) fn median_of_values(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+/// A figure for the stages' tables: `1.23M`, `45.6k`, `789`, `12.3`, or `–` for none.
+pub(crate) fn figure_cell(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() >= 1e6 => format!("{:.2}M", v / 1e6),
+        Some(v) if v.abs() >= 1e4 => format!("{:.1}k", v / 1e3),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "–".into(),
+    }
+}
+
+/// `a / b` with two decimals, or `–` when either is missing or `b` is not positive.
+pub(crate) fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "–".into(),
+    }
+}
+
 #[cfg(test)]
 mod markdown_tests {
     use super::*;

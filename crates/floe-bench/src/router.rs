@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::report::{figure_cell as cell, median_of_values as median, ratio_cell as ratio};
+
 /// How a client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Path3 {
@@ -56,12 +58,6 @@ pub(crate) struct Series {
     pub(crate) path: Path3,
     pub(crate) name: String,
     pub(crate) values: Vec<f64>,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
 }
 
 /// floe-router, built beside this binary (`cargo build --release -p floe-router`, which
@@ -308,22 +304,6 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
 
 fn median_of(series: &[Series], path: Path3, name: &str) -> Option<f64> {
     series.iter().find(|s| s.path == path && s.name == name).and_then(|s| median(&s.values))
-}
-
-fn cell(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v.abs() >= 1e4 => format!("{:.1}k", v / 1e3),
-        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
-        Some(v) => format!("{v:.1}"),
-        None => "–".into(),
-    }
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "–".into(),
-    }
 }
 
 /// The Markdown tables: rates per path with floe-router / glacier2router, then the added

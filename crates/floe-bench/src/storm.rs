@@ -38,6 +38,8 @@ use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{Communicator, Context, Proxy};
 use floe_storm::slice::ice_storm::TopicManagerPrx;
 
+use crate::report::{figure_cell as cell, median_of_values as median, ratio_cell as ratio};
+
 /// The Ice protocol's validate-connection message, which a server sends first.
 const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
 
@@ -104,12 +106,6 @@ pub(crate) struct Series {
     pub(crate) case: Case,
     pub(crate) events_per_s: Vec<f64>,
     pub(crate) p99_us: Vec<f64>,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
 }
 
 /// A running service, killed when dropped.
@@ -637,23 +633,6 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
 
 fn get(series: &[Series], service: Service, case: Case) -> Option<&Series> {
     series.iter().find(|s| s.service == service && s.case == case)
-}
-
-fn cell(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
-        Some(v) if v >= 1e4 => format!("{:.1}k", v / 1e3),
-        Some(v) if v >= 100.0 => format!("{v:.0}"),
-        Some(v) => format!("{v:.1}"),
-        None => "–".into(),
-    }
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "–".into(),
-    }
 }
 
 /// The Markdown table: per case, both services' events/s and p99, with the ratios
