@@ -38,7 +38,7 @@ const COUNTER_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs the workload against `proxy`; prints a `RESULT` line per test. Returns whether every
 /// test produced a value.
-pub(crate) fn run(proxy: &str, quick: bool) -> Result<bool, String> {
+pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str]) -> Result<bool, String> {
     // floe's defaults: no property is set.
     let communicator = Communicator::with_properties(Properties::new()).map_err(|e| e.to_string())?;
     let tester = TesterPrx::from_object(communicator.string_to_proxy(proxy).map_err(|e| e.to_string())?);
@@ -46,12 +46,13 @@ pub(crate) fn run(proxy: &str, quick: bool) -> Result<bool, String> {
     // The workload runs as a task of the communicator's runtime, as async code using floe
     // does: awaited from this thread instead, every reply would wake this thread from the
     // runtime's.
+    let only = only.to_vec();
     let workload = communicator.runtime_handle().spawn(async move {
         for _ in 0..5_000 * scale {
             tester.ping().await.map_err(|e| format!("warm-up: {e}"))?;
         }
         let mut all_ok = true;
-        for (name, unit) in TESTS {
+        for (name, unit) in TESTS.iter().filter(|(name, _)| only.contains(name)) {
             match one(&tester, name, scale).await {
                 Ok(value) => println!("RESULT {name} {value:.2} {unit}"),
                 Err(e) => {

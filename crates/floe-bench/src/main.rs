@@ -62,7 +62,7 @@ struct Args {
     /// Peers to include, comma-separated (`ice`, `tonic`); `none` for floe and raw only.
     #[arg(long, default_value = "ice,tonic")]
     peers: String,
-    /// Only these tests (comma-separated names).
+    /// Only these tests (comma-separated names); with `--against`, only these of its ten.
     #[arg(long)]
     tests: Option<String>,
     /// Number of interleaved runs (default 5, or 3 with --quick).
@@ -503,11 +503,20 @@ pub(crate) fn build_cpp_peer(dir: &str, what: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// The `--against` / `--raw-against` tests `--tests` names: all ten without it.
+fn against_tests(args: &Args) -> Vec<&'static str> {
+    against::TESTS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| args.tests.as_deref().is_none_or(|only| only.split(',').any(|t| t.trim() == *name)))
+        .collect()
+}
+
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     connections::raise_fd_limit();
     if let Some(proxy) = &args.against {
-        return match against::run(proxy, args.quick) {
+        return match against::run(proxy, args.quick, &against_tests(&args)) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {
@@ -517,7 +526,7 @@ fn main() -> std::process::ExitCode {
         };
     }
     if let Some(port) = args.raw_against {
-        return match raw_tester::run(port, args.quick) {
+        return match raw_tester::run(port, args.quick, &against_tests(&args)) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {

@@ -229,7 +229,7 @@ fn mbits(calls: usize, bytes: usize, secs: f64) -> f64 {
 
 /// Plays the `--against` workload against the Tester on `port` with pre-encoded messages;
 /// prints a `RESULT` line per test. Returns whether every test produced a value.
-pub(crate) fn run(port: u16, quick: bool) -> std::io::Result<bool> {
+pub(crate) fn run(port: u16, quick: bool, only: &[&'static str]) -> std::io::Result<bool> {
     let scale = if quick { 1 } else { 5 };
     let mut c = Conn::open(port)?;
     let ping = request(1, "ping", |_| {});
@@ -237,7 +237,7 @@ pub(crate) fn run(port: u16, quick: bool) -> std::io::Result<bool> {
         c.call(&ping)?;
     }
     let mut all_ok = true;
-    for (name, unit) in TESTS {
+    for (name, unit) in TESTS.iter().filter(|(name, _)| only.contains(name)) {
         match one(&mut c, name, scale) {
             Ok(v) => println!("RESULT {name} {v:.2} {unit}"),
             Err(e) => {

@@ -131,10 +131,12 @@ enum OwnedRuntime {
 impl OwnedRuntime {
     /// Starts a runtime with `threads` worker threads, and returns it with its handle. A
     /// single-thread runtime busy-polls for up to `busy_poll` before it sleeps
-    /// ([`crate::transport::busy_poll`]; zero: never). `hooks` run on each of its threads.
+    /// ([`crate::transport::busy_poll`]; zero: never), as `sharing` allows. `hooks` run on each
+    /// of its threads.
     fn start(
         threads: usize,
         busy_poll: Duration,
+        sharing: crate::transport::busy_poll::Sharing,
         hooks: Option<&ThreadHooks>,
     ) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
         let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
@@ -164,7 +166,7 @@ impl OwnedRuntime {
         }
         let mut builder = tokio::runtime::Builder::new_current_thread();
         if !busy_poll.is_zero() {
-            crate::transport::busy_poll::install(&mut builder, busy_poll);
+            crate::transport::busy_poll::install_with(&mut builder, busy_poll, sharing);
         }
         install(&mut builder);
         let rt = builder.enable_all().build().map_err(cannot)?;
@@ -376,7 +378,12 @@ impl Instance {
                 let threads = properties.get_int("Floe.Runtime.Threads", default)?.clamp(1, 1024) as usize;
                 let default_spin = crate::transport::busy_poll::DEFAULT_BUDGET.as_micros() as i64;
                 let spin = properties.get_int("Floe.Runtime.BusyPoll", default_spin)?.clamp(0, 1_000_000) as u64;
-                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin), hooks.as_ref())?;
+                let sharing = if properties.get_bool("Floe.Runtime.BusyPoll.SpareCpuOnly", true)? {
+                    crate::transport::busy_poll::Sharing::SpareCpuOnly
+                } else {
+                    crate::transport::busy_poll::Sharing::Always
+                };
+                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin), sharing, hooks.as_ref())?;
                 (Some(rt), h)
             }
         };

@@ -25,11 +25,13 @@ impl Dispatcher for Echo {
     }
 }
 
-/// A communicator with a single-thread runtime that spins for up to `budget_us` µs.
+/// A communicator with a single-thread runtime that spins for up to `budget_us` µs, whether
+/// or not other threads of the machine want the CPUs (the tests run beside others).
 fn busy_polling(budget_us: u64) -> Communicator {
     let props = Properties::new();
     props.set("Floe.Runtime.Threads", "1");
     props.set("Floe.Runtime.BusyPoll", &budget_us.to_string());
+    props.set("Floe.Runtime.BusyPoll.SpareCpuOnly", "0");
     Communicator::with_properties(props).unwrap()
 }
 
@@ -98,4 +100,57 @@ fn a_peer_that_hangs_up_on_a_watched_connection_ends_the_call_with_an_error() {
     assert!(started.elapsed() < Duration::from_secs(5), "the hang-up is seen at once");
     server.join().unwrap();
     client.destroy_blocking();
+}
+
+#[test]
+fn a_machine_without_a_spare_cpu_gets_no_spin_by_default() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // floe's defaults (a one-thread runtime that spins for up to 50 µs), while one spinning
+    // thread more than there are CPUs keeps the machine busy.
+    let defaults = || {
+        let props = Properties::new();
+        props.set("Floe.Runtime.Threads", "1");
+        Communicator::with_properties(props).unwrap()
+    };
+    let server = defaults();
+    let client = defaults();
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(Echo), Identity::new("echo"));
+    server.block_on(adapter.activate()).unwrap();
+    let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("echo")).to_string()).unwrap();
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (before, after) = std::thread::scope(|scope| {
+        for _ in 0..=cpus {
+            scope.spawn(|| {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        // The kernel's count is read once a millisecond: let it see the spinning threads.
+        std::thread::sleep(Duration::from_millis(20));
+        let before = busy_poll::stats();
+        let calls = client.runtime_handle().spawn(async move {
+            for round in 0..200u32 {
+                let sent = round.to_le_bytes();
+                let reply = proxy
+                    .invoke("echo", OperationMode::Normal, None, |e| e.write_byte_seq(&sent))
+                    .await
+                    .unwrap()
+                    .expect("a twoway reply");
+                assert_eq!(&reply.decode(|d| d.read_byte_seq()).unwrap()[..], &sent[..]);
+            }
+        });
+        client.block_on(calls).expect("every call answered");
+        let after = busy_poll::stats();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (before, after)
+    });
+    // Each call parks both runtimes at least once; most parks must have declined to spin.
+    let declined = after.machine_busy - before.machine_busy;
+    assert!(declined >= 200, "only {declined} spins declined while the machine was busy: {before:?} → {after:?}");
+    client.destroy_blocking();
+    server.destroy_blocking();
 }

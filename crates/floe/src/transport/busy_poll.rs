@@ -21,6 +21,10 @@
 //! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
 //!   spin that found data resets that, so a peer that answers slowly is soon waited for by
 //!   sleeping alone;
+//! - a spin starts only while the machine has a CPU to spare: when more threads of any process
+//!   are runnable than there are CPUs (the kernel's count in `/proc/loadavg`, read at most once
+//!   a millisecond per process), the thread sleeps at once, so a spinning floe program never
+//!   holds a CPU that another program (the Ice client beside a floe server, a build) waits for;
 //! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it,
 //!   and a yield after which another thread had run (it took 5 µs or more) ends the spin as
 //!   one that found nothing: where more threads want the CPUs than there are, spinning soon
@@ -32,7 +36,7 @@
 use std::cell::RefCell;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -58,6 +62,10 @@ static SPINS: AtomicU64 = AtomicU64::new(0);
 static FOUND: AtomicU64 = AtomicU64::new(0);
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 static CONTENDED_SPINS: AtomicU64 = AtomicU64::new(0);
+static MACHINE_BUSY: AtomicU64 = AtomicU64::new(0);
+
+/// How often a process reads the kernel's count of runnable threads, at most.
+const RUNNABLE_CHECK_EVERY: Duration = Duration::from_millis(1);
 
 /// What busy polling did in this process so far, over all of its threads: a way to see
 /// whether the budget suits a program's traffic (most spins should find data).
@@ -71,6 +79,8 @@ pub struct Stats {
     pub skipped: u64,
     /// Spins that ended because another thread wanted the CPU.
     pub contended: u64,
+    /// Spins not made because more threads were runnable than there are CPUs.
+    pub machine_busy: u64,
 }
 
 /// What busy polling did in this process so far.
@@ -80,6 +90,7 @@ pub fn stats() -> Stats {
         found: FOUND.load(Ordering::Relaxed),
         skipped: SKIPPED.load(Ordering::Relaxed),
         contended: CONTENDED_SPINS.load(Ordering::Relaxed),
+        machine_busy: MACHINE_BUSY.load(Ordering::Relaxed),
     }
 }
 
@@ -105,10 +116,25 @@ struct Waiter {
     watch: Arc<Watch>,
 }
 
+/// When a thread may spin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// Only while the machine has a CPU to spare (no more runnable threads than CPUs): the
+    /// default, which never takes a CPU that another thread or program waits for.
+    #[default]
+    SpareCpuOnly,
+    /// Whatever else wants the CPUs (the yields within a spin still give way on this CPU): for
+    /// a program that has CPUs of its own, e.g. isolated ones, where the machine-wide count of
+    /// runnable threads says nothing about them.
+    Always,
+}
+
 /// One runtime thread's busy-polling state.
 struct ThreadState {
     /// How long a spin may last; zero until the thread's first park (and when turned off).
     budget: Duration,
+    /// When the thread may spin.
+    sharing: Sharing,
     /// The runtime's metrics, to see tasks scheduled from other threads.
     metrics: Option<tokio::runtime::RuntimeMetrics>,
     /// Readers that went waiting since the last park.
@@ -125,6 +151,7 @@ thread_local! {
     static STATE: RefCell<ThreadState> = const {
         RefCell::new(ThreadState {
             budget: Duration::ZERO,
+            sharing: Sharing::SpareCpuOnly,
             metrics: None,
             waiters: Vec::new(),
             fds: Vec::new(),
@@ -138,7 +165,16 @@ thread_local! {
 /// single-thread runtimes do this already; this is for a runtime a program builds itself and
 /// makes communicators in. A multi-thread runtime must not be given this hook.
 pub fn install(builder: &mut tokio::runtime::Builder, budget: Duration) -> &mut tokio::runtime::Builder {
-    builder.on_thread_park(move || before_park(budget))
+    install_with(builder, budget, Sharing::default())
+}
+
+/// [`install`], spinning as `sharing` allows.
+pub fn install_with(
+    builder: &mut tokio::runtime::Builder,
+    budget: Duration,
+    sharing: Sharing,
+) -> &mut tokio::runtime::Builder {
+    builder.on_thread_park(move || before_park_with(budget, sharing))
 }
 
 /// Called by a reader whose socket `fd` has nothing to read and that now waits with `waker`:
@@ -165,12 +201,19 @@ pub(crate) fn watch(fd: RawFd, watch: &mut Option<Arc<Watch>>, waker: &Waker) {
     });
 }
 
-/// The runtime's `on_thread_park` hook: spins for up to `budget` while a watched socket has
-/// nothing to read, and wakes the readers of those that have.
+/// [`before_park_with`] on the default sharing.
+#[cfg(test)]
 fn before_park(budget: Duration) {
+    before_park_with(budget, Sharing::SpareCpuOnly)
+}
+
+/// The runtime's `on_thread_park` hook: spins (as `sharing` allows) for up to `budget` while
+/// a watched socket has nothing to read, and wakes the readers of those that have.
+fn before_park_with(budget: Duration, sharing: Sharing) {
     STATE.with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else { return };
         s.budget = budget;
+        s.sharing = sharing;
         if s.metrics.is_none() {
             s.metrics = tokio::runtime::Handle::try_current().ok().map(|h| h.metrics());
         }
@@ -197,8 +240,14 @@ fn spin(s: &mut ThreadState) {
         SKIPPED.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    if s.sharing == Sharing::SpareCpuOnly && !cpu_to_spare() {
+        // Another thread waits for a CPU: sleep now rather than take its time.
+        s.waiters.clear();
+        MACHINE_BUSY.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     SPINS.fetch_add(1, Ordering::Relaxed);
-    let ThreadState { budget, metrics, waiters, fds, misses, skip } = s;
+    let ThreadState { budget, metrics, waiters, fds, misses, skip, .. } = s;
     fds.clear();
     fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
     let deadline = Instant::now() + *budget;
@@ -246,6 +295,64 @@ fn spin(s: &mut ThreadState) {
     waiters.clear();
 }
 
+/// What this process knows of the machine's load: `/proc/loadavg` kept open, the CPUs this
+/// process may use, and when (nanoseconds after `epoch`) the count was last read.
+struct Load {
+    loadavg: Option<std::fs::File>,
+    cpus: usize,
+    epoch: Instant,
+    checked_at: AtomicU64,
+    spare: AtomicBool,
+}
+
+static LOAD: OnceLock<Load> = OnceLock::new();
+
+/// Whether the machine has a CPU to spare: no more runnable threads (this one included) than
+/// CPUs, by the kernel's instantaneous count, read at most once per
+/// [`RUNNABLE_CHECK_EVERY`] for the whole process. Where the count cannot be read, every spin
+/// is allowed (the yields in the spin still give way to other threads).
+fn cpu_to_spare() -> bool {
+    #[cfg(test)]
+    if let Some(forced) = tests::FORCED_SPARE.with(|f| f.get()) {
+        return forced;
+    }
+    let load = LOAD.get_or_init(|| Load {
+        loadavg: std::fs::File::open("/proc/loadavg").ok(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        epoch: Instant::now(),
+        checked_at: AtomicU64::new(0),
+        spare: AtomicBool::new(true),
+    });
+    let Some(file) = &load.loadavg else { return true };
+    let now = load.epoch.elapsed().as_nanos() as u64;
+    let last = load.checked_at.load(Ordering::Relaxed);
+    // One thread refreshes; the others use the answer it last stored.
+    if (last == 0 || now.saturating_sub(last) >= RUNNABLE_CHECK_EVERY.as_nanos() as u64)
+        && load.checked_at.compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    {
+        if let Some(runnable) = runnable_threads(file) {
+            load.spare.store(runnable <= load.cpus, Ordering::Relaxed);
+        }
+    }
+    load.spare.load(Ordering::Relaxed)
+}
+
+/// The kernel's count of runnable threads: the numerator of the fourth field of
+/// `/proc/loadavg` (`0.50 0.40 0.30 3/245 4321`).
+fn runnable_threads(file: &std::fs::File) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 128];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    parse_runnable(&buf[..n])
+}
+
+/// The runnable count of a `/proc/loadavg` line.
+fn parse_runnable(line: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(line).ok()?;
+    let field = text.split_ascii_whitespace().nth(3)?;
+    field.split_once('/')?.0.parse().ok()
+}
+
 /// Yields this thread's CPU; true when another thread ran meanwhile.
 fn yield_was_contended() -> bool {
     let yielded_at = Instant::now();
@@ -262,6 +369,12 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
 
+    thread_local! {
+        /// What `cpu_to_spare` answers on this thread, when set: the spin tests run beside
+        /// other tests, which may keep every CPU busy.
+        pub(super) static FORCED_SPARE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    }
+
     struct CountingWaker(AtomicUsize);
 
     impl Wake for CountingWaker {
@@ -271,6 +384,7 @@ mod tests {
     }
 
     fn state_with(budget: Duration) {
+        FORCED_SPARE.with(|f| f.set(Some(true)));
         STATE.with(|s| {
             let mut s = s.borrow_mut();
             s.budget = budget;
@@ -324,6 +438,67 @@ mod tests {
         });
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         assert!(!shared.unwrap().take_readable());
+    }
+
+    #[test]
+    fn a_busy_machine_makes_no_spin() {
+        state_with(Duration::from_millis(50));
+        FORCED_SPARE.with(|f| f.set(Some(false)));
+        let (mut a, b) = pair();
+        a.write_all(b"x").unwrap();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+        let busy = stats().machine_busy;
+        before_park(Duration::from_millis(50));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0, "no spin, no wake-up: epoll wakes the reader");
+        assert!(stats().machine_busy > busy);
+        STATE.with(|s| {
+            let s = s.borrow();
+            assert!(s.waiters.is_empty(), "the waiters are forgotten");
+            assert_eq!((s.misses, s.skip), (0, 0), "declining is not a miss");
+        });
+    }
+
+    #[test]
+    fn the_runnable_count_is_read_from_loadavg() {
+        assert_eq!(parse_runnable(b"0.50 0.40 0.30 3/245 4321\n"), Some(3));
+        assert_eq!(parse_runnable(b"12.01 9.00 8.00 17/1024 99999\n"), Some(17));
+        assert_eq!(parse_runnable(b"0.50 0.40 0.30\n"), None);
+        assert_eq!(parse_runnable(b"0.50 0.40 0.30 x/245 1\n"), None);
+        assert_eq!(parse_runnable(b"\xff\xfe"), None);
+        // This very machine's file parses, and counts this thread.
+        let file = std::fs::File::open("/proc/loadavg").expect("/proc/loadavg");
+        assert!(runnable_threads(&file).is_some_and(|n| n >= 1));
+    }
+
+    #[test]
+    fn more_runnable_threads_than_cpus_leave_no_cpu_to_spare() {
+        // One spinning thread more than there are CPUs: the kernel counts them all runnable.
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let stop = AtomicBool::new(false);
+        let seen_busy = std::thread::scope(|scope| {
+            for _ in 0..=cpus {
+                scope.spawn(|| {
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let deadline = Instant::now() + Duration::from_secs(3);
+            let mut seen = false;
+            while Instant::now() < deadline {
+                if !cpu_to_spare() {
+                    seen = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            stop.store(true, Ordering::Relaxed);
+            seen
+        });
+        assert!(seen_busy, "{} spinning threads on {cpus} CPUs left a CPU to spare", cpus + 1);
     }
 
     #[test]
