@@ -61,7 +61,7 @@ enum Manager<'a> {
 pub struct RouterCore {
     communicator: Communicator,
     config: RouterConfig,
-    sessions: Sessions,
+    sessions: Arc<Sessions>,
     verifier: Verifier,
     session_manager: Option<SessionManagerPrx>,
     ssl_verifier: SslVerifier,
@@ -125,7 +125,7 @@ impl RouterCore {
         let core = Arc::new(RouterCore {
             communicator,
             config,
-            sessions: Sessions::new(),
+            sessions: Arc::new(Sessions::new()),
             verifier,
             session_manager,
             ssl_verifier,
@@ -181,6 +181,9 @@ impl RouterCore {
     pub async fn end_session(&self, connection: &floe::Connection) -> bool {
         let Some(s) = self.sessions.remove(connection) else { return false };
         debug!(target: "floe::router", "session of {} ended", s.user);
+        if !connection.is_closed() {
+            watch_heartbeats(self.sessions.clone(), connection.clone());
+        }
         self.remove_objects(&s.objects);
         if let Some(managed) = &s.managed {
             if let Err(e) = managed.destroy().await {
@@ -411,6 +414,33 @@ impl RouterCore {
     }
 }
 
+/// How often the connection of an ended session is checked for heartbeats.
+const HEARTBEAT_CHECK: Duration = Duration::from_millis(250);
+
+/// Watches the connection of a session that ended while it stayed open: as with Glacier2,
+/// the client's next heartbeat closes it (a client learns that way that its session is
+/// gone), unless a new session was created on it first. Ends when the connection closes or
+/// has a session again.
+fn watch_heartbeats(sessions: Arc<Sessions>, connection: floe::Connection) {
+    let seen = connection.heartbeats_received();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = connection.wait_closed() => return,
+                _ = tokio::time::sleep(HEARTBEAT_CHECK) => {}
+            }
+            if sessions.of_connection(&connection).is_some() {
+                return;
+            }
+            if connection.heartbeats_received() != seen {
+                debug!(target: "floe::router", "heartbeat without a session: closing the connection");
+                connection.close_forcefully(Error::ConnectionLost("heartbeat without a Glacier2 session".into()));
+                return;
+            }
+        }
+    });
+}
+
 /// `proxy` with `ctx` as its context (itself when `ctx` is empty).
 fn with_context<P: Proxy + Clone>(proxy: &P, ctx: &Context) -> P {
     if ctx.is_empty() {
@@ -637,28 +667,41 @@ impl RouterServant {
     fn no_session() -> Error {
         Error::user(SessionNotExistException::default())
     }
+
+    /// The session of the caller's connection (its life noted), or, as Glacier2 does for the
+    /// router's operations that need one, `ObjectNotExistException` with the connection
+    /// closed: that is how a client whose session ended learns of it.
+    fn session_or_close(&self, current: &Current) -> floe::Result<Arc<Session>> {
+        if let Some(session) = self.session(current) {
+            self.0.sessions.touch(&session);
+            return Ok(session);
+        }
+        debug!(target: "floe::router", "{} without a session: closing the connection", current.operation);
+        if let Some(conn) = current.connection() {
+            conn.close_forcefully(Error::ConnectionLost(format!("{} without a Glacier2 session", current.operation)));
+        }
+        Err(Error::ObjectNotExist {
+            identity: current.id.clone(),
+            facet: current.facet.to_string(),
+            operation: current.operation.to_string(),
+        })
+    }
 }
 
 impl ice::Router for RouterServant {
-    async fn get_client_proxy(&self, _: &Current) -> floe::Result<(Option<ObjectPrx>, Option<bool>)> {
+    async fn get_client_proxy(&self, current: &Current) -> floe::Result<(Option<ObjectPrx>, Option<bool>)> {
+        self.session_or_close(current)?;
         let client = self.0.client_adapter.create_direct_proxy(floe::Identity::new("dummy"));
         Ok((Some(client), Some(true)))
     }
 
-    async fn get_server_proxy(&self, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+    async fn get_server_proxy(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        self.session_or_close(current)?;
         Ok(self.0.server_adapter.as_ref().map(|a| a.create_direct_proxy(floe::Identity::new("dummy"))))
     }
 
     async fn add_proxies(&self, proxies: ice::ObjectProxySeq, current: &Current) -> floe::Result<ice::ObjectProxySeq> {
-        let Some(session) = self.session(current) else {
-            // Glacier2 refuses routing-table changes without a session.
-            return Err(Error::ObjectNotExist {
-                identity: current.id.clone(),
-                facet: current.facet.to_string(),
-                operation: current.operation.to_string(),
-            });
-        };
-        self.0.sessions.touch(&session);
+        let session = self.session_or_close(current)?;
         let mut evicted = Vec::new();
         for p in proxies.into_iter().flatten() {
             if !self.0.accepts_proxy(&p) {
@@ -673,7 +716,11 @@ impl ice::Router for RouterServant {
 
 impl glacier2::Router for RouterServant {
     async fn get_category_for_client(&self, current: &Current) -> floe::Result<floe::CompactString> {
-        Ok(self.session(current).map(|s| s.category.as_str().into()).unwrap_or_default())
+        // Without server endpoints there are no categories, session or not (as with Glacier2).
+        if self.0.server_adapter.is_none() {
+            return Ok(Default::default());
+        }
+        Ok(self.session_or_close(current)?.category.as_str().into())
     }
 
     async fn create_session(

@@ -1053,3 +1053,79 @@ fn twoways_hold_back_no_request_buffered_or_not() {
         assert!(unbuffered < Duration::from_millis(450), "{kind:?}: unbuffered, the oneway waited {unbuffered:?}");
     }
 }
+
+// ---- Connections without a session, against floe-router and glacier2router alike.
+
+/// A communicator of its own (so its own connection to the router) that sends no heartbeat
+/// unless asked.
+fn quiet_communicator() -> Communicator {
+    let props = Properties::new();
+    props.set("Ice.ACM.Client.Heartbeat", "0");
+    props.set("Ice.ACM.Client.Timeout", "0");
+    Communicator::with_properties(props).unwrap()
+}
+
+/// Waits up to 10 s for `connection` to close.
+async fn closes(kind: RouterKind, what: &str, connection: &floe::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !connection.is_closed() {
+        assert!(Instant::now() < deadline, "{kind:?}: {what}: the connection stayed open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `getClientProxy`, `getServerProxy`, `addProxies` and `getCategoryForClient` on a
+/// connection without a session fail and close it; `refreshSession` and `destroySession`
+/// fail and leave it open; a heartbeat on a connection that never had a session leaves it
+/// open, one on a connection whose session was destroyed closes it — from either router.
+#[test]
+fn router_calls_and_heartbeats_without_a_session_as_glacier2_does() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let port = free_port();
+            let args = ["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+            let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+            for op in ["getClientProxy", "getServerProxy", "addProxies", "getCategoryForClient"] {
+                let c = quiet_communicator();
+                let router = router_proxy(&c, port);
+                let connection = router.ice_get_connection().await.unwrap();
+                let failed = match op {
+                    "getClientProxy" => router.get_client_proxy().await.is_err(),
+                    "getServerProxy" => router.get_server_proxy().await.is_err(),
+                    "addProxies" => {
+                        let p = c.string_to_proxy("tester:tcp -h 127.0.0.1 -p 9").unwrap();
+                        router.add_proxies(&[Some(p)]).await.is_err()
+                    }
+                    _ => router.get_category_for_client().await.is_err(),
+                };
+                assert!(failed, "{kind:?}: {op} without a session succeeded");
+                closes(kind, op, &connection).await;
+                c.destroy().await;
+            }
+
+            let c = quiet_communicator();
+            let router = router_proxy(&c, port);
+            let connection = router.ice_get_connection().await.unwrap();
+            assert!(router.refresh_session().await.is_err(), "{kind:?}");
+            assert!(router.destroy_session().await.is_err(), "{kind:?}");
+            connection.heartbeat().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            router.ice_ping().await.unwrap();
+            assert!(!connection.is_closed(), "{kind:?}: a heartbeat closed a connection that never had a session");
+
+            // With a session, heartbeats are fine; once it is destroyed, the next one closes
+            // the connection.
+            router.create_session("erin", "x").await.unwrap();
+            connection.heartbeat().await.unwrap();
+            router.get_client_proxy().await.unwrap();
+            router.destroy_session().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            router.ice_ping().await.unwrap();
+            assert!(!connection.is_closed(), "{kind:?}: closed before any heartbeat");
+            connection.heartbeat().await.unwrap();
+            closes(kind, "heartbeat after destroySession", &connection).await;
+            c.destroy().await;
+        });
+    }
+}
