@@ -41,6 +41,9 @@ pub struct RouterConfig {
     pub ssl_session_manager: Option<String>,
     /// `Glacier2.Filter.Category.Accept`: categories clients may call (empty: any).
     pub accept_categories: Vec<String>,
+    /// `Glacier2.Filter.Category.AcceptUser`: 1 adds the user id of a password session to
+    /// its category filter, 2 the user id with a leading underscore; 0 (the default) neither.
+    pub accept_user: i64,
     /// `Glacier2.Filter.Identity.Accept`: identities clients may call.
     pub accept_identities: Vec<String>,
     /// `Glacier2.Filter.AdapterId.Accept`: adapter ids of the proxies clients may add.
@@ -85,6 +88,7 @@ impl RouterConfig {
             ssl_permissions_verifier: non_empty(props, "Glacier2.SSLPermissionsVerifier"),
             ssl_session_manager: non_empty(props, "Glacier2.SSLSessionManager"),
             accept_categories: words(props, "Glacier2.Filter.Category.Accept"),
+            accept_user: props.get_int("Glacier2.Filter.Category.AcceptUser", 0)?,
             accept_identities: words(props, "Glacier2.Filter.Identity.Accept"),
             accept_adapter_ids: words(props, "Glacier2.Filter.AdapterId.Accept"),
             accept_addresses: words(props, "Glacier2.Filter.Address.Accept"),

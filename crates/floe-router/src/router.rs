@@ -222,17 +222,20 @@ impl RouterCore {
         }
     }
 
-    /// Creates the session of `connection` once its client is let in: its filters (and, on
+    /// Creates the session of `connection` once its client is let in (`ssl`: from its ssl
+    /// connection rather than with a password): its filters (and, on
     /// the server adapter, their objects and the `SessionControl` given to the session
     /// manager), the session manager's session, and the routing state.
     async fn establish(
         self: &Arc<Self>,
         connection: floe::Connection,
         user: String,
+        ssl: bool,
         manager: Option<Manager<'_>>,
         ctx: &Context,
     ) -> floe::Result<Option<SessionPrx>> {
-        let filters = Arc::new(Filters::from_config(&self.config));
+        // `Glacier2.Filter.Category.AcceptUser` concerns password sessions only.
+        let filters = Arc::new(Filters::from_config(&self.config, (!ssl).then_some(user.as_str())));
         let mut objects = Vec::new();
         let mut control = None;
         if let Some(server) = &self.server_adapter {
@@ -745,7 +748,7 @@ impl glacier2::Router for RouterServant {
         let ctx = core.session_context(current, &connection);
         core.check_permissions(&user_id, &password, &ctx).await?;
         let manager = core.session_manager.as_ref().map(|m| Manager::Password(m, &user_id));
-        core.establish(connection, user_id.to_string(), manager, &ctx).await
+        core.establish(connection, user_id.to_string(), false, manager, &ctx).await
     }
 
     async fn create_session_from_secure_connection(&self, current: &Current) -> floe::Result<Option<SessionPrx>> {
@@ -771,7 +774,7 @@ impl glacier2::Router for RouterServant {
         core.check_ssl_permissions(&info, &ctx).await?;
         let user = format!("ssl client {}:{}", info.remote_host, info.remote_port);
         let manager = core.ssl_session_manager.as_ref().map(|m| Manager::Ssl(m, &info));
-        core.establish(connection, user, manager, &ctx).await
+        core.establish(connection, user, true, manager, &ctx).await
     }
 
     async fn refresh_session(&self, current: &Current) -> floe::Result<()> {

@@ -1129,3 +1129,59 @@ fn router_calls_and_heartbeats_without_a_session_as_glacier2_does() {
         });
     }
 }
+
+// ---- `Glacier2.Filter.Category.AcceptUser`, against floe-router and glacier2router alike.
+
+/// Which of `identities` (on a server that has every object) the client of a password
+/// session for `user` may ping through a router of `kind` with `extra` properties.
+fn reachable(kind: RouterKind, extra: &[&str], user: &str, identities: &[&str]) -> Vec<String> {
+    runtime().block_on(async {
+        let server_communicator = Communicator::new().unwrap();
+        let backend = free_port();
+        let adapter = server_communicator
+            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
+            .unwrap();
+        adapter.add_default_servant(Arc::new(Recorder(Arc::default())), "");
+        adapter.activate().await.unwrap();
+        let port = free_port();
+        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+        let props = Properties::new();
+        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+        let c = Communicator::with_properties(props).unwrap();
+        let router = RouterPrx::from_object(c.default_router().unwrap());
+        router.create_session(user, "x").await.unwrap();
+        let mut passed = Vec::new();
+        for id in identities {
+            let p = c.string_to_proxy(&format!("{id}:tcp -h 127.0.0.1 -p {backend}")).unwrap();
+            match p.ice_ping().await {
+                Ok(()) => passed.push(id.to_string()),
+                Err(Error::ObjectNotExist { .. }) => {}
+                Err(e) => panic!("{kind:?}: pinging {id}: {e}"),
+            }
+        }
+        c.destroy().await;
+        server_communicator.destroy().await;
+        passed
+    })
+}
+
+/// `Glacier2.Filter.Category.AcceptUser=1` lets a password session's client call the
+/// category of its user id (and nothing else, unless another filter lets it), `2` the user id
+/// with a leading underscore; both add to `Glacier2.Filter.Category.Accept`.
+#[test]
+fn accept_user_filters_categories_as_glacier2_does() {
+    let ids = ["alice/a", "_alice/b", "bob/c", "other/d", "e"];
+    for kind in BOTH {
+        assert_eq!(reachable(kind, &[], "alice", &ids), ids, "{kind:?}: no filter");
+        let one = ["--Glacier2.Filter.Category.AcceptUser=1"];
+        assert_eq!(reachable(kind, &one, "alice", &ids), ["alice/a"], "{kind:?}: AcceptUser=1");
+        let two = ["--Glacier2.Filter.Category.AcceptUser=2"];
+        assert_eq!(reachable(kind, &two, "alice", &ids), ["_alice/b"], "{kind:?}: AcceptUser=2");
+        let with_accept = ["--Glacier2.Filter.Category.AcceptUser=1", "--Glacier2.Filter.Category.Accept=other"];
+        assert_eq!(reachable(kind, &with_accept, "alice", &ids), ["alice/a", "other/d"], "{kind:?}: with Accept");
+        let zero = ["--Glacier2.Filter.Category.AcceptUser=0"];
+        assert_eq!(reachable(kind, &zero, "alice", &ids), ids, "{kind:?}: AcceptUser=0");
+    }
+}
