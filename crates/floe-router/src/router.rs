@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use floe::encoding::{Decoder, EncodingVersion};
+use floe::encoding::{Decoder, EncodingVersion, InvocationMode};
 use floe::protocol::ReplyBody;
 use floe::reference::{identity_to_string, Reference};
 use floe::{
@@ -513,10 +513,70 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     pattern == "*" || pattern == host
 }
 
-/// Sends a request on to `target` and turns what comes back into the reply for `current`:
-/// results and user exceptions are relayed byte for byte, in their encoding.
-/// `target` as `current` asks for it: its facet, encoding and oneway or twoway mode.
-fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> ObjectPrx {
+/// What a request's `_fwd` context asks of its forwarding, read as Glacier2 reads it: each
+/// letter in turn, the last mode letter winning — `t` twoway, `o` oneway, `d` datagram, `O`
+/// batch oneway and `D` batch datagram (buffered; oneway and datagram unbuffered), `s` a
+/// secure connection, `z` compression. Other letters are ignored, with a warning.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FwdOptions {
+    /// The invocation mode asked for, if any.
+    pub mode: Option<InvocationMode>,
+    /// Forward over a secure endpoint only.
+    pub secure: bool,
+    /// Compress the forwarded request.
+    pub compress: bool,
+}
+
+impl FwdOptions {
+    /// Reads a `_fwd` value; `buffered` says whether the batch modes are available.
+    pub fn parse(value: &str, buffered: bool) -> FwdOptions {
+        let mut options = FwdOptions::default();
+        for letter in value.chars() {
+            match letter {
+                't' => options.mode = Some(InvocationMode::Twoway),
+                'o' => options.mode = Some(InvocationMode::Oneway),
+                'd' => options.mode = Some(InvocationMode::Datagram),
+                'O' if buffered => options.mode = Some(InvocationMode::BatchOneway),
+                'O' => options.mode = Some(InvocationMode::Oneway),
+                'D' if buffered => options.mode = Some(InvocationMode::BatchDatagram),
+                'D' => options.mode = Some(InvocationMode::Datagram),
+                's' => options.secure = true,
+                'z' => options.compress = true,
+                other => tracing::warn!(target: "floe::router", "unknown forward option `{other}'"),
+            }
+        }
+        options
+    }
+
+    /// `target` with the endpoint options asked for.
+    fn apply(&self, mut target: ObjectPrx) -> ObjectPrx {
+        if self.secure {
+            target = target.ice_secure(true);
+        }
+        if self.compress {
+            target = target.ice_compress(true);
+        }
+        target
+    }
+}
+
+/// The `_fwd` options of a request, if it has a `_fwd` context.
+fn fwd_options(current: &Current, buffered: bool) -> Option<FwdOptions> {
+    current.ctx.get("_fwd").map(|v| FwdOptions::parse(v.as_str(), buffered))
+}
+
+/// The mode a request is forwarded in (twoway, oneway or datagram), as the client sent it
+/// unless `_fwd` says otherwise.
+fn forward_mode(current: &Current, fwd: Option<&FwdOptions>) -> InvocationMode {
+    match fwd.and_then(|f| f.mode) {
+        Some(mode) => mode,
+        None if current.is_oneway() => InvocationMode::Oneway,
+        None => InvocationMode::Twoway,
+    }
+}
+
+/// `target` as `current` asks for it: its facet, encoding and invocation `mode`.
+fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion, mode: InvocationMode) -> ObjectPrx {
     // Each derived proxy is a new proxy (and looks its connection up again): derive only what
     // differs from the routing table's proxy, which is usually nothing for twoway requests.
     let mut target = target;
@@ -526,31 +586,39 @@ fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> 
     if target.ice_get_encoding_version() != encoding {
         target = target.ice_encoding_version(encoding);
     }
-    if current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Oneway {
-        target = target.ice_oneway();
-    } else if !current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Twoway {
-        target = target.ice_twoway();
+    if target.mode() != mode {
+        target = match mode {
+            InvocationMode::Twoway => target.ice_twoway(),
+            InvocationMode::Oneway => target.ice_oneway(),
+            InvocationMode::BatchOneway => target.ice_batch_oneway(),
+            InvocationMode::Datagram => target.ice_datagram(),
+            InvocationMode::BatchDatagram => target.ice_batch_datagram(),
+        };
     }
     target
 }
 
-/// Forwards a request that is not batched, as `buffered` says: buffered, a oneway request
-/// goes through the session's queue (where a newer one with the same `_ovrd` value may
-/// replace it) and a twoway one follows the requests queued before it; unbuffered, each
-/// request is forwarded in the order it was read, a twoway one without waiting for its reply.
+/// Forwards a request that is not batched, in `mode` (twoway, oneway or datagram), as
+/// `buffered` says: buffered, a oneway (or datagram) request goes through the session's
+/// queue (where a newer one with the same `_ovrd` value may replace it) and a twoway one
+/// follows the requests queued before it; unbuffered, each request is forwarded in the order
+/// it was read, a twoway one without waiting for its reply. A twoway request forwarded
+/// without a reply (`_fwd`) gets an empty one, once queued (buffered) or sent (unbuffered).
 async fn forward_in_order(
     outbox: &Outbox,
     buffered: bool,
     request: &IncomingRequest,
     target: ObjectPrx,
     context: Option<Context>,
+    mode: InvocationMode,
 ) -> Response {
     let c = &request.current;
-    let target = prepared(c, target, c.encoding);
+    let target = prepared(c, target, c.encoding, mode);
+    let twoway = mode == InvocationMode::Twoway;
     if !buffered {
-        return outbox.in_turn(c.is_oneway(), || forward(c, &request.params, target, context)).await;
+        return outbox.in_turn(!twoway, || forward(c, &request.params, target, context)).await;
     }
-    if !c.is_oneway() {
+    if twoway {
         return outbox.twoway(|| forward(c, &request.params, target, context)).await;
     }
     let ovrd = c.ctx.get("_ovrd").filter(|v| !v.is_empty()).map(|v| (v.as_str().into(), target.to_string()));
@@ -564,13 +632,15 @@ async fn forward_in_order(
             ovrd,
         })
         .await;
-    Response::none()
+    c.ok_empty()
 }
 
 async fn forward(current: &Current, params: &[u8], target: ObjectPrx, context: Option<Context>) -> Response {
     let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
     match outcome {
-        Ok(None) => Response::none(),
+        // Sent without a reply: none for a oneway request, an empty one for a twoway request
+        // forwarded as oneway (`_fwd`).
+        Ok(None) => current.ok_empty(),
         Ok(Some(Outcome::Ok(d))) => current.reply_body(ReplyBody::Ok { encoding: d.encoding(), payload: rest(&d) }),
         Ok(Some(Outcome::UserException(d))) => {
             current.reply_body(ReplyBody::UserException { encoding: d.encoding(), payload: rest(&d) })
@@ -613,27 +683,57 @@ impl Dispatcher for ClientForwarder {
                 return c.object_not_exist();
             }
             let context = RouterCore::forward_context(c, &session, core.config.client_forward_context);
-            if c.is_batched() {
-                // Queued with the other batched requests for the same target, and sent
-                // together once the requests read with it are queued too, as a batch.
-                let key = format!("{target} -f {:?} -e {}", c.facet.as_str(), c.encoding);
-                let batch = session.batch_proxy(key.clone(), || {
-                    target.ice_facet(&c.facet).ice_encoding_version(c.encoding).ice_batch_oneway()
-                });
-                if let Err(e) =
-                    batch.invoke(&c.operation, c.mode, context.as_ref(), |e| e.write_raw(&request.params)).await
-                {
-                    debug!(target: "floe::router", "forwarding {} failed: {e}", c.operation);
+            let buffered = core.config.client_buffered;
+            let fwd = fwd_options(c, buffered);
+            let target = match &fwd {
+                Some(f) => f.apply(target),
+                None => target,
+            };
+            let mode = fwd.and_then(|f| f.mode);
+            let batch = match mode {
+                Some(m @ (InvocationMode::BatchOneway | InvocationMode::BatchDatagram)) => Some(m),
+                // A batched request is forwarded in a batch, unless `_fwd` gives another mode
+                // or, buffered, it has an `_ovrd` value: then it is queued as a oneway request,
+                // where a newer one may replace it, as glacier2router queues it.
+                None if c.is_batched() && !(buffered && c.ctx.get("_ovrd").is_some_and(|v| !v.is_empty())) => {
+                    Some(InvocationMode::BatchOneway)
                 }
-                if session.queued(&key) {
-                    tokio::spawn(async move { session.flush_oneways().await });
-                }
-                return Response::none();
+                _ => None,
+            };
+            if let Some(batch) = batch {
+                forward_batched(&session, &request, target, context, batch, fwd.unwrap_or_default()).await;
+                return c.ok_empty();
             }
             // Any other request goes after the batched requests the client sent before it.
             session.flush_oneways().await;
-            forward_in_order(&session.client_outbox, core.config.client_buffered, &request, target, context).await
+            let mode = forward_mode(c, fwd.as_ref());
+            forward_in_order(&session.client_outbox, buffered, &request, target, context, mode).await
         })
+    }
+}
+
+/// Queues a client's request with the other batched requests for the same target (and
+/// `mode`, batch oneway or batch datagram), to be sent together once the requests read with
+/// it are queued too, as a batch. `fwd` is the request's `_fwd` options (applied to
+/// `target` already), which keep requests apart.
+async fn forward_batched(
+    session: &Arc<Session>,
+    request: &IncomingRequest,
+    target: ObjectPrx,
+    context: Option<Context>,
+    mode: InvocationMode,
+    fwd: FwdOptions,
+) {
+    let c = &request.current;
+    let key =
+        format!("{target} -f {:?} -e {} {mode:?} s{} z{}", c.facet.as_str(), c.encoding, fwd.secure, fwd.compress);
+    let batch = session.batch_proxy(key.clone(), || prepared(c, target, c.encoding, mode));
+    if let Err(e) = batch.invoke(&c.operation, c.mode, context.as_ref(), |e| e.write_raw(&request.params)).await {
+        debug!(target: "floe::router", "forwarding {} failed: {e}", c.operation);
+    }
+    if session.queued(&key) {
+        let session = session.clone();
+        tokio::spawn(async move { session.flush_oneways().await });
     }
 }
 
@@ -654,7 +754,23 @@ impl Dispatcher for ServerForwarder {
                 ObjectPrx::from_reference(core.communicator.clone(), reference).ice_fixed(session.connection.clone());
             let context = if core.config.server_forward_context { Some(c.ctx.clone().into_context()) } else { None };
             let context = context.filter(|ctx| !ctx.is_empty());
-            forward_in_order(&session.server_outbox, core.config.server_buffered, &request, target, context).await
+            let buffered = core.config.server_buffered;
+            // `_fwd`: callbacks have no batches here, a batch mode is forwarded as oneway or
+            // datagram.
+            let fwd = fwd_options(c, buffered).map(|mut f| {
+                f.mode = f.mode.map(|m| match m {
+                    InvocationMode::BatchOneway => InvocationMode::Oneway,
+                    InvocationMode::BatchDatagram => InvocationMode::Datagram,
+                    m => m,
+                });
+                f
+            });
+            let target = match &fwd {
+                Some(f) => f.apply(target),
+                None => target,
+            };
+            let mode = forward_mode(c, fwd.as_ref());
+            forward_in_order(&session.server_outbox, buffered, &request, target, context, mode).await
         })
     }
 }
@@ -797,5 +913,25 @@ impl glacier2::Router for RouterServant {
 
     async fn get_acm_timeout(&self, _: &Current) -> floe::Result<i32> {
         Ok(self.0.config.session_timeout.map_or(0, |t| t.as_secs() as i32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fwd_letters_are_read_in_turn() {
+        let parse = FwdOptions::parse;
+        assert_eq!(parse("", true), FwdOptions::default());
+        assert_eq!(parse("o", true).mode, Some(InvocationMode::Oneway));
+        assert_eq!(parse("ot", true).mode, Some(InvocationMode::Twoway), "the last mode wins");
+        assert_eq!(parse("O", true).mode, Some(InvocationMode::BatchOneway));
+        assert_eq!(parse("O", false).mode, Some(InvocationMode::Oneway), "no batches unbuffered");
+        assert_eq!(parse("D", true).mode, Some(InvocationMode::BatchDatagram));
+        assert_eq!(parse("D", false).mode, Some(InvocationMode::Datagram));
+        assert_eq!(parse("d", true).mode, Some(InvocationMode::Datagram));
+        let f = parse("zsx?", true);
+        assert_eq!((f.mode, f.secure, f.compress), (None, true, true), "unknown letters are ignored");
     }
 }

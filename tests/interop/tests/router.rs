@@ -1185,3 +1185,204 @@ fn accept_user_filters_categories_as_glacier2_does() {
         assert_eq!(reachable(kind, &zero, "alice", &ids), ids, "{kind:?}: AcceptUser=0");
     }
 }
+
+// ---- The `_fwd` context and `_ovrd` on batched requests, against floe-router and
+// ---- glacier2router alike.
+
+/// What a relay saw of one message going to the server: its type (0 request, 1 batch
+/// request), its compression byte, and its request id (requests) or request count (batches).
+type Sniffed = (u8, u8, i32);
+
+/// A loopback port that relays each connection to `backend`, noting the messages that go to
+/// it.
+fn sniffing_relay(backend: u16) -> (u16, Arc<Mutex<Vec<Sniffed>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Arc<Mutex<Vec<Sniffed>>> = Arc::default();
+    let noted = seen.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming().take(4) {
+            let Ok(mut a) = s else { break };
+            let Ok(mut b) = TcpStream::connect(("127.0.0.1", backend)) else { break };
+            let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+            let noted = noted.clone();
+            std::thread::spawn(move || {
+                let mut header = [0u8; 14];
+                while a.read_exact(&mut header).is_ok() {
+                    let size = i32::from_le_bytes(header[10..14].try_into().unwrap()).max(14) as usize;
+                    let mut body = vec![0u8; size - 14];
+                    if a.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    if header[8] <= 1 && body.len() >= 4 {
+                        let plain = if header[9] == 2 {
+                            let whole = [&header[..], &body].concat();
+                            floe::protocol::compress::decompress_message(&whole, 1 << 20).unwrap()[14..].to_vec()
+                        } else {
+                            body.clone()
+                        };
+                        let first = i32::from_le_bytes(plain[..4].try_into().unwrap());
+                        noted.lock().unwrap().push((header[8], header[9], first));
+                    }
+                    if b.write_all(&header).and_then(|_| b.write_all(&body)).is_err() {
+                        break;
+                    }
+                }
+                let _ = b.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b2, &mut a2);
+                let _ = a2.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Runs `client` with the recorder's proxy through a router of `kind` (with `extra`
+/// properties), the recorder behind a sniffing relay; `client` gets what the recorder and
+/// the relay saw.
+fn through_sniffed_router<F, Fut>(kind: RouterKind, extra: &[&str], client: F)
+where
+    F: FnOnce(ObjectPrx, Arc<Recorded>, Arc<Mutex<Vec<Sniffed>>>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    runtime().block_on(async {
+        let server_communicator = Communicator::new().unwrap();
+        let backend = free_port();
+        let adapter = server_communicator
+            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
+            .unwrap();
+        let recorded = Arc::new(Recorded::default());
+        adapter.add_default_servant(Arc::new(Recorder(recorded.clone())), "");
+        adapter.activate().await.unwrap();
+        let (relay, sniffed) = sniffing_relay(backend);
+        let port = free_port();
+        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+        let props = Properties::new();
+        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+        let c = Communicator::with_properties(props).unwrap();
+        let router = RouterPrx::from_object(c.default_router().unwrap());
+        router.create_session("frank", "x").await.unwrap();
+        let recorder = c.string_to_proxy(&format!("recorder:tcp -h 127.0.0.1 -p {relay}")).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), client(recorder, recorded, sniffed))
+            .await
+            .expect("the client's calls took over 30 s");
+        c.destroy().await;
+        server_communicator.destroy().await;
+    })
+}
+
+/// Sends `op(value)` (with 2,000 more bytes when `big`) oneway or twoway with `_fwd` =
+/// `fwd`; the outcome of the call.
+async fn op_with_fwd(recorder: &ObjectPrx, value: i32, oneway: bool, fwd: &str, big: bool) -> Result<(), Error> {
+    let mut ctx = floe::Context::new();
+    if !fwd.is_empty() {
+        ctx.insert("_fwd".into(), fwd.into());
+    }
+    let p = if oneway { recorder.ice_oneway() } else { recorder.clone() };
+    p.invoke("op", OperationMode::Normal, Some(&ctx), |e| {
+        e.write_i32(value);
+        if big {
+            e.write_raw(&[0u8; 2000]);
+        }
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Waits up to 10 s for `value` to reach the recorder; then what the relay saw of it (the
+/// last message).
+async fn arrived(kind: RouterKind, recorded: &Recorded, sniffed: &Mutex<Vec<Sniffed>>, value: i32) -> Sniffed {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !recorded.values().contains(&value) {
+        assert!(Instant::now() < deadline, "{kind:?}: op({value}) did not arrive");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    *sniffed.lock().unwrap().last().unwrap()
+}
+
+/// `_fwd` changes how a request is forwarded: `o` oneway (a twoway caller gets an empty
+/// reply), `t` twoway, `O` in a batch (buffered; oneway unbuffered), `z` compressed, `s` over
+/// a secure endpoint only (the tcp-only server is out of reach), `d` as a datagram (the
+/// same), the last mode letter winning — from either router.
+#[test]
+fn fwd_context_changes_the_forwarding_as_glacier2_does() {
+    for kind in BOTH {
+        through_sniffed_router(kind, &[], |recorder, recorded, sniffed| async move {
+            let (r, s) = (&recorded, &sniffed);
+            op_with_fwd(&recorder, 1, false, "o", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 1).await;
+            assert_eq!((ty, id), (0, 0), "{kind:?}: _fwd=o");
+            op_with_fwd(&recorder, 2, true, "t", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 2).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: _fwd=t: {ty} {id}");
+            op_with_fwd(&recorder, 3, false, "O", false).await.unwrap();
+            let (ty, _, count) = arrived(kind, r, s, 3).await;
+            assert_eq!((ty, count), (1, 1), "{kind:?}: _fwd=O");
+            op_with_fwd(&recorder, 4, false, "oz", true).await.unwrap();
+            let (ty, compression, id) = arrived(kind, r, s, 4).await;
+            assert_eq!((ty, compression, id), (0, 2, 0), "{kind:?}: _fwd=oz");
+            op_with_fwd(&recorder, 5, false, "tz", true).await.unwrap();
+            let (ty, compression, id) = arrived(kind, r, s, 5).await;
+            assert!(ty == 0 && compression == 2 && id > 0, "{kind:?}: _fwd=tz: {ty} {compression} {id}");
+            op_with_fwd(&recorder, 6, false, "", true).await.unwrap();
+            let (_, compression, _) = arrived(kind, r, s, 6).await;
+            assert_eq!(compression, 0, "{kind:?}: compressed without _fwd=z");
+            assert!(op_with_fwd(&recorder, 7, false, "s", false).await.is_err(), "{kind:?}: _fwd=s reached tcp");
+            op_with_fwd(&recorder, 8, false, "d", false).await.unwrap();
+            op_with_fwd(&recorder, 9, false, "Oot", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 9).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: _fwd=Oot: {ty} {id}");
+            op_with_fwd(&recorder, 10, false, "", false).await.unwrap();
+            arrived(kind, r, s, 10).await;
+            assert_eq!(recorded.values(), [1, 2, 3, 4, 5, 6, 9, 10], "{kind:?}");
+        });
+        through_sniffed_router(kind, &["--Glacier2.Client.Buffered=0"], |recorder, recorded, sniffed| async move {
+            op_with_fwd(&recorder, 1, false, "O", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, &recorded, &sniffed, 1).await;
+            assert_eq!((ty, id), (0, 0), "{kind:?}: unbuffered _fwd=O");
+            op_with_fwd(&recorder, 2, true, "t", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, &recorded, &sniffed, 2).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: unbuffered _fwd=t: {ty} {id}");
+        });
+    }
+}
+
+/// Buffered, batched oneway requests with the same `_ovrd` value replace each other while
+/// queued, as plain oneway ones do: fewer than sent arrive, in order, the last always; without
+/// `_ovrd` all arrive — from either router.
+#[test]
+fn ovrd_replaces_queued_batched_requests_as_glacier2_does() {
+    const N: i32 = 40;
+    let batched = |kind: RouterKind, ovrd: bool| {
+        let recorded = through_router(kind, &[], Duration::from_secs(1), move |recorder, recorded| async move {
+            let batch = recorder.ice_batch_oneway();
+            for i in 0..N {
+                let mut ctx = floe::Context::new();
+                if ovrd {
+                    ctx.insert("_ovrd".into(), "position".into());
+                }
+                batch.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
+                if i % 10 == 9 {
+                    batch.ice_flush_batch_requests().await.unwrap();
+                }
+            }
+            while !recorded.values().contains(&(N - 1)) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        });
+        recorded.values()
+    };
+    for kind in BOTH {
+        let got = batched(kind, true);
+        eprintln!("{kind:?} buffered, batched with _ovrd: {got:?}");
+        assert!(got.len() < N as usize, "{kind:?}: no batched request was replaced: {got:?}");
+        assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
+        assert_eq!(batched(kind, false), (0..N).collect::<Vec<_>>(), "{kind:?}: batched without _ovrd");
+    }
+}
