@@ -122,10 +122,14 @@ impl RouterCore {
         } else {
             Some(communicator.create_object_adapter_with_endpoints("Glacier2.Server", &config.server_endpoints)?)
         };
+        let sessions = Sessions::with_pauses(
+            if config.client_buffered { config.client_sleep_time } else { Duration::ZERO },
+            if config.server_buffered { config.server_sleep_time } else { Duration::ZERO },
+        );
         let core = Arc::new(RouterCore {
             communicator,
             config,
-            sessions: Arc::new(Sessions::new()),
+            sessions: Arc::new(sessions),
             verifier,
             session_manager,
             ssl_verifier,

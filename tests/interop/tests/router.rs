@@ -1386,3 +1386,41 @@ fn ovrd_replaces_queued_batched_requests_as_glacier2_does() {
         assert_eq!(batched(kind, false), (0..N).collect::<Vec<_>>(), "{kind:?}: batched without _ovrd");
     }
 }
+
+/// `Glacier2.Client.SleepTime=1000`: after each flush of its queue the router pauses a
+/// second, so 40 oneway requests with one `_ovrd` value sent at once to a ready server mostly
+/// replace each other, and the last reaches it about a second after they were sent — from
+/// either router.
+#[test]
+fn sleep_time_gathers_queued_requests_as_glacier2_does() {
+    const N: i32 = 40;
+    for kind in BOTH {
+        let sent = Arc::new(Mutex::new(None));
+        let started = sent.clone();
+        let recorded = through_router(
+            kind,
+            &["--Glacier2.Client.SleepTime=1000"],
+            Duration::ZERO,
+            move |recorder, recorded| async move {
+                recorder.ice_ping().await.unwrap();
+                *started.lock().unwrap() = Some(Instant::now());
+                let oneway = recorder.ice_oneway();
+                for i in 0..N {
+                    let mut ctx = floe::Context::new();
+                    ctx.insert("_ovrd".into(), "position".into());
+                    oneway.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
+                }
+                while !recorded.values().contains(&(N - 1)) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            },
+        );
+        let got = recorded.values();
+        let took = recorded.arrival(N - 1).unwrap() - sent.lock().unwrap().unwrap();
+        eprintln!("{kind:?} SleepTime=1000: {got:?}, the last after {took:?}");
+        assert!(got.len() <= 3, "{kind:?}: the requests were not gathered: {got:?}");
+        assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
+        assert!(took >= Duration::from_millis(700), "{kind:?}: no pause: the last came after {took:?}");
+    }
+}
