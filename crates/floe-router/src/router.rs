@@ -190,7 +190,9 @@ impl RouterCore {
         }
         self.remove_objects(&s.objects);
         if let Some(managed) = &s.managed {
-            if let Err(e) = managed.destroy().await {
+            // With the connection's `_con.` entries (`Glacier2.AddConnectionContext`), as
+            // Glacier2 destroys it.
+            if let Err(e) = with_context(managed, &s.connection_context).destroy().await {
                 debug!(target: "floe::router", "destroying the session manager's session failed: {e}");
             }
         }

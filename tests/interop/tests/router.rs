@@ -509,6 +509,8 @@ struct Seen {
     users: Mutex<Vec<String>>,
     controls: Mutex<Vec<Option<SessionControlPrx>>>,
     destroyed: AtomicUsize,
+    /// The request contexts of the session's `destroy` calls.
+    destroy_contexts: Mutex<Vec<floe::Context>>,
     refuse: AtomicBool,
 }
 
@@ -555,7 +557,8 @@ impl glacier2::SSLSessionManager for TestManager {
 struct TestSession(Arc<Seen>);
 
 impl glacier2::Session for TestSession {
-    async fn destroy(&self, _: &Current) -> floe::Result<()> {
+    async fn destroy(&self, current: &Current) -> floe::Result<()> {
+        self.0.destroy_contexts.lock().unwrap().push(current.ctx.clone().into_context());
         self.0.destroyed.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -801,6 +804,22 @@ fn session_control_filters_and_destroys_as_glacier2_does() {
             let connection = router.ice_get_connection().await.unwrap();
             control.destroy().await.unwrap();
             eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            // Glacier2.AddConnectionContext: the session's `destroy` carries the connection's
+            // entries, and only those.
+            let destroy_ctx = seen.destroy_contexts.lock().unwrap()[0].clone();
+            let mut keys: Vec<&str> = destroy_ctx.keys().map(|k| k.as_str()).collect();
+            keys.sort();
+            assert_eq!(
+                keys,
+                ["_con.localAddress", "_con.localPort", "_con.remoteAddress", "_con.remotePort", "_con.type"],
+                "{kind:?}: {destroy_ctx:?}"
+            );
+            assert_eq!(destroy_ctx.get("_con.localPort").map(|v| v.to_string()), Some(port.to_string()), "{kind:?}");
+            assert_eq!(
+                destroy_ctx.get("_con.remotePort").map(|v| v.to_string()),
+                Some(local.port().to_string()),
+                "{kind:?}"
+            );
             assert!(
                 matches!(control.get_session_timeout().await, Err(Error::ObjectNotExist { .. })),
                 "{kind:?}: the control outlived its session"
@@ -850,6 +869,8 @@ fn no_session_control_without_server_endpoints() {
             assert_eq!(router.get_category_for_client().await.unwrap(), "", "{kind:?}");
             router.destroy_session().await.unwrap();
             eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            let destroy_ctx = seen.destroy_contexts.lock().unwrap()[0].clone();
+            assert!(destroy_ctx.is_empty(), "{kind:?}: {destroy_ctx:?}");
             c.destroy().await;
             services_communicator.destroy().await;
         });
