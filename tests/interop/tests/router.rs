@@ -8,8 +8,11 @@
 //! Ice's C++ `Glacier2::SessionHelper` client (`cpp/Glacier2Client.cpp`) with a password
 //! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
 //! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
-//! given to session managers (filters, timeout, destroy), and request buffering
-//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway requests).
+//! given to session managers (filters, timeout, destroy, the connection context of the
+//! session's `destroy`), request buffering (`Glacier2.Client.Buffered`, the `_ovrd` override
+//! of queued oneway and batched requests, `Glacier2.Client.SleepTime`), the `_fwd` context,
+//! `Glacier2.Filter.Category.AcceptUser`, and the router's calls and heartbeats on a
+//! connection without a session.
 
 mod common;
 
