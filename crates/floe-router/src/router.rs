@@ -522,7 +522,7 @@ fn host_matches(pattern: &str, host: &str) -> bool {
 /// What a request's `_fwd` context asks of its forwarding, read as Glacier2 reads it: each
 /// letter in turn, the last mode letter winning — `t` twoway, `o` oneway, `d` datagram, `O`
 /// batch oneway and `D` batch datagram (buffered; oneway and datagram unbuffered), `s` a
-/// secure connection, `z` compression. Other letters are ignored, with a warning.
+/// secure connection, `z` compression. Other letters are ignored.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct FwdOptions {
     /// The invocation mode asked for, if any.
@@ -548,7 +548,8 @@ impl FwdOptions {
                 'D' => options.mode = Some(InvocationMode::Datagram),
                 's' => options.secure = true,
                 'z' => options.compress = true,
-                other => tracing::warn!(target: "floe::router", "unknown forward option `{other}'"),
+                // Glacier2 warns; a debug line here, so that a client cannot flood the log.
+                other => debug!(target: "floe::router", "unknown forward option `{other}'"),
             }
         }
         options
