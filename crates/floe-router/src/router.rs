@@ -903,6 +903,15 @@ impl glacier2::Router for RouterServant {
     async fn refresh_session(&self, current: &Current) -> floe::Result<()> {
         let session = self.session(current).ok_or_else(Self::no_session)?;
         self.0.sessions.touch(&session);
+        // As Glacier2 does, the session manager's session is pinged (so that it does not time
+        // out either); when it is gone, so is the router's session.
+        if let Some(managed) = &session.managed {
+            if let Err(e) = managed.ice_ping().await {
+                debug!(target: "floe::router", "the session manager's session of {} is gone: {e}", session.user);
+                self.0.end_session(&session.connection).await;
+                return Err(Self::no_session());
+            }
+        }
         Ok(())
     }
 

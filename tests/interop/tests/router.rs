@@ -28,7 +28,7 @@ use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{CallError, Communicator, Error, ObjectPrx, Properties, Proxy};
 use floe_interop::interop::TesterPrx;
-use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx};
+use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx, RouterRefreshSessionError};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -1446,5 +1446,43 @@ fn sleep_time_gathers_queued_requests_as_glacier2_does() {
         assert!(got.len() <= 3, "{kind:?}: the requests were not gathered: {got:?}");
         assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
         assert!(took >= Duration::from_millis(700), "{kind:?}: no pause: the last came after {took:?}");
+    }
+}
+
+/// `refreshSession` pings the session manager's session: while it lives the refresh
+/// succeeds; once it is gone the refresh fails with `SessionNotExistException`, the router's
+/// session is gone too, and the connection stays open — from either router.
+#[test]
+fn refresh_session_pings_the_managers_session_as_glacier2_does() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (adapter, _seen, _, manager, _) = services(&services_communicator).await;
+            let port = free_port();
+            let args = [
+                "--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string(),
+                format!("--Glacier2.SessionManager={manager}"),
+            ];
+            let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+            let c = quiet_communicator();
+            let router = router_proxy(&c, port);
+            router.create_session("gina", "x").await.unwrap();
+            router.refresh_session().await.unwrap();
+            adapter.remove(&Identity::new("session"));
+            match router.refresh_session().await {
+                Err(CallError::User(RouterRefreshSessionError::SessionNotExistException(_))) => {}
+                other => panic!("{kind:?}: expected SessionNotExistException, got {other:?}"),
+            }
+            // glacier2router answers the refresh before it destroys the session.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            match router.destroy_session().await {
+                Err(CallError::User(_)) => {}
+                other => panic!("{kind:?}: the session outlived its manager's: {other:?}"),
+            }
+            router.ice_ping().await.unwrap();
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
     }
 }
