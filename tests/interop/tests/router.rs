@@ -9,10 +9,10 @@
 //! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
 //! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
 //! given to session managers (filters, timeout, destroy, the connection context of the
-//! session's `destroy`, the ping on `refreshSession`), request buffering (`Glacier2.Client.Buffered`, the `_ovrd` override
-//! of queued oneway and batched requests, `Glacier2.Client.SleepTime`), the `_fwd` context,
-//! `Glacier2.Filter.Category.AcceptUser`, and the router's calls and heartbeats on a
-//! connection without a session.
+//! session's `destroy`, the ping on `refreshSession`), request buffering
+//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway and batched requests,
+//! `Glacier2.Client.SleepTime`), the `_fwd` context, `Glacier2.Filter.Category.AcceptUser`,
+//! and the router's calls and heartbeats on a connection without a session.
 
 mod common;
 
