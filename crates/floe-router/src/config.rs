@@ -25,6 +25,11 @@ pub struct RouterConfig {
     pub client_buffered: bool,
     /// `Glacier2.Server.Buffered`: the same for callbacks.
     pub server_buffered: bool,
+    /// `Glacier2.Client.SleepTime` (milliseconds): buffered, the pause after each flush of a
+    /// session's queued requests, to gather more (and let `_ovrd` replace more).
+    pub client_sleep_time: Duration,
+    /// `Glacier2.Server.SleepTime`: the same for callbacks.
+    pub server_sleep_time: Duration,
     /// `Glacier2.AddConnectionContext`: add the client connection's addresses to the
     /// context of forwarded requests (`_con.*` entries).
     pub add_connection_context: bool,
@@ -41,6 +46,9 @@ pub struct RouterConfig {
     pub ssl_session_manager: Option<String>,
     /// `Glacier2.Filter.Category.Accept`: categories clients may call (empty: any).
     pub accept_categories: Vec<String>,
+    /// `Glacier2.Filter.Category.AcceptUser`: 1 adds the user id of a password session to
+    /// its category filter, 2 the user id with a leading underscore; 0 (the default) neither.
+    pub accept_user: i64,
     /// `Glacier2.Filter.Identity.Accept`: identities clients may call.
     pub accept_identities: Vec<String>,
     /// `Glacier2.Filter.AdapterId.Accept`: adapter ids of the proxies clients may add.
@@ -61,6 +69,11 @@ fn non_empty(props: &Properties, name: &str) -> Option<String> {
     props.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
 }
 
+/// A property in milliseconds (0 when unset or not positive).
+fn millis(props: &Properties, name: &str) -> Result<Duration, Error> {
+    Ok(Duration::from_millis(props.get_int(name, 0)?.max(0) as u64))
+}
+
 impl RouterConfig {
     /// Reads the configuration; `Glacier2.Client.Endpoints` is required.
     pub fn from_properties(props: &Properties) -> Result<Self, Error> {
@@ -78,6 +91,8 @@ impl RouterConfig {
             server_forward_context: props.get_int("Glacier2.Server.ForwardContext", 0)? > 0,
             client_buffered: props.get_int("Glacier2.Client.Buffered", 1)? > 0,
             server_buffered: props.get_int("Glacier2.Server.Buffered", 1)? > 0,
+            client_sleep_time: millis(props, "Glacier2.Client.SleepTime")?,
+            server_sleep_time: millis(props, "Glacier2.Server.SleepTime")?,
             add_connection_context: props.get_int("Glacier2.AddConnectionContext", 0)? > 0,
             permissions_verifier: non_empty(props, "Glacier2.PermissionsVerifier"),
             crypt_passwords: non_empty(props, "Glacier2.CryptPasswords"),
@@ -85,6 +100,7 @@ impl RouterConfig {
             ssl_permissions_verifier: non_empty(props, "Glacier2.SSLPermissionsVerifier"),
             ssl_session_manager: non_empty(props, "Glacier2.SSLSessionManager"),
             accept_categories: words(props, "Glacier2.Filter.Category.Accept"),
+            accept_user: props.get_int("Glacier2.Filter.Category.AcceptUser", 0)?,
             accept_identities: words(props, "Glacier2.Filter.Identity.Accept"),
             accept_adapter_ids: words(props, "Glacier2.Filter.AdapterId.Accept"),
             accept_addresses: words(props, "Glacier2.Filter.Address.Accept"),

@@ -52,8 +52,10 @@ pub struct Filters(Mutex<Sets>);
 
 impl Filters {
     /// The filters a session starts with, from the router's configuration. Identities that do
-    /// not parse are left out (with a warning).
-    pub fn from_config(config: &RouterConfig) -> Filters {
+    /// not parse are left out (with a warning). `user` is the user id of a password session
+    /// (`None` for an ssl session), which `Glacier2.Filter.Category.AcceptUser` adds to the
+    /// categories: as it is with 1, with a leading underscore with 2, as Glacier2 does.
+    pub fn from_config(config: &RouterConfig, user: Option<&str>) -> Filters {
         let identities = config.accept_identities.iter().filter_map(|s| match string_to_identity(s) {
             Ok(id) => Some(id),
             Err(e) => {
@@ -63,6 +65,12 @@ impl Filters {
         });
         let mut sets = Sets::default();
         sets.categories.add(config.accept_categories.iter().cloned());
+        match (config.accept_user, user) {
+            (_, None) | (_, Some("")) => {}
+            (1, Some(user)) => sets.categories.add([user.to_string()]),
+            (2, Some(user)) => sets.categories.add([format!("_{user}")]),
+            _ => {}
+        }
         sets.adapter_ids.add(config.accept_adapter_ids.iter().cloned());
         sets.identities.add(identities);
         Filters(Mutex::new(sets))
@@ -177,24 +185,49 @@ mod tests {
 
     #[test]
     fn no_filter_accepts_everything() {
-        let f = Filters::from_config(&config(&[], &[], &[]));
+        let f = Filters::from_config(&config(&[], &[], &[]), None);
         assert!(f.accepts(&Identity::new("x"), ""));
         assert!(f.accepts(&Identity::with_category("c", "x"), "adapter"));
     }
 
     #[test]
     fn any_matching_filter_accepts() {
-        let f = Filters::from_config(&config(&["cat"], &["other/one"], &["good"]));
+        let f = Filters::from_config(&config(&["cat"], &["other/one"], &["good"]), None);
         assert!(f.accepts(&Identity::with_category("cat", "x"), ""));
         assert!(f.accepts(&Identity::with_category("other", "one"), ""));
         assert!(f.accepts(&Identity::with_category("other", "two"), "good"));
         assert!(!f.accepts(&Identity::with_category("other", "two"), "bad"));
         assert!(!f.accepts(&Identity::with_category("other", "two"), ""));
         // Only the adapter id filter: direct proxies pass, indirect ones must match.
-        let f = Filters::from_config(&config(&[], &[], &["good"]));
+        let f = Filters::from_config(&config(&[], &[], &["good"]), None);
         assert!(f.accepts(&Identity::new("x"), ""));
         assert!(f.accepts(&Identity::new("x"), "good"));
         assert!(!f.accepts(&Identity::new("x"), "bad"));
+    }
+
+    #[test]
+    fn accept_user_adds_the_user_id_to_the_categories() {
+        let with = |mode: &str, user: Option<&str>| {
+            let props = floe::Properties::new();
+            props.set("Glacier2.Client.Endpoints", "tcp");
+            props.set("Glacier2.Filter.Category.AcceptUser", mode);
+            Filters::from_config(&RouterConfig::from_properties(&props).unwrap(), user)
+        };
+        let f = with("1", Some("alice"));
+        assert!(f.accepts(&Identity::with_category("alice", "x"), ""));
+        assert!(!f.accepts(&Identity::with_category("_alice", "x"), ""));
+        assert!(!f.accepts(&Identity::new("x"), ""));
+        let f = with("2", Some("alice"));
+        assert!(f.accepts(&Identity::with_category("_alice", "x"), ""));
+        assert!(!f.accepts(&Identity::with_category("alice", "x"), ""));
+        // Not for ssl sessions, nor empty user ids, nor with 0 or other values.
+        for f in [with("1", None), with("2", Some("")), with("0", Some("alice")), with("3", Some("alice"))] {
+            assert!(f.accepts(&Identity::with_category("bob", "x"), ""));
+        }
+        let props = floe::Properties::new();
+        props.set("Glacier2.Client.Endpoints", "tcp");
+        props.set("Glacier2.Filter.Category.AcceptUser", "yes");
+        assert!(RouterConfig::from_properties(&props).is_err(), "not a number");
     }
 
     #[test]

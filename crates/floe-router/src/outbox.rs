@@ -16,6 +16,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Mutex;
 use std::task::Poll;
+use std::time::Duration;
 
 use floe::bytes::Bytes;
 use floe::protocol::OperationMode;
@@ -63,6 +64,10 @@ struct State {
 /// One session's forwarding in one direction.
 #[derive(Default)]
 pub struct Outbox {
+    /// Buffered mode's pause after each flush of the queue (`Glacier2.Client.SleepTime` /
+    /// `Server.SleepTime`), while which requests gather in the queue (and replace each
+    /// other); zero: none.
+    pause: Duration,
     state: Mutex<State>,
     /// Signalled each time a request leaves a full queue.
     moved: tokio::sync::Notify,
@@ -71,6 +76,11 @@ pub struct Outbox {
 }
 
 impl Outbox {
+    /// An outbox that pauses for `pause` after each flush of its queue (buffered mode).
+    pub fn with_pause(pause: Duration) -> Outbox {
+        Outbox { pause, ..Outbox::default() }
+    }
+
     /// Buffered mode: forwards a oneway request after those queued before it, or queues it
     /// (replacing a queued request with the same target and `_ovrd` value). The future must
     /// be polled once at once, in the order the requests were read.
@@ -162,19 +172,33 @@ impl Outbox {
     }
 
     /// Sends the queue, oldest first. A oneway request stays queued (and can be replaced)
-    /// until the connection to its server is established.
+    /// until the connection to its server is established. With a pause, once the queue is
+    /// sent the queue stays busy for the pause (requests arriving meanwhile are queued), and
+    /// is then sent again if anything came, as Glacier2's request queue thread sleeps after
+    /// each flush.
     async fn drain(&self) {
         loop {
             let front = {
                 let mut s = self.state.lock().expect("outbox");
                 match s.queue.front() {
-                    Some(Entry::Oneway(p)) => Some(p.target.clone()),
-                    Some(Entry::Twoway(_)) => None,
-                    None => {
+                    Some(Entry::Oneway(p)) => Some(Some(p.target.clone())),
+                    Some(Entry::Twoway(_)) => Some(None),
+                    None if self.pause.is_zero() => {
                         s.busy = false;
                         return;
                     }
+                    None => None,
                 }
+            };
+            let Some(front) = front else {
+                // Flushed: pause, then send what came meanwhile, if anything.
+                tokio::time::sleep(self.pause).await;
+                let mut s = self.state.lock().expect("outbox");
+                if s.queue.is_empty() {
+                    s.busy = false;
+                    return;
+                }
+                continue;
             };
             if let Some(target) = front {
                 // Immediate when the proxy's connection is known; a failure shows when sending.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use floe::encoding::{Decoder, EncodingVersion};
+use floe::encoding::{Decoder, EncodingVersion, InvocationMode};
 use floe::protocol::ReplyBody;
 use floe::reference::{identity_to_string, Reference};
 use floe::{
@@ -61,7 +61,7 @@ enum Manager<'a> {
 pub struct RouterCore {
     communicator: Communicator,
     config: RouterConfig,
-    sessions: Sessions,
+    sessions: Arc<Sessions>,
     verifier: Verifier,
     session_manager: Option<SessionManagerPrx>,
     ssl_verifier: SslVerifier,
@@ -122,10 +122,14 @@ impl RouterCore {
         } else {
             Some(communicator.create_object_adapter_with_endpoints("Glacier2.Server", &config.server_endpoints)?)
         };
+        let sessions = Sessions::with_pauses(
+            if config.client_buffered { config.client_sleep_time } else { Duration::ZERO },
+            if config.server_buffered { config.server_sleep_time } else { Duration::ZERO },
+        );
         let core = Arc::new(RouterCore {
             communicator,
             config,
-            sessions: Sessions::new(),
+            sessions: Arc::new(sessions),
             verifier,
             session_manager,
             ssl_verifier,
@@ -181,9 +185,14 @@ impl RouterCore {
     pub async fn end_session(&self, connection: &floe::Connection) -> bool {
         let Some(s) = self.sessions.remove(connection) else { return false };
         debug!(target: "floe::router", "session of {} ended", s.user);
+        if !connection.is_closed() {
+            watch_heartbeats(self.sessions.clone(), connection.clone());
+        }
         self.remove_objects(&s.objects);
         if let Some(managed) = &s.managed {
-            if let Err(e) = managed.destroy().await {
+            // With the connection's `_con.` entries (`Glacier2.AddConnectionContext`), as
+            // Glacier2 destroys it.
+            if let Err(e) = with_context(managed, &s.connection_context).destroy().await {
                 debug!(target: "floe::router", "destroying the session manager's session failed: {e}");
             }
         }
@@ -219,17 +228,20 @@ impl RouterCore {
         }
     }
 
-    /// Creates the session of `connection` once its client is let in: its filters (and, on
+    /// Creates the session of `connection` once its client is let in (`ssl`: from its ssl
+    /// connection rather than with a password): its filters (and, on
     /// the server adapter, their objects and the `SessionControl` given to the session
     /// manager), the session manager's session, and the routing state.
     async fn establish(
         self: &Arc<Self>,
         connection: floe::Connection,
         user: String,
+        ssl: bool,
         manager: Option<Manager<'_>>,
         ctx: &Context,
     ) -> floe::Result<Option<SessionPrx>> {
-        let filters = Arc::new(Filters::from_config(&self.config));
+        // `Glacier2.Filter.Category.AcceptUser` concerns password sessions only.
+        let filters = Arc::new(Filters::from_config(&self.config, (!ssl).then_some(user.as_str())));
         let mut objects = Vec::new();
         let mut control = None;
         if let Some(server) = &self.server_adapter {
@@ -411,6 +423,33 @@ impl RouterCore {
     }
 }
 
+/// How often the connection of an ended session is checked for heartbeats.
+const HEARTBEAT_CHECK: Duration = Duration::from_millis(250);
+
+/// Watches the connection of a session that ended while it stayed open: as with Glacier2,
+/// the client's next heartbeat closes it (a client learns that way that its session is
+/// gone), unless a new session was created on it first. Ends when the connection closes or
+/// has a session again.
+fn watch_heartbeats(sessions: Arc<Sessions>, connection: floe::Connection) {
+    let seen = connection.heartbeats_received();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = connection.wait_closed() => return,
+                _ = tokio::time::sleep(HEARTBEAT_CHECK) => {}
+            }
+            if sessions.of_connection(&connection).is_some() {
+                return;
+            }
+            if connection.heartbeats_received() != seen {
+                debug!(target: "floe::router", "heartbeat without a session: closing the connection");
+                connection.close_forcefully(Error::ConnectionLost("heartbeat without a Glacier2 session".into()));
+                return;
+            }
+        }
+    });
+}
+
 /// `proxy` with `ctx` as its context (itself when `ctx` is empty).
 fn with_context<P: Proxy + Clone>(proxy: &P, ctx: &Context) -> P {
     if ctx.is_empty() {
@@ -480,10 +519,71 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     pattern == "*" || pattern == host
 }
 
-/// Sends a request on to `target` and turns what comes back into the reply for `current`:
-/// results and user exceptions are relayed byte for byte, in their encoding.
-/// `target` as `current` asks for it: its facet, encoding and oneway or twoway mode.
-fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> ObjectPrx {
+/// What a request's `_fwd` context asks of its forwarding, read as Glacier2 reads it: each
+/// letter in turn, the last mode letter winning — `t` twoway, `o` oneway, `d` datagram, `O`
+/// batch oneway and `D` batch datagram (buffered; oneway and datagram unbuffered), `s` a
+/// secure connection, `z` compression. Other letters are ignored.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FwdOptions {
+    /// The invocation mode asked for, if any.
+    pub mode: Option<InvocationMode>,
+    /// Forward over a secure endpoint only.
+    pub secure: bool,
+    /// Compress the forwarded request.
+    pub compress: bool,
+}
+
+impl FwdOptions {
+    /// Reads a `_fwd` value; `buffered` says whether the batch modes are available.
+    pub fn parse(value: &str, buffered: bool) -> FwdOptions {
+        let mut options = FwdOptions::default();
+        for letter in value.chars() {
+            match letter {
+                't' => options.mode = Some(InvocationMode::Twoway),
+                'o' => options.mode = Some(InvocationMode::Oneway),
+                'd' => options.mode = Some(InvocationMode::Datagram),
+                'O' if buffered => options.mode = Some(InvocationMode::BatchOneway),
+                'O' => options.mode = Some(InvocationMode::Oneway),
+                'D' if buffered => options.mode = Some(InvocationMode::BatchDatagram),
+                'D' => options.mode = Some(InvocationMode::Datagram),
+                's' => options.secure = true,
+                'z' => options.compress = true,
+                // Glacier2 warns; a debug line here, so that a client cannot flood the log.
+                other => debug!(target: "floe::router", "unknown forward option `{other}'"),
+            }
+        }
+        options
+    }
+
+    /// `target` with the endpoint options asked for.
+    fn apply(&self, mut target: ObjectPrx) -> ObjectPrx {
+        if self.secure {
+            target = target.ice_secure(true);
+        }
+        if self.compress {
+            target = target.ice_compress(true);
+        }
+        target
+    }
+}
+
+/// The `_fwd` options of a request, if it has a `_fwd` context.
+fn fwd_options(current: &Current, buffered: bool) -> Option<FwdOptions> {
+    current.ctx.get("_fwd").map(|v| FwdOptions::parse(v.as_str(), buffered))
+}
+
+/// The mode a request is forwarded in (twoway, oneway or datagram), as the client sent it
+/// unless `_fwd` says otherwise.
+fn forward_mode(current: &Current, fwd: Option<&FwdOptions>) -> InvocationMode {
+    match fwd.and_then(|f| f.mode) {
+        Some(mode) => mode,
+        None if current.is_oneway() => InvocationMode::Oneway,
+        None => InvocationMode::Twoway,
+    }
+}
+
+/// `target` as `current` asks for it: its facet, encoding and invocation `mode`.
+fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion, mode: InvocationMode) -> ObjectPrx {
     // Each derived proxy is a new proxy (and looks its connection up again): derive only what
     // differs from the routing table's proxy, which is usually nothing for twoway requests.
     let mut target = target;
@@ -493,31 +593,39 @@ fn prepared(current: &Current, target: ObjectPrx, encoding: EncodingVersion) -> 
     if target.ice_get_encoding_version() != encoding {
         target = target.ice_encoding_version(encoding);
     }
-    if current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Oneway {
-        target = target.ice_oneway();
-    } else if !current.is_oneway() && target.mode() != floe::encoding::InvocationMode::Twoway {
-        target = target.ice_twoway();
+    if target.mode() != mode {
+        target = match mode {
+            InvocationMode::Twoway => target.ice_twoway(),
+            InvocationMode::Oneway => target.ice_oneway(),
+            InvocationMode::BatchOneway => target.ice_batch_oneway(),
+            InvocationMode::Datagram => target.ice_datagram(),
+            InvocationMode::BatchDatagram => target.ice_batch_datagram(),
+        };
     }
     target
 }
 
-/// Forwards a request that is not batched, as `buffered` says: buffered, a oneway request
-/// goes through the session's queue (where a newer one with the same `_ovrd` value may
-/// replace it) and a twoway one follows the requests queued before it; unbuffered, each
-/// request is forwarded in the order it was read, a twoway one without waiting for its reply.
+/// Forwards a request that is not batched, in `mode` (twoway, oneway or datagram), as
+/// `buffered` says: buffered, a oneway (or datagram) request goes through the session's
+/// queue (where a newer one with the same `_ovrd` value may replace it) and a twoway one
+/// follows the requests queued before it; unbuffered, each request is forwarded in the order
+/// it was read, a twoway one without waiting for its reply. A twoway request forwarded
+/// without a reply (`_fwd`) gets an empty one, once queued (buffered) or sent (unbuffered).
 async fn forward_in_order(
     outbox: &Outbox,
     buffered: bool,
     request: &IncomingRequest,
     target: ObjectPrx,
     context: Option<Context>,
+    mode: InvocationMode,
 ) -> Response {
     let c = &request.current;
-    let target = prepared(c, target, c.encoding);
+    let target = prepared(c, target, c.encoding, mode);
+    let twoway = mode == InvocationMode::Twoway;
     if !buffered {
-        return outbox.in_turn(c.is_oneway(), || forward(c, &request.params, target, context)).await;
+        return outbox.in_turn(!twoway, || forward(c, &request.params, target, context)).await;
     }
-    if !c.is_oneway() {
+    if twoway {
         return outbox.twoway(|| forward(c, &request.params, target, context)).await;
     }
     let ovrd = c.ctx.get("_ovrd").filter(|v| !v.is_empty()).map(|v| (v.as_str().into(), target.to_string()));
@@ -531,13 +639,15 @@ async fn forward_in_order(
             ovrd,
         })
         .await;
-    Response::none()
+    c.ok_empty()
 }
 
 async fn forward(current: &Current, params: &[u8], target: ObjectPrx, context: Option<Context>) -> Response {
     let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
     match outcome {
-        Ok(None) => Response::none(),
+        // Sent without a reply: none for a oneway request, an empty one for a twoway request
+        // forwarded as oneway (`_fwd`).
+        Ok(None) => current.ok_empty(),
         Ok(Some(Outcome::Ok(d))) => current.reply_body(ReplyBody::Ok { encoding: d.encoding(), payload: rest(&d) }),
         Ok(Some(Outcome::UserException(d))) => {
             current.reply_body(ReplyBody::UserException { encoding: d.encoding(), payload: rest(&d) })
@@ -580,27 +690,57 @@ impl Dispatcher for ClientForwarder {
                 return c.object_not_exist();
             }
             let context = RouterCore::forward_context(c, &session, core.config.client_forward_context);
-            if c.is_batched() {
-                // Queued with the other batched requests for the same target, and sent
-                // together once the requests read with it are queued too, as a batch.
-                let key = format!("{target} -f {:?} -e {}", c.facet.as_str(), c.encoding);
-                let batch = session.batch_proxy(key.clone(), || {
-                    target.ice_facet(&c.facet).ice_encoding_version(c.encoding).ice_batch_oneway()
-                });
-                if let Err(e) =
-                    batch.invoke(&c.operation, c.mode, context.as_ref(), |e| e.write_raw(&request.params)).await
-                {
-                    debug!(target: "floe::router", "forwarding {} failed: {e}", c.operation);
+            let buffered = core.config.client_buffered;
+            let fwd = fwd_options(c, buffered);
+            let target = match &fwd {
+                Some(f) => f.apply(target),
+                None => target,
+            };
+            let mode = fwd.and_then(|f| f.mode);
+            let batch = match mode {
+                Some(m @ (InvocationMode::BatchOneway | InvocationMode::BatchDatagram)) => Some(m),
+                // A batched request is forwarded in a batch, unless `_fwd` gives another mode
+                // or, buffered, it has an `_ovrd` value: then it is queued as a oneway request,
+                // where a newer one may replace it, as glacier2router queues it.
+                None if c.is_batched() && !(buffered && c.ctx.get("_ovrd").is_some_and(|v| !v.is_empty())) => {
+                    Some(InvocationMode::BatchOneway)
                 }
-                if session.queued(&key) {
-                    tokio::spawn(async move { session.flush_oneways().await });
-                }
-                return Response::none();
+                _ => None,
+            };
+            if let Some(batch) = batch {
+                forward_batched(&session, &request, target, context, batch, fwd.unwrap_or_default()).await;
+                return c.ok_empty();
             }
             // Any other request goes after the batched requests the client sent before it.
             session.flush_oneways().await;
-            forward_in_order(&session.client_outbox, core.config.client_buffered, &request, target, context).await
+            let mode = forward_mode(c, fwd.as_ref());
+            forward_in_order(&session.client_outbox, buffered, &request, target, context, mode).await
         })
+    }
+}
+
+/// Queues a client's request with the other batched requests for the same target (and
+/// `mode`, batch oneway or batch datagram), to be sent together once the requests read with
+/// it are queued too, as a batch. `fwd` is the request's `_fwd` options (applied to
+/// `target` already), which keep requests apart.
+async fn forward_batched(
+    session: &Arc<Session>,
+    request: &IncomingRequest,
+    target: ObjectPrx,
+    context: Option<Context>,
+    mode: InvocationMode,
+    fwd: FwdOptions,
+) {
+    let c = &request.current;
+    let key =
+        format!("{target} -f {:?} -e {} {mode:?} s{} z{}", c.facet.as_str(), c.encoding, fwd.secure, fwd.compress);
+    let batch = session.batch_proxy(key.clone(), || prepared(c, target, c.encoding, mode));
+    if let Err(e) = batch.invoke(&c.operation, c.mode, context.as_ref(), |e| e.write_raw(&request.params)).await {
+        debug!(target: "floe::router", "forwarding {} failed: {e}", c.operation);
+    }
+    if session.queued(&key) {
+        let session = session.clone();
+        tokio::spawn(async move { session.flush_oneways().await });
     }
 }
 
@@ -621,7 +761,23 @@ impl Dispatcher for ServerForwarder {
                 ObjectPrx::from_reference(core.communicator.clone(), reference).ice_fixed(session.connection.clone());
             let context = if core.config.server_forward_context { Some(c.ctx.clone().into_context()) } else { None };
             let context = context.filter(|ctx| !ctx.is_empty());
-            forward_in_order(&session.server_outbox, core.config.server_buffered, &request, target, context).await
+            let buffered = core.config.server_buffered;
+            // `_fwd`: callbacks have no batches here, a batch mode is forwarded as oneway or
+            // datagram.
+            let fwd = fwd_options(c, buffered).map(|mut f| {
+                f.mode = f.mode.map(|m| match m {
+                    InvocationMode::BatchOneway => InvocationMode::Oneway,
+                    InvocationMode::BatchDatagram => InvocationMode::Datagram,
+                    m => m,
+                });
+                f
+            });
+            let target = match &fwd {
+                Some(f) => f.apply(target),
+                None => target,
+            };
+            let mode = forward_mode(c, fwd.as_ref());
+            forward_in_order(&session.server_outbox, buffered, &request, target, context, mode).await
         })
     }
 }
@@ -637,28 +793,41 @@ impl RouterServant {
     fn no_session() -> Error {
         Error::user(SessionNotExistException::default())
     }
+
+    /// The session of the caller's connection (its life noted), or, as Glacier2 does for the
+    /// router's operations that need one, `ObjectNotExistException` with the connection
+    /// closed: that is how a client whose session ended learns of it.
+    fn session_or_close(&self, current: &Current) -> floe::Result<Arc<Session>> {
+        if let Some(session) = self.session(current) {
+            self.0.sessions.touch(&session);
+            return Ok(session);
+        }
+        debug!(target: "floe::router", "{} without a session: closing the connection", current.operation);
+        if let Some(conn) = current.connection() {
+            conn.close_forcefully(Error::ConnectionLost(format!("{} without a Glacier2 session", current.operation)));
+        }
+        Err(Error::ObjectNotExist {
+            identity: current.id.clone(),
+            facet: current.facet.to_string(),
+            operation: current.operation.to_string(),
+        })
+    }
 }
 
 impl ice::Router for RouterServant {
-    async fn get_client_proxy(&self, _: &Current) -> floe::Result<(Option<ObjectPrx>, Option<bool>)> {
+    async fn get_client_proxy(&self, current: &Current) -> floe::Result<(Option<ObjectPrx>, Option<bool>)> {
+        self.session_or_close(current)?;
         let client = self.0.client_adapter.create_direct_proxy(floe::Identity::new("dummy"));
         Ok((Some(client), Some(true)))
     }
 
-    async fn get_server_proxy(&self, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+    async fn get_server_proxy(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        self.session_or_close(current)?;
         Ok(self.0.server_adapter.as_ref().map(|a| a.create_direct_proxy(floe::Identity::new("dummy"))))
     }
 
     async fn add_proxies(&self, proxies: ice::ObjectProxySeq, current: &Current) -> floe::Result<ice::ObjectProxySeq> {
-        let Some(session) = self.session(current) else {
-            // Glacier2 refuses routing-table changes without a session.
-            return Err(Error::ObjectNotExist {
-                identity: current.id.clone(),
-                facet: current.facet.to_string(),
-                operation: current.operation.to_string(),
-            });
-        };
-        self.0.sessions.touch(&session);
+        let session = self.session_or_close(current)?;
         let mut evicted = Vec::new();
         for p in proxies.into_iter().flatten() {
             if !self.0.accepts_proxy(&p) {
@@ -673,7 +842,11 @@ impl ice::Router for RouterServant {
 
 impl glacier2::Router for RouterServant {
     async fn get_category_for_client(&self, current: &Current) -> floe::Result<floe::CompactString> {
-        Ok(self.session(current).map(|s| s.category.as_str().into()).unwrap_or_default())
+        // Without server endpoints there are no categories, session or not (as with Glacier2).
+        if self.0.server_adapter.is_none() {
+            return Ok(Default::default());
+        }
+        Ok(self.session_or_close(current)?.category.as_str().into())
     }
 
     async fn create_session(
@@ -698,7 +871,7 @@ impl glacier2::Router for RouterServant {
         let ctx = core.session_context(current, &connection);
         core.check_permissions(&user_id, &password, &ctx).await?;
         let manager = core.session_manager.as_ref().map(|m| Manager::Password(m, &user_id));
-        core.establish(connection, user_id.to_string(), manager, &ctx).await
+        core.establish(connection, user_id.to_string(), false, manager, &ctx).await
     }
 
     async fn create_session_from_secure_connection(&self, current: &Current) -> floe::Result<Option<SessionPrx>> {
@@ -724,12 +897,21 @@ impl glacier2::Router for RouterServant {
         core.check_ssl_permissions(&info, &ctx).await?;
         let user = format!("ssl client {}:{}", info.remote_host, info.remote_port);
         let manager = core.ssl_session_manager.as_ref().map(|m| Manager::Ssl(m, &info));
-        core.establish(connection, user, manager, &ctx).await
+        core.establish(connection, user, true, manager, &ctx).await
     }
 
     async fn refresh_session(&self, current: &Current) -> floe::Result<()> {
         let session = self.session(current).ok_or_else(Self::no_session)?;
         self.0.sessions.touch(&session);
+        // As Glacier2 does, the session manager's session is pinged (so that it does not time
+        // out either); when it is gone, so is the router's session.
+        if let Some(managed) = &session.managed {
+            if let Err(e) = managed.ice_ping().await {
+                debug!(target: "floe::router", "the session manager's session of {} is gone: {e}", session.user);
+                self.0.end_session(&session.connection).await;
+                return Err(Self::no_session());
+            }
+        }
         Ok(())
     }
 
@@ -747,5 +929,25 @@ impl glacier2::Router for RouterServant {
 
     async fn get_acm_timeout(&self, _: &Current) -> floe::Result<i32> {
         Ok(self.0.config.session_timeout.map_or(0, |t| t.as_secs() as i32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fwd_letters_are_read_in_turn() {
+        let parse = FwdOptions::parse;
+        assert_eq!(parse("", true), FwdOptions::default());
+        assert_eq!(parse("o", true).mode, Some(InvocationMode::Oneway));
+        assert_eq!(parse("ot", true).mode, Some(InvocationMode::Twoway), "the last mode wins");
+        assert_eq!(parse("O", true).mode, Some(InvocationMode::BatchOneway));
+        assert_eq!(parse("O", false).mode, Some(InvocationMode::Oneway), "no batches unbuffered");
+        assert_eq!(parse("D", true).mode, Some(InvocationMode::BatchDatagram));
+        assert_eq!(parse("D", false).mode, Some(InvocationMode::Datagram));
+        assert_eq!(parse("d", true).mode, Some(InvocationMode::Datagram));
+        let f = parse("zsx?", true);
+        assert_eq!((f.mode, f.secure, f.compress), (None, true, true), "unknown letters are ignored");
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use floe::{Connection, Identity, ObjectPrx};
 
@@ -138,6 +138,8 @@ pub struct SessionParts {
 pub struct Sessions {
     inner: Mutex<Tables>,
     started: Option<Instant>,
+    /// The pauses of the sessions' outboxes after each flush: clients' requests, callbacks.
+    pauses: (Duration, Duration),
 }
 
 #[derive(Default)]
@@ -149,7 +151,14 @@ struct Tables {
 impl Sessions {
     /// An empty table.
     pub fn new() -> Self {
-        Sessions { inner: Mutex::default(), started: Some(Instant::now()) }
+        Sessions { inner: Mutex::default(), started: Some(Instant::now()), pauses: Default::default() }
+    }
+
+    /// An empty table whose sessions pause for `client` after each flush of their client's
+    /// queued requests, and for `server` after each flush of queued callbacks
+    /// (`Glacier2.Client.SleepTime`, `Glacier2.Server.SleepTime`; buffered mode only).
+    pub fn with_pauses(client: Duration, server: Duration) -> Self {
+        Sessions { pauses: (client, server), ..Sessions::new() }
     }
 
     fn now_ms(&self) -> u64 {
@@ -177,8 +186,8 @@ impl Sessions {
             filters,
             objects,
             connection_context,
-            client_outbox: Outbox::default(),
-            server_outbox: Outbox::default(),
+            client_outbox: Outbox::with_pause(self.pauses.0),
+            server_outbox: Outbox::with_pause(self.pauses.1),
             routes: Mutex::default(),
             oneways: Mutex::default(),
             last_activity: AtomicU64::new(self.now_ms()),

@@ -8,8 +8,11 @@
 //! Ice's C++ `Glacier2::SessionHelper` client (`cpp/Glacier2Client.cpp`) with a password
 //! session and with an ssl session (`createSessionFromSecureConnection`, checked by the
 //! test's `SSLPermissionsVerifier`), the refusals of ssl sessions, and the `SessionControl`
-//! given to session managers (filters, timeout, destroy), and request buffering
-//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway requests).
+//! given to session managers (filters, timeout, destroy, the connection context of the
+//! session's `destroy`, the ping on `refreshSession`), request buffering
+//! (`Glacier2.Client.Buffered`, the `_ovrd` override of queued oneway and batched requests,
+//! `Glacier2.Client.SleepTime`), the `_fwd` context, `Glacier2.Filter.Category.AcceptUser`,
+//! and the router's calls and heartbeats on a connection without a session.
 
 mod common;
 
@@ -25,7 +28,7 @@ use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{CallError, Communicator, Error, ObjectPrx, Properties, Proxy};
 use floe_interop::interop::TesterPrx;
-use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx};
+use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx, RouterRefreshSessionError};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -509,6 +512,8 @@ struct Seen {
     users: Mutex<Vec<String>>,
     controls: Mutex<Vec<Option<SessionControlPrx>>>,
     destroyed: AtomicUsize,
+    /// The request contexts of the session's `destroy` calls.
+    destroy_contexts: Mutex<Vec<floe::Context>>,
     refuse: AtomicBool,
 }
 
@@ -555,7 +560,8 @@ impl glacier2::SSLSessionManager for TestManager {
 struct TestSession(Arc<Seen>);
 
 impl glacier2::Session for TestSession {
-    async fn destroy(&self, _: &Current) -> floe::Result<()> {
+    async fn destroy(&self, current: &Current) -> floe::Result<()> {
+        self.0.destroy_contexts.lock().unwrap().push(current.ctx.clone().into_context());
         self.0.destroyed.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -801,6 +807,22 @@ fn session_control_filters_and_destroys_as_glacier2_does() {
             let connection = router.ice_get_connection().await.unwrap();
             control.destroy().await.unwrap();
             eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            // Glacier2.AddConnectionContext: the session's `destroy` carries the connection's
+            // entries, and only those.
+            let destroy_ctx = seen.destroy_contexts.lock().unwrap()[0].clone();
+            let mut keys: Vec<&str> = destroy_ctx.keys().map(|k| k.as_str()).collect();
+            keys.sort();
+            assert_eq!(
+                keys,
+                ["_con.localAddress", "_con.localPort", "_con.remoteAddress", "_con.remotePort", "_con.type"],
+                "{kind:?}: {destroy_ctx:?}"
+            );
+            assert_eq!(destroy_ctx.get("_con.localPort").map(|v| v.to_string()), Some(port.to_string()), "{kind:?}");
+            assert_eq!(
+                destroy_ctx.get("_con.remotePort").map(|v| v.to_string()),
+                Some(local.port().to_string()),
+                "{kind:?}"
+            );
             assert!(
                 matches!(control.get_session_timeout().await, Err(Error::ObjectNotExist { .. })),
                 "{kind:?}: the control outlived its session"
@@ -850,6 +872,8 @@ fn no_session_control_without_server_endpoints() {
             assert_eq!(router.get_category_for_client().await.unwrap(), "", "{kind:?}");
             router.destroy_session().await.unwrap();
             eventually("the manager's session destroyed", || seen.destroyed.load(Ordering::SeqCst) == 1);
+            let destroy_ctx = seen.destroy_contexts.lock().unwrap()[0].clone();
+            assert!(destroy_ctx.is_empty(), "{kind:?}: {destroy_ctx:?}");
             c.destroy().await;
             services_communicator.destroy().await;
         });
@@ -1051,5 +1075,414 @@ fn twoways_hold_back_no_request_buffered_or_not() {
         );
         assert!(buffered < Duration::from_millis(450), "{kind:?}: buffered, the oneway waited {buffered:?}");
         assert!(unbuffered < Duration::from_millis(450), "{kind:?}: unbuffered, the oneway waited {unbuffered:?}");
+    }
+}
+
+// ---- Connections without a session, against floe-router and glacier2router alike.
+
+/// A communicator of its own (so its own connection to the router) that sends no heartbeat
+/// unless asked.
+fn quiet_communicator() -> Communicator {
+    let props = Properties::new();
+    props.set("Ice.ACM.Client.Heartbeat", "0");
+    props.set("Ice.ACM.Client.Timeout", "0");
+    Communicator::with_properties(props).unwrap()
+}
+
+/// Waits up to 10 s for `connection` to close.
+async fn closes(kind: RouterKind, what: &str, connection: &floe::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !connection.is_closed() {
+        assert!(Instant::now() < deadline, "{kind:?}: {what}: the connection stayed open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `getClientProxy`, `getServerProxy`, `addProxies` and `getCategoryForClient` on a
+/// connection without a session fail and close it; `refreshSession` and `destroySession`
+/// fail and leave it open; a heartbeat on a connection that never had a session leaves it
+/// open, one on a connection whose session was destroyed closes it — from either router.
+#[test]
+fn router_calls_and_heartbeats_without_a_session_as_glacier2_does() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let port = free_port();
+            let args = ["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+            let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+            for op in ["getClientProxy", "getServerProxy", "addProxies", "getCategoryForClient"] {
+                let c = quiet_communicator();
+                let router = router_proxy(&c, port);
+                let connection = router.ice_get_connection().await.unwrap();
+                let failed = match op {
+                    "getClientProxy" => router.get_client_proxy().await.is_err(),
+                    "getServerProxy" => router.get_server_proxy().await.is_err(),
+                    "addProxies" => {
+                        let p = c.string_to_proxy("tester:tcp -h 127.0.0.1 -p 9").unwrap();
+                        router.add_proxies(&[Some(p)]).await.is_err()
+                    }
+                    _ => router.get_category_for_client().await.is_err(),
+                };
+                assert!(failed, "{kind:?}: {op} without a session succeeded");
+                closes(kind, op, &connection).await;
+                c.destroy().await;
+            }
+
+            let c = quiet_communicator();
+            let router = router_proxy(&c, port);
+            let connection = router.ice_get_connection().await.unwrap();
+            assert!(router.refresh_session().await.is_err(), "{kind:?}");
+            assert!(router.destroy_session().await.is_err(), "{kind:?}");
+            connection.heartbeat().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            router.ice_ping().await.unwrap();
+            assert!(!connection.is_closed(), "{kind:?}: a heartbeat closed a connection that never had a session");
+
+            // With a session, heartbeats are fine; once it is destroyed, the next one closes
+            // the connection.
+            router.create_session("erin", "x").await.unwrap();
+            connection.heartbeat().await.unwrap();
+            router.get_client_proxy().await.unwrap();
+            router.destroy_session().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            router.ice_ping().await.unwrap();
+            assert!(!connection.is_closed(), "{kind:?}: closed before any heartbeat");
+            connection.heartbeat().await.unwrap();
+            closes(kind, "heartbeat after destroySession", &connection).await;
+            c.destroy().await;
+        });
+    }
+}
+
+// ---- `Glacier2.Filter.Category.AcceptUser`, against floe-router and glacier2router alike.
+
+/// Which of `identities` (on a server that has every object) the client of a password
+/// session for `user` may ping through a router of `kind` with `extra` properties.
+fn reachable(kind: RouterKind, extra: &[&str], user: &str, identities: &[&str]) -> Vec<String> {
+    runtime().block_on(async {
+        let server_communicator = Communicator::new().unwrap();
+        let backend = free_port();
+        let adapter = server_communicator
+            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
+            .unwrap();
+        adapter.add_default_servant(Arc::new(Recorder(Arc::default())), "");
+        adapter.activate().await.unwrap();
+        let port = free_port();
+        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+        let props = Properties::new();
+        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+        let c = Communicator::with_properties(props).unwrap();
+        let router = RouterPrx::from_object(c.default_router().unwrap());
+        router.create_session(user, "x").await.unwrap();
+        let mut passed = Vec::new();
+        for id in identities {
+            let p = c.string_to_proxy(&format!("{id}:tcp -h 127.0.0.1 -p {backend}")).unwrap();
+            match p.ice_ping().await {
+                Ok(()) => passed.push(id.to_string()),
+                Err(Error::ObjectNotExist { .. }) => {}
+                Err(e) => panic!("{kind:?}: pinging {id}: {e}"),
+            }
+        }
+        c.destroy().await;
+        server_communicator.destroy().await;
+        passed
+    })
+}
+
+/// `Glacier2.Filter.Category.AcceptUser=1` lets a password session's client call the
+/// category of its user id (and nothing else, unless another filter lets it), `2` the user id
+/// with a leading underscore; both add to `Glacier2.Filter.Category.Accept`.
+#[test]
+fn accept_user_filters_categories_as_glacier2_does() {
+    let ids = ["alice/a", "_alice/b", "bob/c", "other/d", "e"];
+    for kind in BOTH {
+        assert_eq!(reachable(kind, &[], "alice", &ids), ids, "{kind:?}: no filter");
+        let one = ["--Glacier2.Filter.Category.AcceptUser=1"];
+        assert_eq!(reachable(kind, &one, "alice", &ids), ["alice/a"], "{kind:?}: AcceptUser=1");
+        let two = ["--Glacier2.Filter.Category.AcceptUser=2"];
+        assert_eq!(reachable(kind, &two, "alice", &ids), ["_alice/b"], "{kind:?}: AcceptUser=2");
+        let with_accept = ["--Glacier2.Filter.Category.AcceptUser=1", "--Glacier2.Filter.Category.Accept=other"];
+        assert_eq!(reachable(kind, &with_accept, "alice", &ids), ["alice/a", "other/d"], "{kind:?}: with Accept");
+        let zero = ["--Glacier2.Filter.Category.AcceptUser=0"];
+        assert_eq!(reachable(kind, &zero, "alice", &ids), ids, "{kind:?}: AcceptUser=0");
+    }
+}
+
+// ---- The `_fwd` context and `_ovrd` on batched requests, against floe-router and
+// ---- glacier2router alike.
+
+/// What a relay saw of one message going to the server: its type (0 request, 1 batch
+/// request), its compression byte, and its request id (requests) or request count (batches).
+type Sniffed = (u8, u8, i32);
+
+/// A loopback port that relays each connection to `backend`, noting the messages that go to
+/// it.
+fn sniffing_relay(backend: u16) -> (u16, Arc<Mutex<Vec<Sniffed>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen: Arc<Mutex<Vec<Sniffed>>> = Arc::default();
+    let noted = seen.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming().take(4) {
+            let Ok(mut a) = s else { break };
+            let Ok(mut b) = TcpStream::connect(("127.0.0.1", backend)) else { break };
+            let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+            let noted = noted.clone();
+            std::thread::spawn(move || {
+                let mut header = [0u8; 14];
+                while a.read_exact(&mut header).is_ok() {
+                    let size = i32::from_le_bytes(header[10..14].try_into().unwrap()).max(14) as usize;
+                    let mut body = vec![0u8; size - 14];
+                    if a.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    if header[8] <= 1 && body.len() >= 4 {
+                        let plain = if header[9] == 2 {
+                            let whole = [&header[..], &body].concat();
+                            floe::protocol::compress::decompress_message(&whole, 1 << 20).unwrap()[14..].to_vec()
+                        } else {
+                            body.clone()
+                        };
+                        let first = i32::from_le_bytes(plain[..4].try_into().unwrap());
+                        noted.lock().unwrap().push((header[8], header[9], first));
+                    }
+                    if b.write_all(&header).and_then(|_| b.write_all(&body)).is_err() {
+                        break;
+                    }
+                }
+                let _ = b.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b2, &mut a2);
+                let _ = a2.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Runs `client` with the recorder's proxy through a router of `kind` (with `extra`
+/// properties), the recorder behind a sniffing relay; `client` gets what the recorder and
+/// the relay saw.
+fn through_sniffed_router<F, Fut>(kind: RouterKind, extra: &[&str], client: F)
+where
+    F: FnOnce(ObjectPrx, Arc<Recorded>, Arc<Mutex<Vec<Sniffed>>>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    runtime().block_on(async {
+        let server_communicator = Communicator::new().unwrap();
+        let backend = free_port();
+        let adapter = server_communicator
+            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
+            .unwrap();
+        let recorded = Arc::new(Recorded::default());
+        adapter.add_default_servant(Arc::new(Recorder(recorded.clone())), "");
+        adapter.activate().await.unwrap();
+        let (relay, sniffed) = sniffing_relay(backend);
+        let port = free_port();
+        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+        let props = Properties::new();
+        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+        let c = Communicator::with_properties(props).unwrap();
+        let router = RouterPrx::from_object(c.default_router().unwrap());
+        router.create_session("frank", "x").await.unwrap();
+        let recorder = c.string_to_proxy(&format!("recorder:tcp -h 127.0.0.1 -p {relay}")).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), client(recorder, recorded, sniffed))
+            .await
+            .expect("the client's calls took over 30 s");
+        c.destroy().await;
+        server_communicator.destroy().await;
+    })
+}
+
+/// Sends `op(value)` (with 2,000 more bytes when `big`) oneway or twoway with `_fwd` =
+/// `fwd`; the outcome of the call.
+async fn op_with_fwd(recorder: &ObjectPrx, value: i32, oneway: bool, fwd: &str, big: bool) -> Result<(), Error> {
+    let mut ctx = floe::Context::new();
+    if !fwd.is_empty() {
+        ctx.insert("_fwd".into(), fwd.into());
+    }
+    let p = if oneway { recorder.ice_oneway() } else { recorder.clone() };
+    p.invoke("op", OperationMode::Normal, Some(&ctx), |e| {
+        e.write_i32(value);
+        if big {
+            e.write_raw(&[0u8; 2000]);
+        }
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Waits up to 10 s for `value` to reach the recorder; then what the relay saw of it (the
+/// last message).
+async fn arrived(kind: RouterKind, recorded: &Recorded, sniffed: &Mutex<Vec<Sniffed>>, value: i32) -> Sniffed {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !recorded.values().contains(&value) {
+        assert!(Instant::now() < deadline, "{kind:?}: op({value}) did not arrive");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    *sniffed.lock().unwrap().last().unwrap()
+}
+
+/// `_fwd` changes how a request is forwarded: `o` oneway (a twoway caller gets an empty
+/// reply), `t` twoway, `O` in a batch (buffered; oneway unbuffered), `z` compressed, `s` over
+/// a secure endpoint only (the tcp-only server is out of reach), `d` as a datagram (the
+/// same), the last mode letter winning — from either router.
+#[test]
+fn fwd_context_changes_the_forwarding_as_glacier2_does() {
+    for kind in BOTH {
+        through_sniffed_router(kind, &[], |recorder, recorded, sniffed| async move {
+            let (r, s) = (&recorded, &sniffed);
+            op_with_fwd(&recorder, 1, false, "o", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 1).await;
+            assert_eq!((ty, id), (0, 0), "{kind:?}: _fwd=o");
+            op_with_fwd(&recorder, 2, true, "t", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 2).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: _fwd=t: {ty} {id}");
+            op_with_fwd(&recorder, 3, false, "O", false).await.unwrap();
+            let (ty, _, count) = arrived(kind, r, s, 3).await;
+            assert_eq!((ty, count), (1, 1), "{kind:?}: _fwd=O");
+            op_with_fwd(&recorder, 4, false, "oz", true).await.unwrap();
+            let (ty, compression, id) = arrived(kind, r, s, 4).await;
+            assert_eq!((ty, compression, id), (0, 2, 0), "{kind:?}: _fwd=oz");
+            op_with_fwd(&recorder, 5, false, "tz", true).await.unwrap();
+            let (ty, compression, id) = arrived(kind, r, s, 5).await;
+            assert!(ty == 0 && compression == 2 && id > 0, "{kind:?}: _fwd=tz: {ty} {compression} {id}");
+            op_with_fwd(&recorder, 6, false, "", true).await.unwrap();
+            let (_, compression, _) = arrived(kind, r, s, 6).await;
+            assert_eq!(compression, 0, "{kind:?}: compressed without _fwd=z");
+            assert!(op_with_fwd(&recorder, 7, false, "s", false).await.is_err(), "{kind:?}: _fwd=s reached tcp");
+            op_with_fwd(&recorder, 8, false, "d", false).await.unwrap();
+            op_with_fwd(&recorder, 9, false, "Oot", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, r, s, 9).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: _fwd=Oot: {ty} {id}");
+            op_with_fwd(&recorder, 10, false, "", false).await.unwrap();
+            arrived(kind, r, s, 10).await;
+            assert_eq!(recorded.values(), [1, 2, 3, 4, 5, 6, 9, 10], "{kind:?}");
+        });
+        through_sniffed_router(kind, &["--Glacier2.Client.Buffered=0"], |recorder, recorded, sniffed| async move {
+            op_with_fwd(&recorder, 1, false, "O", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, &recorded, &sniffed, 1).await;
+            assert_eq!((ty, id), (0, 0), "{kind:?}: unbuffered _fwd=O");
+            op_with_fwd(&recorder, 2, true, "t", false).await.unwrap();
+            let (ty, _, id) = arrived(kind, &recorded, &sniffed, 2).await;
+            assert!(ty == 0 && id > 0, "{kind:?}: unbuffered _fwd=t: {ty} {id}");
+        });
+    }
+}
+
+/// Buffered, batched oneway requests with the same `_ovrd` value replace each other while
+/// queued, as plain oneway ones do: fewer than sent arrive, in order, the last always; without
+/// `_ovrd` all arrive — from either router.
+#[test]
+fn ovrd_replaces_queued_batched_requests_as_glacier2_does() {
+    const N: i32 = 40;
+    let batched = |kind: RouterKind, ovrd: bool| {
+        let recorded = through_router(kind, &[], Duration::from_secs(1), move |recorder, recorded| async move {
+            let batch = recorder.ice_batch_oneway();
+            for i in 0..N {
+                let mut ctx = floe::Context::new();
+                if ovrd {
+                    ctx.insert("_ovrd".into(), "position".into());
+                }
+                batch.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
+                if i % 10 == 9 {
+                    batch.ice_flush_batch_requests().await.unwrap();
+                }
+            }
+            while !recorded.values().contains(&(N - 1)) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        });
+        recorded.values()
+    };
+    for kind in BOTH {
+        let got = batched(kind, true);
+        eprintln!("{kind:?} buffered, batched with _ovrd: {got:?}");
+        assert!(got.len() < N as usize, "{kind:?}: no batched request was replaced: {got:?}");
+        assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
+        assert_eq!(batched(kind, false), (0..N).collect::<Vec<_>>(), "{kind:?}: batched without _ovrd");
+    }
+}
+
+/// `Glacier2.Client.SleepTime=1000`: after each flush of its queue the router pauses a
+/// second, so 40 oneway requests with one `_ovrd` value sent at once to a ready server mostly
+/// replace each other, and the last reaches it about a second after they were sent — from
+/// either router.
+#[test]
+fn sleep_time_gathers_queued_requests_as_glacier2_does() {
+    const N: i32 = 40;
+    for kind in BOTH {
+        let sent = Arc::new(Mutex::new(None));
+        let started = sent.clone();
+        let recorded = through_router(
+            kind,
+            &["--Glacier2.Client.SleepTime=1000"],
+            Duration::ZERO,
+            move |recorder, recorded| async move {
+                recorder.ice_ping().await.unwrap();
+                *started.lock().unwrap() = Some(Instant::now());
+                let oneway = recorder.ice_oneway();
+                for i in 0..N {
+                    let mut ctx = floe::Context::new();
+                    ctx.insert("_ovrd".into(), "position".into());
+                    oneway.invoke("op", OperationMode::Normal, Some(&ctx), |e| e.write_i32(i)).await.unwrap();
+                }
+                while !recorded.values().contains(&(N - 1)) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            },
+        );
+        let got = recorded.values();
+        let took = recorded.arrival(N - 1).unwrap() - sent.lock().unwrap().unwrap();
+        eprintln!("{kind:?} SleepTime=1000: {got:?}, the last after {took:?}");
+        assert!(got.len() <= 3, "{kind:?}: the requests were not gathered: {got:?}");
+        assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
+        assert!(took >= Duration::from_millis(700), "{kind:?}: no pause: the last came after {took:?}");
+    }
+}
+
+/// `refreshSession` pings the session manager's session: while it lives the refresh
+/// succeeds; once it is gone the refresh fails with `SessionNotExistException`, the router's
+/// session is gone too, and the connection stays open — from either router.
+#[test]
+fn refresh_session_pings_the_managers_session_as_glacier2_does() {
+    let rt = runtime();
+    for kind in BOTH {
+        rt.block_on(async {
+            let services_communicator = Communicator::new().unwrap();
+            let (adapter, _seen, _, manager, _) = services(&services_communicator).await;
+            let port = free_port();
+            let args = [
+                "--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string(),
+                format!("--Glacier2.SessionManager={manager}"),
+            ];
+            let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+            let c = quiet_communicator();
+            let router = router_proxy(&c, port);
+            router.create_session("gina", "x").await.unwrap();
+            router.refresh_session().await.unwrap();
+            adapter.remove(&Identity::new("session"));
+            match router.refresh_session().await {
+                Err(CallError::User(RouterRefreshSessionError::SessionNotExistException(_))) => {}
+                other => panic!("{kind:?}: expected SessionNotExistException, got {other:?}"),
+            }
+            // glacier2router answers the refresh before it destroys the session.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            match router.destroy_session().await {
+                Err(CallError::User(_)) => {}
+                other => panic!("{kind:?}: the session outlived its manager's: {other:?}"),
+            }
+            router.ice_ping().await.unwrap();
+            c.destroy().await;
+            services_communicator.destroy().await;
+        });
     }
 }
