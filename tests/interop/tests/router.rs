@@ -945,6 +945,32 @@ fn slow_relay(backend: u16, delay: Duration) -> u16 {
     port
 }
 
+/// A server whose default servant records into `recorded`, on a free port; its communicator
+/// and port.
+async fn recording_server(recorded: Arc<Recorded>) -> (Communicator, u16) {
+    let communicator = Communicator::new().unwrap();
+    let port = free_port();
+    let adapter =
+        communicator.create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {port}")).unwrap();
+    adapter.add_default_servant(Arc::new(Recorder(recorded)), "");
+    adapter.activate().await.unwrap();
+    (communicator, port)
+}
+
+/// A router of `kind` that lets everyone in, with `extra` properties, and a floe client
+/// with a session for `user` through it: the router (stopped when dropped) and the client.
+async fn session_through(kind: RouterKind, extra: &[&str], user: &str) -> (Server, Communicator) {
+    let port = free_port();
+    let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
+    let props = Properties::new();
+    props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+    let c = Communicator::with_properties(props).unwrap();
+    RouterPrx::from_object(c.default_router().unwrap()).create_session(user, "x").await.unwrap();
+    (router, c)
+}
+
 /// A router of `kind` with `extra` properties, a recording server behind a relay that
 /// accepts after `delay`, and a floe client with a session; runs `client` with the
 /// recorder's proxy (through the router), then returns what the server recorded.
@@ -955,24 +981,10 @@ where
 {
     let rt = runtime();
     rt.block_on(async {
-        let server_communicator = Communicator::new().unwrap();
-        let backend = free_port();
-        let adapter = server_communicator
-            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
-            .unwrap();
         let recorded = Arc::new(Recorded::default());
-        adapter.add_default_servant(Arc::new(Recorder(recorded.clone())), "");
-        adapter.activate().await.unwrap();
+        let (server_communicator, backend) = recording_server(recorded.clone()).await;
         let relay = slow_relay(backend, delay);
-        let port = free_port();
-        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
-        let props = Properties::new();
-        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
-        let c = Communicator::with_properties(props).unwrap();
-        let router = RouterPrx::from_object(c.default_router().unwrap());
-        router.create_session("dave", "x").await.unwrap();
+        let (_router, c) = session_through(kind, extra, "dave").await;
         let recorder = c.string_to_proxy(&format!("recorder:tcp -h 127.0.0.1 -p {relay}")).unwrap();
         tokio::time::timeout(Duration::from_secs(20), client(recorder, recorded.clone()))
             .await
@@ -1160,22 +1172,8 @@ fn router_calls_and_heartbeats_without_a_session_as_glacier2_does() {
 /// session for `user` may ping through a router of `kind` with `extra` properties.
 fn reachable(kind: RouterKind, extra: &[&str], user: &str, identities: &[&str]) -> Vec<String> {
     runtime().block_on(async {
-        let server_communicator = Communicator::new().unwrap();
-        let backend = free_port();
-        let adapter = server_communicator
-            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
-            .unwrap();
-        adapter.add_default_servant(Arc::new(Recorder(Arc::default())), "");
-        adapter.activate().await.unwrap();
-        let port = free_port();
-        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
-        let props = Properties::new();
-        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
-        let c = Communicator::with_properties(props).unwrap();
-        let router = RouterPrx::from_object(c.default_router().unwrap());
-        router.create_session(user, "x").await.unwrap();
+        let (server_communicator, backend) = recording_server(Arc::default()).await;
+        let (_router, c) = session_through(kind, extra, user).await;
         let mut passed = Vec::new();
         for id in identities {
             let p = c.string_to_proxy(&format!("{id}:tcp -h 127.0.0.1 -p {backend}")).unwrap();
@@ -1272,24 +1270,10 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     runtime().block_on(async {
-        let server_communicator = Communicator::new().unwrap();
-        let backend = free_port();
-        let adapter = server_communicator
-            .create_object_adapter_with_endpoints("Recorder", &format!("tcp -h 127.0.0.1 -p {backend}"))
-            .unwrap();
         let recorded = Arc::new(Recorded::default());
-        adapter.add_default_servant(Arc::new(Recorder(recorded.clone())), "");
-        adapter.activate().await.unwrap();
+        let (server_communicator, backend) = recording_server(recorded.clone()).await;
         let (relay, sniffed) = sniffing_relay(backend);
-        let port = free_port();
-        let mut args = vec!["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        let _router = router_of(kind, &format!("tcp -h 127.0.0.1 -p {port}"), &args);
-        let props = Properties::new();
-        props.set("Ice.Default.Router", &format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
-        let c = Communicator::with_properties(props).unwrap();
-        let router = RouterPrx::from_object(c.default_router().unwrap());
-        router.create_session("frank", "x").await.unwrap();
+        let (_router, c) = session_through(kind, extra, "frank").await;
         let recorder = c.string_to_proxy(&format!("recorder:tcp -h 127.0.0.1 -p {relay}")).unwrap();
         tokio::time::timeout(Duration::from_secs(30), client(recorder, recorded, sniffed))
             .await
