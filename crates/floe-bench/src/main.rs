@@ -503,20 +503,34 @@ pub(crate) fn build_cpp_peer(dir: &str, what: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// The `--against` / `--raw-against` tests `--tests` names: all ten without it.
-fn against_tests(args: &Args) -> Vec<&'static str> {
-    against::TESTS
-        .iter()
-        .map(|(name, _)| *name)
-        .filter(|name| args.tests.as_deref().is_none_or(|only| only.split(',').any(|t| t.trim() == *name)))
-        .collect()
+/// The `--against` / `--raw-against` tests `--tests` names (all ten without it), or the
+/// names it gives that are none of them.
+fn against_tests(args: &Args) -> Result<Vec<&'static str>, String> {
+    let Some(only) = args.tests.as_deref() else {
+        return Ok(against::TESTS.iter().map(|(name, _)| *name).collect());
+    };
+    let wanted: Vec<&str> = only.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+    let unknown: Vec<&str> =
+        wanted.iter().copied().filter(|t| !against::TESTS.iter().any(|(name, _)| name == t)).collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = against::TESTS.iter().map(|(name, _)| *name).collect();
+        return Err(format!("unknown tests {unknown:?}; the tests are {}", known.join(",")));
+    }
+    Ok(against::TESTS.iter().map(|(name, _)| *name).filter(|name| wanted.contains(name)).collect())
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     connections::raise_fd_limit();
     if let Some(proxy) = &args.against {
-        return match against::run(proxy, args.quick, &against_tests(&args)) {
+        let only = match against_tests(&args) {
+            Ok(only) => only,
+            Err(e) => {
+                eprintln!("floe-bench --against: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        };
+        return match against::run(proxy, args.quick, &only) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {
@@ -526,7 +540,14 @@ fn main() -> std::process::ExitCode {
         };
     }
     if let Some(port) = args.raw_against {
-        return match raw_tester::run(port, args.quick, &against_tests(&args)) {
+        let only = match against_tests(&args) {
+            Ok(only) => only,
+            Err(e) => {
+                eprintln!("floe-bench --raw-against: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        };
+        return match raw_tester::run(port, args.quick, &only) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {
@@ -960,5 +981,21 @@ mod client_process_tests {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo 5 1.0"]);
         assert!(run_client_process(cmd, Duration::from_secs(30)).is_err());
+    }
+
+    #[test]
+    fn against_runs_the_tests_named_and_refuses_unknown_names() {
+        let args = |tests: Option<&str>| {
+            let mut argv = vec!["floe-bench", "--against", "tester:tcp -p 1"];
+            if let Some(t) = tests {
+                argv.extend(["--tests", t]);
+            }
+            Args::parse_from(argv)
+        };
+        assert_eq!(against_tests(&args(None)).unwrap().len(), 10);
+        // In the workload's order, whatever the order given.
+        assert_eq!(against_tests(&args(Some("sd_recv, oneway"))).unwrap(), ["oneway", "sd_recv"]);
+        let e = against_tests(&args(Some("oneway,onewya"))).unwrap_err();
+        assert!(e.contains("onewya"), "{e}");
     }
 }

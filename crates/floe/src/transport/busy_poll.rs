@@ -23,8 +23,8 @@
 //!   sleeping alone;
 //! - a spin starts only while the machine has a CPU to spare: when more threads of any process
 //!   are runnable than there are CPUs (the kernel's count in `/proc/loadavg`, read at most once
-//!   a millisecond per process), the thread sleeps at once, so a spinning floe program never
-//!   holds a CPU that another program (the Ice client beside a floe server, a build) waits for;
+//!   a millisecond per process), the thread sleeps at once, so a floe program does not spin
+//!   while another program (the Ice client beside a floe server, a build) waits for a CPU;
 //! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it,
 //!   and a yield after which another thread had run (it took 5 µs or more) ends the spin as
 //!   one that found nothing: where more threads want the CPUs than there are, spinning soon
@@ -120,7 +120,8 @@ struct Waiter {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sharing {
     /// Only while the machine has a CPU to spare (no more runnable threads than CPUs): the
-    /// default, which never takes a CPU that another thread or program waits for.
+    /// default, which does not spin while another thread or program waits for a CPU (by a
+    /// count at most a millisecond old).
     #[default]
     SpareCpuOnly,
     /// Whatever else wants the CPUs (the yields within a spin still give way on this CPU): for
