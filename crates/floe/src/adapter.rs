@@ -22,7 +22,7 @@ use crate::connection::{BoundHandler, Connection, ConnectionConfig, HoldGate, Re
 use crate::dispatch::{Current, DispatchFuture, Dispatcher, IncomingRequest, Origin, ServantLocator};
 use crate::encoding::{EndpointData, Identity, IpEndpointData};
 use crate::error::{Error, Result};
-use crate::instance::{Instance, ManagedAdapter};
+use crate::instance::{Instance, ManagedAdapter, RuntimeLease};
 use crate::protocol::request::same_bytes;
 use crate::protocol::OperationMode;
 use crate::proxy::ObjectPrx;
@@ -670,6 +670,7 @@ impl ObjectAdapter {
                 }
             };
             let count = self.inner.connection_count.clone();
+            let count_on_failure = count.clone();
             if self.inner.max_connections > 0 && count.load(Ordering::Acquire) >= self.inner.max_connections {
                 warn!(target: "floe::network", "{}: refusing connection from {addr}: limit of {} reached", self.inner.name, self.inner.max_connections);
                 drop(stream);
@@ -680,7 +681,7 @@ impl ObjectAdapter {
             let layers = layers.clone();
             // The task ends once the connection is established: an open connection costs no
             // task here (it leaves the count and the live connections as it closes).
-            tokio::spawn(async move {
+            let serve = move |stream: tokio::net::TcpStream, lease: Option<RuntimeLease>| async move {
                 // A connection accepted while the adapter is held is validated only once it
                 // is activated again (its peer sees a connect timeout meanwhile), as with Ice.
                 me.wait_until_not_held().await;
@@ -707,13 +708,38 @@ impl ObjectAdapter {
                         return;
                     }
                 };
-                let admit = |conn: &Connection| me.track(conn);
+                let admit = |conn: &Connection| me.track(conn, lease);
                 let config = me.inner.config.clone();
                 if let Err(e) = Connection::establish_incoming(stream, config, me.request_handler(), admit).await {
                     debug!(target: "floe::network", "connection from {addr} failed: {e}");
                     count.fetch_sub(1, Ordering::AcqRel);
                 }
-            });
+            };
+            // Served on a connection runtime of its own when the communicator has them
+            // (Floe.Runtime.ConnectionThreads): the socket moves to that runtime's reactor.
+            match self.inner.instance.connection_runtime() {
+                Some(lease) if lease.handle().is_some() => match stream.into_std() {
+                    Ok(socket) => {
+                        let handle = lease.handle().cloned().expect("a connection runtime");
+                        handle.spawn(async move {
+                            match tokio::net::TcpStream::from_std(socket) {
+                                Ok(stream) => serve(stream, Some(lease)).await,
+                                Err(e) => {
+                                    debug!(target: "floe::network", "connection from {addr} failed: {e}");
+                                    count_on_failure.fetch_sub(1, Ordering::AcqRel);
+                                }
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        debug!(target: "floe::network", "connection from {addr} failed: {e}");
+                        self.inner.connection_count.fetch_sub(1, Ordering::AcqRel);
+                    }
+                },
+                here => {
+                    tokio::spawn(serve(stream, here));
+                }
+            }
         }
     }
 
@@ -724,7 +750,7 @@ impl ObjectAdapter {
     ///
     /// Either way, the connection leaves the connection count (and the live connections) as it
     /// closes.
-    pub(crate) fn track(&self, conn: &Connection) -> bool {
+    pub(crate) fn track(&self, conn: &Connection, lease: Option<RuntimeLease>) -> bool {
         let id = self.inner.next_connection.fetch_add(1, Ordering::Relaxed);
         let admitted = {
             let mut live = self.inner.live.lock().expect("live");
@@ -736,6 +762,8 @@ impl ObjectAdapter {
         };
         let adapter = Arc::downgrade(&self.inner);
         conn.on_closed(move || {
+            // The connection's runtime serves one connection fewer.
+            drop(lease);
             if let Some(inner) = adapter.upgrade() {
                 inner.connection_count.fetch_sub(1, Ordering::AcqRel);
                 inner.live.lock().expect("live").remove(&id);

@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 use crate::properties::Properties;
 use crate::reference::{endpoint_to_string, EndpointSelection, ParseDefaults, Reference};
 use crate::routing::{LocatorTable, RouterTable};
+pub(crate) use crate::runtime::RuntimeLease;
+pub(crate) use crate::runtime::ThreadHooks;
+use crate::runtime::{ConnectionRuntimes, OwnedRuntime, SingleThreadConfig};
 use crate::transport::ssl::SslContext;
 use crate::transport::{tcp, Layers};
 
@@ -41,6 +44,9 @@ struct Inner {
     properties: Properties,
     /// The runtime this instance started (none when it was made inside one).
     runtime: Mutex<Option<OwnedRuntime>>,
+    /// The runtimes that serve accepted connections beside the instance's own one-thread
+    /// runtime (none beside a multi-thread runtime or one the program gave).
+    connection_runtimes: Option<Arc<ConnectionRuntimes>>,
     /// The thread hooks it was made with: when set, destroying stops the runtime above and
     /// waits for its threads.
     hooks: Option<ThreadHooks>,
@@ -90,131 +96,9 @@ impl Drop for Inner {
         // A single-thread runtime stops when its `stop` sender is dropped with the rest: its
         // thread leaves `block_on` and drops the runtime itself (this may run on that very
         // thread, so it is not joined).
-        if let Some(OwnedRuntime::Workers { rt, .. }) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
-            rt.shutdown_background();
+        if let Some(rt) = self.runtime.get_mut().ok().and_then(|r| r.take()) {
+            rt.release();
         }
-    }
-}
-
-/// Callbacks run on every thread an instance's own runtime starts (`start`, first thing on
-/// the new thread) and stops (`stop`, last thing on it): Ice's `InitializationData` thread
-/// notification.
-#[derive(Clone)]
-pub(crate) struct ThreadHooks {
-    pub(crate) start: Arc<dyn Fn() + Send + Sync>,
-    pub(crate) stop: Arc<dyn Fn() + Send + Sync>,
-}
-
-/// How long destroying waits for the threads of the instance's own runtime (the blocking
-/// work still running on them) before it gives up on them.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
-
-/// The numbers of the runtimes instances start, to tell their threads apart.
-static NEXT_RUNTIME: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-thread_local! {
-    /// The number of the instance runtime this thread belongs to (0: none).
-    static RUNTIME_OF_THREAD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// A runtime the instance started itself (none when it was made inside a runtime).
-enum OwnedRuntime {
-    /// tokio's multi-thread scheduler, for two worker threads or more.
-    Workers { rt: tokio::runtime::Runtime, id: u64 },
-    /// tokio's current-thread scheduler driven by a thread of its own, for
-    /// `Floe.Runtime.Threads=1`: the same work as a one-worker multi-thread runtime with less
-    /// bookkeeping per wake-up (see docs/adr/0003-hot-paths.md). Dropping `_stop` ends the
-    /// thread's `block_on`, after which the thread drops the runtime.
-    Single { stop: tokio::sync::oneshot::Sender<()>, thread: std::thread::JoinHandle<()>, id: u64 },
-}
-
-impl OwnedRuntime {
-    /// Starts a runtime with `threads` worker threads, and returns it with its handle. A
-    /// single-thread runtime busy-polls for up to `busy_poll` before it sleeps
-    /// ([`crate::transport::busy_poll`]; zero: never), as `sharing` allows. `hooks` run on each
-    /// of its threads.
-    fn start(
-        threads: usize,
-        busy_poll: Duration,
-        sharing: crate::transport::busy_poll::Sharing,
-        hooks: Option<&ThreadHooks>,
-    ) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
-        let cannot = |e: std::io::Error| Error::Io(format!("cannot start runtime: {e}"));
-        let id = NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed);
-        let on_start = move |hooks: Option<&ThreadHooks>| {
-            RUNTIME_OF_THREAD.with(|r| r.set(id));
-            if let Some(h) = hooks {
-                (h.start)();
-            }
-        };
-        // Worker and blocking-pool threads (tokio starts and stops both).
-        let install = |builder: &mut tokio::runtime::Builder| {
-            let start_hooks = hooks.cloned();
-            builder.on_thread_start(move || on_start(start_hooks.as_ref()));
-            if let Some(h) = hooks {
-                let stop = h.stop.clone();
-                builder.on_thread_stop(move || stop());
-            }
-        };
-        if threads > 1 {
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.worker_threads(threads).thread_name("floe").enable_all();
-            install(&mut builder);
-            let rt = builder.build().map_err(cannot)?;
-            let handle = rt.handle().clone();
-            return Ok((OwnedRuntime::Workers { rt, id }, handle));
-        }
-        let mut builder = tokio::runtime::Builder::new_current_thread();
-        if !busy_poll.is_zero() {
-            crate::transport::busy_poll::install_with(&mut builder, busy_poll, sharing);
-        }
-        install(&mut builder);
-        let rt = builder.enable_all().build().map_err(cannot)?;
-        let handle = rt.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread_hooks = hooks.cloned();
-        let thread = std::thread::Builder::new()
-            .name("floe".into())
-            .spawn(move || {
-                on_start(thread_hooks.as_ref());
-                // Nothing is ever sent: the sender's drop ends the wait.
-                rt.block_on(async move {
-                    let _ = stopped.await;
-                });
-                // Outside `block_on` this thread may wait for the blocking pool.
-                rt.shutdown_timeout(SHUTDOWN_WAIT);
-                if let Some(h) = thread_hooks {
-                    (h.stop)();
-                }
-            })
-            .map_err(cannot)?;
-        Ok((OwnedRuntime::Single { stop, thread, id }, handle))
-    }
-
-    /// Stops the runtime; `wait` is called (on a thread of its own) once its threads have
-    /// ended, or once [`SHUTDOWN_WAIT`] has passed for the blocking ones. True when the
-    /// calling thread is one of the runtime's own, which cannot end before it returns.
-    fn stop(self, wait: impl FnOnce() + Send + 'static) -> bool {
-        let own_id = match &self {
-            OwnedRuntime::Workers { id, .. } | OwnedRuntime::Single { id, .. } => *id,
-        };
-        let on_own_thread = RUNTIME_OF_THREAD.with(|r| r.get()) == own_id;
-        // Shutting a runtime down blocks, which tokio forbids on its threads and in async
-        // code: a plain thread does it.
-        let stopper = move || {
-            match self {
-                OwnedRuntime::Workers { rt, .. } => rt.shutdown_timeout(SHUTDOWN_WAIT),
-                OwnedRuntime::Single { stop, thread, .. } => {
-                    drop(stop);
-                    let _ = thread.join();
-                }
-            }
-            wait();
-        };
-        if let Err(e) = std::thread::Builder::new().name("floe-stop".into()).spawn(stopper) {
-            tracing::warn!(target: "floe::communicator", "cannot stop the runtime: {e}");
-        }
-        on_own_thread
     }
 }
 
@@ -383,7 +267,12 @@ impl Instance {
                 } else {
                     crate::transport::busy_poll::Sharing::Always
                 };
-                let (rt, h) = OwnedRuntime::start(threads, Duration::from_micros(spin), sharing, hooks.as_ref())?;
+                let connection_threads = properties
+                    .get_int("Floe.Runtime.ConnectionThreads", crate::runtime::default_connection_threads() as i64)?
+                    .clamp(0, 1024) as usize;
+                let config =
+                    SingleThreadConfig { busy_poll: Duration::from_micros(spin), sharing, hooks: hooks.clone() };
+                let (rt, h) = OwnedRuntime::start(threads, config, connection_threads)?;
                 (Some(rt), h)
             }
         };
@@ -410,6 +299,7 @@ impl Instance {
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
             override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
             properties,
+            connection_runtimes: runtime.as_ref().and_then(OwnedRuntime::connection_runtimes),
             runtime: Mutex::new(runtime),
             hooks,
             handle,
@@ -500,6 +390,12 @@ impl Instance {
     /// The runtime that runs this instance's connections.
     pub(crate) fn runtime_handle(&self) -> &tokio::runtime::Handle {
         &self.0.handle
+    }
+
+    /// The connection runtime a newly accepted connection is to be served on
+    /// (`Floe.Runtime.ConnectionThreads`), or `None` to serve it where it was accepted.
+    pub(crate) fn connection_runtime(&self) -> Option<RuntimeLease> {
+        self.0.connection_runtimes.as_ref()?.lease()
     }
 
     /// Runs a future to completion from synchronous code: outside any runtime, on the workers

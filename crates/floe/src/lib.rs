@@ -13,6 +13,7 @@ pub mod transport;
 pub mod reference;
 mod response;
 mod routing;
+mod runtime;
 
 pub mod connection;
 

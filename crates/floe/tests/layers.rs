@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["properties", "malloc"],
     &["transport"],
-    &["reference", "response", "routing"],
+    &["reference", "response", "routing", "runtime"],
     &["connection"],
     &["instance"],
     &["proxy"],

@@ -1,7 +1,8 @@
 //! The runtime a communicator starts when it is made outside one: a current-thread runtime on
 //! a thread of its own for `Floe.Runtime.Threads=1` (the default, as Ice's thread pools have
-//! one thread), a multi-thread runtime for more; both serve and call, and dropping the last
-//! handle on the communicator stops them.
+//! one thread), with the connection runtimes that serve accepted connections beside it
+//! (`Floe.Runtime.ConnectionThreads`), or a multi-thread runtime for more; both serve and call,
+//! and dropping the last handle on the communicator stops them.
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -11,20 +12,36 @@ use floe::protocol::OperationMode;
 use floe::{Communicator, DispatchFuture, Dispatcher, Identity, IncomingRequest, Properties};
 use tokio::runtime::RuntimeFlavor;
 
-/// Answers every request with the name of the thread that dispatched it.
+/// Answers every request with the name and id of the thread that dispatched it
+/// (`name/ThreadId(n)`).
 struct ThreadName;
 
 impl Dispatcher for ThreadName {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
-        let name = std::thread::current().name().unwrap_or("").to_string();
+        let thread = std::thread::current();
+        let name = format!("{}/{:?}", thread.name().unwrap_or(""), thread.id());
         Box::pin(async move { request.current.ok(|e| e.write_str(&name)) })
     }
 }
 
 fn communicator(threads: usize) -> Communicator {
+    communicator_with(&[("Floe.Runtime.Threads", &threads.to_string())])
+}
+
+fn communicator_with(settings: &[(&str, &str)]) -> Communicator {
     let props = Properties::new();
-    props.set("Floe.Runtime.Threads", &threads.to_string());
+    for (name, value) in settings {
+        props.set(name, value);
+    }
     Communicator::with_properties(props).unwrap()
+}
+
+/// The thread that dispatches a call made over a connection of `client`'s own to `adapter`'s
+/// `t` (each client communicator opens a connection of its own).
+fn dispatching_thread(client: &Communicator, adapter: &floe::ObjectAdapter) -> String {
+    let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("t")).to_string()).unwrap();
+    let reply = client.block_on(proxy.invoke("name", OperationMode::Normal, None, |_| {})).unwrap();
+    reply.expect("a twoway reply").decode(|d| d.read_string()).unwrap().to_string()
 }
 
 /// Sends on its channel when dropped: a task holding one tells when its runtime dropped it.
@@ -37,9 +54,9 @@ impl Drop for SignalOnDrop {
 }
 
 /// A server and a client communicator with `threads` each, ten calls over one connection:
-/// both runtimes must be of `flavor`, and calls must be dispatched on a `floe` thread — the
-/// runtime's own, not the test thread that called `block_on`.
-fn serve_and_call(threads: usize, flavor: RuntimeFlavor) {
+/// both runtimes must be of `flavor`, and calls must be dispatched on a thread named
+/// `thread` — one of the runtime's own, not the test thread that called `block_on`.
+fn serve_and_call(threads: usize, flavor: RuntimeFlavor, thread: &str) {
     let server = communicator(threads);
     let client = communicator(threads);
     assert_eq!(server.runtime_handle().runtime_flavor(), flavor, "{threads} threads: server");
@@ -51,7 +68,7 @@ fn serve_and_call(threads: usize, flavor: RuntimeFlavor) {
     for _ in 0..10 {
         let reply = client.block_on(proxy.invoke("name", OperationMode::Normal, None, |_| {})).unwrap();
         let name = reply.expect("a twoway reply").decode(|d| d.read_string()).unwrap();
-        assert_eq!(name, "floe", "{threads} threads: dispatched on");
+        assert_eq!(name.split('/').next(), Some(thread), "{threads} threads: dispatched on");
     }
     client.destroy_blocking();
     server.destroy_blocking();
@@ -87,31 +104,110 @@ fn the_default_runtime_has_one_thread_and_ice_pool_sizes_or_floe_threads_change_
 
 #[test]
 fn one_thread_is_a_current_thread_runtime_on_a_floe_thread() {
-    serve_and_call(1, RuntimeFlavor::CurrentThread);
+    serve_and_call(1, RuntimeFlavor::CurrentThread, "floe");
 }
 
 #[test]
 fn two_threads_are_a_multi_thread_runtime() {
-    serve_and_call(2, RuntimeFlavor::MultiThread);
+    serve_and_call(2, RuntimeFlavor::MultiThread, "floe");
 }
 
 #[test]
-fn dropping_the_communicator_stops_its_runtime() {
-    for threads in [1, 2] {
-        let c = communicator(threads);
-        let (tx, rx) = mpsc::channel();
-        let (started_tx, started_rx) = mpsc::channel();
-        c.runtime_handle().spawn(async move {
-            let _signal = SignalOnDrop(tx);
-            let _ = started_tx.send(());
-            std::future::pending::<()>().await;
-        });
-        started_rx.recv_timeout(Duration::from_secs(5)).expect("the task runs");
-        assert!(rx.try_recv().is_err(), "{threads} threads: the task is still pending");
-        drop(c);
-        rx.recv_timeout(Duration::from_secs(5))
-            .unwrap_or_else(|_| panic!("{threads} threads: the runtime did not drop its tasks"));
+fn without_connection_threads_accepted_connections_are_served_on_the_runtime_thread() {
+    let server = communicator_with(&[("Floe.Runtime.ConnectionThreads", "0")]);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    let main = server.block_on(server.runtime_handle().spawn(async { std::thread::current().id() })).unwrap();
+    for _ in 0..3 {
+        let client = communicator(1);
+        let thread = dispatching_thread(&client, &adapter);
+        assert_eq!(thread, format!("floe/{main:?}"));
+        client.destroy_blocking();
     }
+    server.destroy_blocking();
+}
+
+/// The first connection is served on the communicator's own thread; each next one gets a
+/// connection runtime of its own while fewer than the most are started, then the runtime
+/// serving the fewest; a runtime whose connection closed takes the next.
+#[test]
+fn accepted_connections_are_spread_over_at_most_the_connection_threads() {
+    let server = communicator_with(&[("Floe.Runtime.ConnectionThreads", "2")]);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    let main = server.block_on(server.runtime_handle().spawn(async { std::thread::current().id() })).unwrap();
+    let clients: Vec<Communicator> = (0..4).map(|_| communicator(1)).collect();
+    let threads: Vec<String> = clients.iter().map(|c| dispatching_thread(c, &adapter)).collect();
+    // The communicator's thread, two connection runtimes, then the communicator's thread again
+    // (every runtime serves one: the first with the fewest takes it).
+    assert_eq!(threads[0], format!("floe/{main:?}"), "{threads:?}");
+    assert!(threads[1].starts_with("floe-conn/") && threads[2].starts_with("floe-conn/"), "{threads:?}");
+    assert_ne!(threads[1], threads[2], "{threads:?}");
+    assert_eq!(threads[3], threads[0], "{threads:?}");
+    // Every call over a connection is served by its runtime's one thread.
+    for (c, t) in clients.iter().zip(&threads) {
+        for _ in 0..5 {
+            assert_eq!(&dispatching_thread(c, &adapter), t);
+        }
+    }
+    // The first two connections close: the first connection runtime serves none now, and takes
+    // the next connection without a third runtime.
+    let mut clients = clients.into_iter();
+    clients.next().unwrap().destroy_blocking();
+    clients.next().unwrap().destroy_blocking();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while adapter.connection_count() > 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let late = communicator(1);
+    assert_eq!(dispatching_thread(&late, &adapter), threads[1]);
+    late.destroy_blocking();
+    for c in clients {
+        c.destroy_blocking();
+    }
+    server.destroy_blocking();
+}
+
+#[test]
+fn dropping_the_communicator_stops_its_connection_runtimes() {
+    let server = communicator(1);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    // The first connection is served on the communicator's thread, the second on a
+    // connection runtime.
+    let first = communicator(1);
+    assert!(dispatching_thread(&first, &adapter).starts_with("floe/"));
+    let client = communicator(1);
+    // A task left pending on the connection runtime (spawned there by a dispatch).
+    let (tx, rx) = mpsc::channel();
+    let (started_tx, started_rx) = mpsc::channel::<String>();
+    struct Spawner(std::sync::Mutex<Option<(mpsc::Sender<()>, mpsc::Sender<String>)>>);
+    impl Dispatcher for Spawner {
+        fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+            if let Some((tx, started_tx)) = self.0.lock().unwrap().take() {
+                tokio::spawn(async move {
+                    let _signal = SignalOnDrop(tx);
+                    let _ = started_tx.send(std::thread::current().name().unwrap_or("").to_string());
+                    std::future::pending::<()>().await;
+                });
+            }
+            Box::pin(async move { request.current.ok(|_| {}) })
+        }
+    }
+    adapter.add(Arc::new(Spawner(std::sync::Mutex::new(Some((tx, started_tx))))), Identity::new("s"));
+    let proxy = client.string_to_proxy(&adapter.create_proxy(Identity::new("s")).to_string()).unwrap();
+    client.block_on(proxy.invoke("spawn", OperationMode::Normal, None, |_| {})).unwrap();
+    let thread = started_rx.recv_timeout(Duration::from_secs(5)).expect("the task runs");
+    assert_eq!(thread, "floe-conn");
+    client.destroy_blocking();
+    first.destroy_blocking();
+    drop(adapter);
+    server.destroy_blocking();
+    drop(server);
+    rx.recv_timeout(Duration::from_secs(5)).expect("the connection runtime did not drop its tasks");
 }
 
 #[test]
