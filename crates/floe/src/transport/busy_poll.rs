@@ -16,8 +16,10 @@
 //! - a spin lasts at most the budget (`Floe.Runtime.BusyPoll`, in microseconds; 0 turns
 //!   busy polling off), and ends as soon as a watched connection has data or a task is
 //!   scheduled on the runtime from another thread;
-//! - only connections whose readers started waiting during the busy period that just ended
-//!   are watched (at most [`MAX_WATCHED`]), so idle connections cost nothing;
+//! - only connections whose readers started waiting during the last few busy periods are
+//!   watched ([`WATCH_PERIODS`], at most [`MAX_WATCHED`] connections), so idle connections
+//!   cost nothing; a connection waited on for a reply while another was served (a dispatch
+//!   that calls another server, a router forwarding a request) is among them;
 //! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
 //!   spin that found data resets that, so a peer that answers slowly is soon waited for by
 //!   sleeping alone;
@@ -45,9 +47,14 @@ use std::time::{Duration, Instant};
 /// virtual machines floe is measured on.
 pub const DEFAULT_BUDGET: Duration = Duration::from_micros(50);
 
-/// The most connections one spin watches: the first whose readers went waiting in the busy
-/// period that just ended.
+/// The most connections one spin watches: those whose readers went waiting most recently.
 pub const MAX_WATCHED: usize = 16;
+
+/// How many busy periods (the work between two parks) a reader that went waiting is watched
+/// for. Not only the last one: a thread that reads a request from one connection and then
+/// waits for a reply on another (a dispatch that calls a server, a router forwarding, a
+/// callback) must watch the second, whose reader went waiting in an earlier period.
+pub const WATCH_PERIODS: u64 = 8;
 
 /// A `sched_yield` that takes this long let another thread run on this CPU.
 const CONTENDED: Duration = Duration::from_micros(5);
@@ -114,6 +121,8 @@ struct Waiter {
     fd: RawFd,
     waker: Waker,
     watch: Arc<Watch>,
+    /// The thread's busy period in which the reader last went waiting.
+    period: u64,
 }
 
 /// When a thread may spin.
@@ -138,8 +147,10 @@ struct ThreadState {
     sharing: Sharing,
     /// The runtime's metrics, to see tasks scheduled from other threads.
     metrics: Option<tokio::runtime::RuntimeMetrics>,
-    /// Readers that went waiting since the last park.
+    /// Readers that went waiting in the last [`WATCH_PERIODS`] busy periods.
     waiters: Vec<Waiter>,
+    /// The current busy period: parks so far.
+    period: u64,
     /// The `poll(2)` array, kept to reuse its memory.
     fds: Vec<libc::pollfd>,
     /// Spins in a row that found nothing.
@@ -155,6 +166,7 @@ thread_local! {
             sharing: Sharing::SpareCpuOnly,
             metrics: None,
             waiters: Vec::new(),
+            period: 0,
             fds: Vec::new(),
             misses: 0,
             skip: 0,
@@ -188,6 +200,7 @@ pub(crate) fn watch(fd: RawFd, watch: &mut Option<Arc<Watch>>, waker: &Waker) {
             return;
         }
         let shared = watch.get_or_insert_with(Arc::default);
+        let period = s.period;
         if let Some(w) = s.waiters.iter_mut().find(|w| w.fd == fd) {
             if !w.waker.will_wake(waker) {
                 w.waker = waker.clone();
@@ -196,8 +209,15 @@ pub(crate) fn watch(fd: RawFd, watch: &mut Option<Arc<Watch>>, waker: &Waker) {
             if !Arc::ptr_eq(&w.watch, shared) {
                 w.watch = shared.clone();
             }
-        } else if s.waiters.len() < MAX_WATCHED {
-            s.waiters.push(Waiter { fd, waker: waker.clone(), watch: shared.clone() });
+            w.period = period;
+        } else {
+            let waiter = Waiter { fd, waker: waker.clone(), watch: shared.clone(), period };
+            if s.waiters.len() < MAX_WATCHED {
+                s.waiters.push(waiter);
+            } else if let Some(oldest) = s.waiters.iter_mut().min_by_key(|w| w.period) {
+                // Full: the reader that went waiting longest ago makes room.
+                *oldest = waiter;
+            }
         }
     });
 }
@@ -232,18 +252,20 @@ fn back_off(misses: &mut u32, skip: &mut u32) {
 /// One spin over the waiting readers; wakes those whose sockets are readable. (Waking only
 /// schedules their tasks, which run after the hook returns; nothing here is re-entered.)
 fn spin(s: &mut ThreadState) {
+    // The busy period that ends here; readers that went waiting in the last few are watched.
+    let period = s.period;
+    s.period += 1;
+    s.waiters.retain(|w| period - w.period < WATCH_PERIODS);
     if s.waiters.is_empty() || s.budget.is_zero() {
         return;
     }
     if s.skip > 0 {
         s.skip -= 1;
-        s.waiters.clear();
         SKIPPED.fetch_add(1, Ordering::Relaxed);
         return;
     }
     if s.sharing == Sharing::SpareCpuOnly && !cpu_to_spare() {
         // Another thread waits for a CPU: sleep now rather than take its time.
-        s.waiters.clear();
         MACHINE_BUSY.fetch_add(1, Ordering::Relaxed);
         return;
     }
@@ -257,20 +279,24 @@ fn spin(s: &mut ThreadState) {
         // may write `revents` into; a zero timeout never blocks.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         if n > 0 {
+            // Readers of readable sockets are woken and forgotten (they are watched again when
+            // they next wait); closed descriptors (POLLNVAL) are forgotten.
             let readable = libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP;
             let mut found = false;
-            for (fd, w) in fds.iter().zip(waiters.drain(..)) {
-                if fd.revents & readable != 0 {
+            let mut polled = fds.iter();
+            waiters.retain(|w| {
+                let revents = polled.next().map_or(0, |fd| fd.revents);
+                if revents & readable != 0 {
                     w.watch.readable.store(true, Ordering::Relaxed);
-                    w.waker.wake();
+                    w.waker.wake_by_ref();
                     found = true;
                 }
-            }
+                revents == 0
+            });
             if found {
                 *misses = 0;
                 FOUND.fetch_add(1, Ordering::Relaxed);
             }
-            // Otherwise only closed descriptors (POLLNVAL): nothing left to watch.
             break;
         }
         if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
@@ -293,7 +319,6 @@ fn spin(s: &mut ThreadState) {
             break;
         }
     }
-    waiters.clear();
 }
 
 /// What this process knows of the machine's load: `/proc/loadavg` kept open, the CPUs this
@@ -435,7 +460,7 @@ mod tests {
             let s = s.borrow();
             // At its budget, or earlier when another thread wanted this CPU.
             assert!(s.misses >= 1 && s.skip >= 1, "{} misses, {} to skip", s.misses, s.skip);
-            assert!(s.waiters.is_empty(), "a spin forgets its waiters");
+            assert_eq!(s.waiters.len(), 1, "a quiet socket stays watched for the next periods");
         });
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         assert!(!shared.unwrap().take_readable());
@@ -456,7 +481,7 @@ mod tests {
         assert!(stats().machine_busy > busy);
         STATE.with(|s| {
             let s = s.borrow();
-            assert!(s.waiters.is_empty(), "the waiters are forgotten");
+            assert_eq!(s.waiters.len(), 1, "the waiter stays for the next periods");
             assert_eq!((s.misses, s.skip), (0, 0), "declining is not a miss");
         });
     }
@@ -529,7 +554,63 @@ mod tests {
         STATE.with(|s| {
             let s = s.borrow();
             assert_eq!(s.skip, 2);
-            assert!(s.waiters.is_empty());
+            assert_eq!(s.waiters.len(), 1, "the waiter stays for the next periods");
+        });
+    }
+
+    #[test]
+    fn a_reader_that_went_waiting_in_an_earlier_period_is_still_watched() {
+        // A thread serves a request on one connection and waits for a reply on another whose
+        // reader went waiting before: the next spin watches that one too.
+        state_with(Duration::from_millis(50));
+        let (mut a, b) = pair();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+        STATE.with(|s| s.borrow_mut().skip = 1);
+        before_park(Duration::from_millis(50)); // skipped: the waiter stays
+        a.write_all(b"x").unwrap();
+        before_park(Duration::from_millis(50));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the earlier waiter was watched and woken");
+        assert!(shared.unwrap().take_readable());
+        STATE.with(|s| assert!(s.borrow().waiters.is_empty(), "a woken reader is forgotten until it waits again"));
+    }
+
+    #[test]
+    fn a_waiter_is_forgotten_after_the_watch_periods() {
+        state_with(Duration::from_millis(50));
+        let (_a, b) = pair();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+        for _ in 0..WATCH_PERIODS {
+            STATE.with(|s| s.borrow_mut().skip = 1);
+            before_park(Duration::from_millis(50));
+        }
+        STATE.with(|s| assert_eq!(s.borrow().waiters.len(), 1, "watched for {WATCH_PERIODS} periods"));
+        before_park(Duration::from_millis(50));
+        STATE.with(|s| assert!(s.borrow().waiters.is_empty(), "forgotten after {WATCH_PERIODS} periods"));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_full_watch_list_makes_room_for_the_newest_reader() {
+        state_with(Duration::from_millis(50));
+        let pairs: Vec<_> = (0..=MAX_WATCHED).map(|_| pair()).collect();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared: Vec<Option<Arc<Watch>>> = vec![None; pairs.len()];
+        for (k, (_, b)) in pairs.iter().enumerate() {
+            watch(b.as_raw_fd(), &mut shared[k], &waker);
+            if k == 0 {
+                // The first goes waiting a period before the others.
+                STATE.with(|s| s.borrow_mut().period += 1);
+            }
+        }
+        STATE.with(|s| {
+            let s = s.borrow();
+            assert_eq!(s.waiters.len(), MAX_WATCHED);
+            assert!(!s.waiters.iter().any(|w| w.fd == pairs[0].1.as_raw_fd()), "the oldest made room");
+            assert!(s.waiters.iter().any(|w| w.fd == pairs[MAX_WATCHED].1.as_raw_fd()), "the newest is watched");
         });
     }
 
