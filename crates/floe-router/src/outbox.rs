@@ -229,7 +229,7 @@ impl Outbox {
 
 async fn send_oneway(p: Pending) {
     let Pending { target, operation, mode, context, params, .. } = p;
-    if let Err(e) = target.invoke(&operation, mode, context.as_ref(), |e| e.write_raw(&params)).await {
+    if let Err(e) = target.invoke_encoded(&operation, mode, context.as_ref(), &params).await {
         debug!(target: "floe::router", "forwarding {operation} failed: {e}");
     }
 }

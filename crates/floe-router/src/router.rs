@@ -642,8 +642,14 @@ async fn forward_in_order(
     c.ok_empty()
 }
 
-async fn forward(current: &Current, params: &[u8], target: ObjectPrx, context: Option<Context>) -> Response {
-    let outcome = target.invoke(&current.operation, current.mode, context.as_ref(), |e| e.write_raw(params)).await;
+async fn forward(
+    current: &Current,
+    params: &floe::bytes::Bytes,
+    target: ObjectPrx,
+    context: Option<Context>,
+) -> Response {
+    // Large parameters go out from the buffer they were read into, without a copy.
+    let outcome = target.invoke_encoded(&current.operation, current.mode, context.as_ref(), params).await;
     match outcome {
         // Sent without a reply: none for a oneway request, an empty one for a twoway request
         // forwarded as oneway (`_fwd`).

@@ -3,7 +3,7 @@
 //! `floe-router [--Ice.Config=FILE] [--Glacier2.Client.Endpoints=...] [--Name=value ...]`
 //! Prints `floe-router ready` once it accepts clients; exits 0 on SIGTERM or SIGINT.
 
-use floe::Communicator;
+use floe::{Communicator, Properties};
 use floe_router::{RouterConfig, RouterCore};
 
 fn main() -> std::process::ExitCode {
@@ -11,7 +11,15 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .try_init();
-    let (communicator, _rest) = match Communicator::from_args(std::env::args()) {
+    let communicator = match Properties::from_args(std::env::args(), &["Glacier2"]).and_then(|(props, _rest)| {
+        // Every connection stays on the router's one runtime thread unless configured
+        // otherwise: a forwarded call reads from one connection and writes to another, and a
+        // hop between threads would cost a wake-up each way (docs/router.md).
+        if props.get("Floe.Runtime.ConnectionThreads").is_none() {
+            props.set("Floe.Runtime.ConnectionThreads", "0");
+        }
+        Communicator::with_properties(props)
+    }) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("floe-router: {e}");

@@ -613,6 +613,20 @@ impl ObjectPrx {
         }
     }
 
+    /// Invokes `operation` with parameters already encoded: `params` is the contents of a
+    /// request's encapsulation, in this proxy's encoding, as a router or a bridge forwards it.
+    /// Large parameters (64 KB or more) are sent from their own memory rather than copied into
+    /// the request; otherwise this is [`invoke`](Self::invoke) writing `params` as they are.
+    pub fn invoke_encoded<'a>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        params: &'a Bytes,
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
+        self.invoke_before_tail(operation, mode, context, |_| {}, params)
+    }
+
     /// The common form of [`invoke_with_tail`](Self::invoke_with_tail) and
     /// [`invoke_with_seq_tail`](Self::invoke_with_seq_tail): `write` encodes the parameters
     /// before a sequence of `count` elements whose encoded bytes are `tail`.
@@ -629,6 +643,20 @@ impl ObjectPrx {
             write(e);
             e.write_size(count);
         };
+        self.invoke_before_tail(operation, mode, context, write, tail)
+    }
+
+    /// Invokes `operation` with the parameters `write` encodes followed by the bytes of
+    /// `tail`, sent from their own memory when large (64 KB or more) and the request is neither
+    /// batched nor compressed.
+    fn invoke_before_tail<'a>(
+        &'a self,
+        operation: &'a str,
+        mode: OperationMode,
+        context: Option<&'a Context>,
+        write: impl FnOnce(&mut Encoder) + 'a,
+        tail: &'a [u8],
+    ) -> impl std::future::Future<Output = Result<Option<Outcome>>> + 'a {
         let separate = tail.len() >= SEPARATE_TAIL_MIN
             && !self.inner.reference.wire.mode.is_batch()
             && self.compress() == Compress::No;
