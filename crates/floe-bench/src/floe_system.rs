@@ -147,11 +147,16 @@ pub(crate) fn property_list() -> Vec<(String, String)> {
 }
 
 /// Serves the benchmark interface on `port` (and over ssl on `ssl_port` if given) with
-/// `threads` runtime threads until `shutdown`;
+/// `threads` runtime threads (and, unless `exact`, floe's default connection runtimes) until
+/// `shutdown`;
 /// with `None`, on floe's default configuration (runtime size, ACM) but for the message size
 /// limit and `--floe-property` settings.
-pub(crate) fn serve(port: u16, threads: Option<usize>, ssl_port: Option<u16>) -> floe::Result<()> {
+pub(crate) fn serve(port: u16, threads: Option<usize>, exact: bool, ssl_port: Option<u16>) -> floe::Result<()> {
     let props = properties(threads);
+    if exact {
+        // Exactly `threads` threads: accepted connections stay on the communicator's runtime.
+        props.set("Floe.Runtime.ConnectionThreads", "0");
+    }
     let mut endpoints = format!("tcp -h 127.0.0.1 -p {port}");
     if let Some(ssl_port) = ssl_port {
         crate::tls::floe_server_properties(&props);

@@ -14,6 +14,7 @@ mod raw;
 mod raw_tester;
 mod report;
 mod router;
+mod router_client;
 mod storm;
 mod tests;
 mod tls;
@@ -81,6 +82,13 @@ struct Args {
     /// on this port (the client side of the caps).
     #[arg(long, hide = true, value_name = "PORT")]
     raw_against: Option<u16>,
+    /// Internal: run floe's client of the `router` test against the Tester of this proxy, for
+    /// --duration-ms per test, through the Glacier2 router of --router if given.
+    #[arg(long, hide = true, value_name = "PROXY")]
+    router_client: Option<String>,
+    /// Internal: the Glacier2 router of --router-client.
+    #[arg(long, hide = true, value_name = "PROXY")]
+    router: Option<String>,
     /// Connections for the `connections` test (default 19,000, or 2,000 with --quick). The
     /// server's file limit caps it; the report says when it did. Also the sessions of the
     /// `router-sessions` test (default 10,000, or 2,000 with --quick).
@@ -131,6 +139,9 @@ struct Args {
     /// Internal: server runtime threads.
     #[arg(long, hide = true, default_value_t = 1)]
     threads: usize,
+    /// Internal: the floe server runs exactly `--threads` threads (no connection runtimes).
+    #[arg(long, hide = true)]
+    exact_threads: bool,
     /// Internal: how long a `--client` measures each test, in milliseconds.
     #[arg(long, hide = true)]
     duration_ms: Option<u64>,
@@ -158,6 +169,9 @@ impl System {
 struct Server {
     system: System,
     threads: usize,
+    /// A floe server with exactly `threads` threads (`Floe.Runtime.ConnectionThreads=0`), for
+    /// the tests that compare servers of a given size; otherwise floe's default runtimes.
+    exact: bool,
     child: Child,
     port: u16,
     /// The port of the server's ssl endpoint, when the ssl tests run.
@@ -178,7 +192,13 @@ pub(crate) fn free_port() -> u16 {
 /// Starts `system`'s benchmark server; `scale` starts the one of the `connections` test
 /// instead: floe and Ice C++ on their default configuration (runtime size, ACM), and the raw
 /// baseline as one epoll thread rather than a thread per connection.
-fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: bool) -> Result<Server, String> {
+fn start_server(
+    system: System,
+    threads: usize,
+    exact: bool,
+    ice_dir: Option<&Path>,
+    scale: bool,
+) -> Result<Server, String> {
     let port = free_port();
     // The rate tests' servers listen on ssl too when the certificates are there (tonic has
     // no ssl variant here).
@@ -212,6 +232,9 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: b
             if scale {
                 cmd.arg("--defaults");
             }
+            if exact {
+                cmd.arg("--exact-threads");
+            }
             if let Some(ssl_port) = ssl_port {
                 cmd.args(["--ssl-port", &ssl_port.to_string()]);
                 tls::forward_certs(&mut cmd);
@@ -224,7 +247,7 @@ fn start_server(system: System, threads: usize, ice_dir: Option<&Path>, scale: b
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     let child = cmd.spawn().map_err(|e| format!("cannot start {} server: {e}", system.name()))?;
     // Killed when dropped, on the error paths too.
-    let mut server = Server { system, threads, child, port, ssl_port };
+    let mut server = Server { system, threads, exact, child, port, ssl_port };
     let line = first_line(&mut server.child, READY_LIMIT)?;
     if line.trim() != "ready" {
         return Err(format!("{} server did not start: {line:?}", system.name()));
@@ -539,6 +562,25 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if let Some(proxy) = &args.router_client {
+        let only: Vec<String> = args
+            .tests
+            .as_deref()
+            .map_or_else(Vec::new, |l| l.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect());
+        if let Some(bad) = only.iter().find(|t| !router_client::TESTS.contains(&t.as_str())) {
+            eprintln!("floe-bench --router-client: no test {bad:?} (tests: {})", router_client::TESTS.join(", "));
+            return std::process::ExitCode::from(2);
+        }
+        let ms = args.duration_ms.unwrap_or(300);
+        return match router_client::run(proxy, args.router.as_deref(), ms, &only) {
+            Ok(true) => std::process::ExitCode::SUCCESS,
+            Ok(false) => std::process::ExitCode::from(1),
+            Err(e) => {
+                eprintln!("floe-bench --router-client: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     if let Some(port) = args.raw_against {
         let only = match against_tests(&args) {
             Ok(only) => only,
@@ -585,8 +627,13 @@ fn main() -> std::process::ExitCode {
             "raw" => raw::serve(args.port, args.ssl_port).map_err(|e| e.to_string()),
             "raw-scale" => connections::serve_raw_scale(args.port).map_err(|e| e.to_string()),
             "raw-tester" => raw_tester::serve(args.port).map_err(|e| e.to_string()),
-            "floe" => floe_system::serve(args.port, (!args.defaults).then_some(args.threads), args.ssl_port)
-                .map_err(|e| e.to_string()),
+            "floe" => floe_system::serve(
+                args.port,
+                (!args.defaults).then_some(args.threads),
+                args.exact_threads,
+                args.ssl_port,
+            )
+            .map_err(|e| e.to_string()),
             #[cfg(feature = "tonic")]
             "tonic" => tonic_system::serve(args.port, args.threads),
             other => Err(format!("unknown system {other}")),
@@ -665,17 +712,23 @@ fn main() -> std::process::ExitCode {
             notes.push("tonic skipped: build with `--features tonic` (bash scripts/bench does)".into());
         }
     }
-    let mut thread_counts: Vec<usize> = selected.iter().map(|t| t.clients_and_threads().1).collect();
-    thread_counts.sort_unstable();
-    thread_counts.dedup();
+    // The server sizes the tests want: (threads, exact), exact only mattering to floe.
+    let mut sizes: Vec<(usize, bool)> =
+        selected.iter().map(|t| (t.clients_and_threads().1, t.exact_threads())).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
     let mut servers = Vec::new();
     for s in &systems {
-        for &threads in &thread_counts {
-            // The raw baseline uses a thread per connection whatever the count.
-            if *s == System::Raw && threads != thread_counts[0] {
+        let mut started_sizes: Vec<(usize, bool)> = Vec::new();
+        for &(threads, exact) in &sizes {
+            // The raw baseline uses a thread per connection whatever the count; only floe's
+            // servers differ by exactness.
+            let size = (threads, exact && *s == System::Floe);
+            if (*s == System::Raw && !started_sizes.is_empty()) || started_sizes.contains(&size) {
                 continue;
             }
-            match start_server(*s, threads, ice_dir.as_deref(), false) {
+            started_sizes.push(size);
+            match start_server(*s, size.0, size.1, ice_dir.as_deref(), false) {
                 Ok(srv) => servers.push(srv),
                 Err(e) => notes.push(format!("{} skipped: {e}", s.name())),
             }
@@ -688,6 +741,7 @@ fn main() -> std::process::ExitCode {
     for run in 0..runs {
         for test in &selected {
             let want_threads = test.clients_and_threads().1;
+            let want_exact = test.exact_threads();
             for server in &servers {
                 if server.system == System::Ice && !test.ice {
                     continue;
@@ -697,6 +751,9 @@ fn main() -> std::process::ExitCode {
                     continue;
                 }
                 if server.system != System::Raw && server.threads != want_threads {
+                    continue;
+                }
+                if server.system == System::Floe && server.exact != want_exact {
                     continue;
                 }
                 done += 1;
@@ -741,7 +798,7 @@ fn main() -> std::process::ExitCode {
     // this process); the two runs' difference leaves its start-up out.
     let mut clients: Vec<(&'static str, ClientUsage)> = Vec::new();
     if selected.iter().any(|t| t.name == "twoway") {
-        for server in servers.iter().filter(|s| s.threads == 1) {
+        for server in servers.iter().filter(|s| s.threads == 1 && !s.exact) {
             match client_call_usage(server, duration, ice_dir.as_deref()) {
                 Ok(u) => clients.push((server.system.name(), u)),
                 Err(e) => notes.push(format!("{} / client resources: {e}", server.system.name())),
@@ -880,7 +937,7 @@ fn run_connections(
     let started = Instant::now();
     for run in 0..runs {
         for &system in systems.iter().filter(|s| **s != System::Tonic) {
-            let server = match start_server(system, 1, ice_dir, true) {
+            let server = match start_server(system, 1, false, ice_dir, true) {
                 Ok(s) => s,
                 Err(e) => {
                     notes.push(format!("{} / connections run {}: {e}", system.name(), run + 1));

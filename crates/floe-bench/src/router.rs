@@ -1,8 +1,11 @@
-//! The `router` test: the same Ice C++ client (`peers/ice-router`) calls the same Ice C++
-//! server (`ice-tester-server`, `peers/ice-tester`) directly, through floe-router and through
-//! ZeroC's glacier2router, one after another in each round, rounds interleaved. Both routers
-//! run on their defaults with `Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier`
-//! and stay up for the whole stage; every client run makes a session of its own.
+//! The `router` test: the same client calls the same server directly, through floe-router and
+//! through ZeroC's glacier2router, one after another in each round, rounds interleaved. It runs
+//! for two pairs of client and server: Ice C++ (`peers/ice-router` calling `ice-tester-server`,
+//! `peers/ice-tester`), as an Ice shop would put a router between its programs, and floe
+//! (`floe-bench --router-client`, `src/router_client.rs`, calling `floe-interop-server`), whose
+//! own time leaves more of each call to the router. Both routers run on their defaults with
+//! `Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier` and stay up for the whole
+//! stage; every client run makes a session of its own.
 //!
 //! The client measures, each for a fixed time after a warm-up: sequential twoway `ping()`
 //! (calls/s, p50 and p99 latency), asynchronous pings with at most 100 in flight (calls/s),
@@ -11,8 +14,8 @@
 //! client's `Echo` back, through the router when the client uses one). "Added latency" is a
 //! router run's latency minus the direct run's of the same round. Each round also runs the
 //! asynchronous pings alone through each router and takes the router process's CPU time per
-//! forwarded call, a figure that suffers less from a busy machine than rates do. The table
-//! gives the medians over the rounds and the ratios floe-router / glacier2router.
+//! forwarded call, a figure that suffers less from a busy machine than rates do. The tables
+//! give the medians over the rounds and the ratios floe-router / glacier2router, per pair.
 
 use std::fmt::Write as _;
 use std::io::Read;
@@ -51,10 +54,40 @@ const RATES: [(&str, &str); 5] =
 const LATENCIES: [(&str, &str); 3] =
     [("twoway", "twoway ping"), ("bytes", "500 kB sendByteSeq"), ("callback", "callback (callEcho)")];
 
-/// One figure of one path over the rounds (latency figures hold the added latency for the
-/// routers, computed per round).
+/// Whose client calls whose server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pair {
+    /// Ice C++ client → Ice C++ server.
+    Ice,
+    /// floe client → floe server.
+    Floe,
+}
+
+impl Pair {
+    fn title(self) -> &'static str {
+        match self {
+            Pair::Ice => "Ice C++ client → Ice C++ server",
+            Pair::Floe => "floe client → floe server",
+        }
+    }
+
+    /// The prefix of the pair's JSON test names.
+    fn json_test(self) -> &'static str {
+        match self {
+            Pair::Ice => "router",
+            Pair::Floe => "router-floe",
+        }
+    }
+}
+
+/// The pairs, in the order each round runs them.
+const PAIRS: [Pair; 2] = [Pair::Ice, Pair::Floe];
+
+/// One figure of one pair and path over the rounds (latency figures hold the added latency for
+/// the routers, computed per round).
 #[derive(Debug, Clone)]
 pub(crate) struct Series {
+    pub(crate) pair: Pair,
     pub(crate) path: Path3,
     pub(crate) name: String,
     pub(crate) values: Vec<f64>,
@@ -140,25 +173,50 @@ fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), Strin
     Ok((p, port))
 }
 
-/// Runs the client once; returns its RESULT values by name.
-fn client(
-    exe: &Path,
+/// The command of `pair`'s client: the Ice C++ one at `ice_exe`, or this binary's
+/// `--router-client`.
+fn client_command(
+    pair: Pair,
+    ice_exe: &Path,
     server_port: u16,
     router_port: Option<u16>,
     ms: u64,
     only: Option<&str>,
-) -> Result<Vec<(String, f64)>, String> {
-    let mut cmd = Command::new(exe);
-    crate::ice_malloc_env(&mut cmd);
-    cmd.arg(format!("tester:tcp -h 127.0.0.1 -p {server_port}")).arg(ms.to_string());
-    if let Some(test) = only {
-        cmd.arg(format!("--only={test}"));
-    }
-    if let Some(port) = router_port {
-        cmd.arg(format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
-    }
+) -> Result<Command, String> {
+    let proxy = format!("tester:tcp -h 127.0.0.1 -p {server_port}");
+    let router = router_port.map(|port| format!("Glacier2/router:tcp -h 127.0.0.1 -p {port}"));
+    Ok(match pair {
+        Pair::Ice => {
+            let mut cmd = Command::new(ice_exe);
+            crate::ice_malloc_env(&mut cmd);
+            cmd.arg(proxy).arg(ms.to_string());
+            if let Some(test) = only {
+                cmd.arg(format!("--only={test}"));
+            }
+            if let Some(r) = router {
+                cmd.arg(format!("--Ice.Default.Router={r}"));
+            }
+            cmd
+        }
+        Pair::Floe => {
+            let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            cmd.args(["--router-client", &proxy, "--duration-ms", &ms.to_string()]);
+            if let Some(test) = only {
+                cmd.args(["--tests", test]);
+            }
+            if let Some(r) = router {
+                cmd.args(["--router", &r]);
+            }
+            crate::floe_system::forward_properties(&mut cmd);
+            cmd
+        }
+    })
+}
+
+/// Runs a client once; returns its RESULT values by name.
+fn client(mut cmd: Command, ms: u64) -> Result<Vec<(String, f64)>, String> {
     let mut child =
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("ice-router-client: {e}"))?;
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("router client: {e}"))?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
     let mut stderr = child.stderr.take().ok_or("no stderr")?;
     let out = std::thread::spawn(move || {
@@ -200,8 +258,33 @@ fn client(
     Ok(values)
 }
 
-/// The stage: `runs` rounds of direct, floe-router and glacier2router. Returns the series
-/// (rates as measured; `<test>_p50` / `<test>_p99` of the routers as added latency) and notes.
+/// A server of the stage: `ice-tester-server` for the Ice pair, `floe-interop-server` for
+/// floe's.
+fn start_server(pair: Pair, tester: &Path) -> Result<(Process, u16), String> {
+    let port = crate::free_port();
+    let cmd = match pair {
+        Pair::Ice => {
+            let mut c = Command::new(tester.join("ice-tester-server"));
+            crate::ice_malloc_env(&mut c);
+            c.arg(port.to_string());
+            c
+        }
+        Pair::Floe => {
+            let mut c = Command::new(crate::cross::floe_server_binary()?);
+            c.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
+            c
+        }
+    };
+    let what = match pair {
+        Pair::Ice => "ice-tester-server",
+        Pair::Floe => "floe-interop-server",
+    };
+    Ok((start(cmd, what)?, port))
+}
+
+/// The stage: `runs` rounds of direct, floe-router and glacier2router, for each pair. Returns
+/// the series (rates as measured; `<test>_p50` / `<test>_p99` of the routers as added latency)
+/// and notes.
 pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     let mut notes = Vec::new();
     let mut series: Vec<Series> = Vec::new();
@@ -221,17 +304,13 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
             return (series, notes);
         }
     };
-    let server_port = crate::free_port();
-    let mut server_cmd = Command::new(tester.join("ice-tester-server"));
-    crate::ice_malloc_env(&mut server_cmd);
-    server_cmd.arg(server_port.to_string());
-    let _server = match start(server_cmd, "ice-tester-server") {
-        Ok(s) => s,
-        Err(e) => {
-            notes.push(format!("router test skipped: {e}"));
-            return (series, notes);
+    let mut servers = Vec::new();
+    for pair in PAIRS {
+        match start_server(pair, &tester) {
+            Ok(s) => servers.push((pair, s)),
+            Err(e) => notes.push(format!("router test, {}: skipped: {e}", pair.title())),
         }
-    };
+    }
     let mut routers = Vec::new();
     for path in [Path3::Floe, Path3::Glacier2] {
         match start_router(path, &floe_router) {
@@ -241,125 +320,140 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     }
     let ms = if quick { 300 } else { 700 };
     let started = Instant::now();
-    let mut push = |path: Path3, name: &str, v: f64| match series.iter_mut().find(|s| s.path == path && s.name == name)
+    let mut push = |pair: Pair, path: Path3, name: &str, v: f64| match series
+        .iter_mut()
+        .find(|s| s.pair == pair && s.path == path && s.name == name)
     {
         Some(s) => s.values.push(v),
-        None => series.push(Series { path, name: name.to_string(), values: vec![v] }),
+        None => series.push(Series { pair, path, name: name.to_string(), values: vec![v] }),
     };
     for round in 0..runs {
-        let mut direct: Option<Vec<(String, f64)>> = None;
-        for path in PATHS {
-            let (router_port, router_pid) = match path {
-                Path3::Direct => (None, None),
-                p => match routers.iter().find(|(rp, _)| *rp == p) {
-                    Some((_, (process, port))) => (Some(*port), Some(process.child.id())),
-                    None => continue,
-                },
-            };
-            // The router's CPU time per forwarded call, over asynchronous pings alone.
-            if let (Some(port), Some(pid)) = (router_port, router_pid) {
-                let (cpu0, _) = crate::proc_stats(pid);
-                if let Ok(values) = client(&client_exe, server_port, Some(port), ms, Some("ami")) {
-                    let (cpu1, _) = crate::proc_stats(pid);
-                    if let Some((_, rate)) = values.iter().find(|(n, _)| n == "ami") {
-                        let calls = rate * ms as f64 / 1000.0;
-                        if calls > 0.0 {
-                            push(path, "cpu_per_call", (cpu1 - cpu0) * 1e6 / calls);
-                        }
-                    }
-                }
-            }
-            match client(&client_exe, server_port, router_port, ms, None) {
-                Ok(values) => {
-                    for (name, v) in &values {
-                        if name.ends_with("_p50") || name.ends_with("_p99") {
-                            if path == Path3::Direct {
-                                push(path, name, *v);
-                            } else if let Some(d) =
-                                direct.as_ref().and_then(|d| d.iter().find(|(n, _)| n == name)).map(|(_, d)| *d)
-                            {
-                                push(path, name, v - d);
+        for (pair, (_, server_port)) in &servers {
+            let (pair, server_port) = (*pair, *server_port);
+            let mut direct: Option<Vec<(String, f64)>> = None;
+            for path in PATHS {
+                let (router_port, router_pid) = match path {
+                    Path3::Direct => (None, None),
+                    p => match routers.iter().find(|(rp, _)| *rp == p) {
+                        Some((_, (process, port))) => (Some(*port), Some(process.child.id())),
+                        None => continue,
+                    },
+                };
+                let command = |only| client_command(pair, &client_exe, server_port, router_port, ms, only);
+                // The router's CPU time per forwarded call, over asynchronous pings alone.
+                if let Some(pid) = router_pid {
+                    let (cpu0, _) = crate::proc_stats(pid);
+                    if let Ok(values) = command(Some("ami")).and_then(|c| client(c, ms)) {
+                        let (cpu1, _) = crate::proc_stats(pid);
+                        if let Some((_, rate)) = values.iter().find(|(n, _)| n == "ami") {
+                            let calls = rate * ms as f64 / 1000.0;
+                            if calls > 0.0 {
+                                push(pair, path, "cpu_per_call", (cpu1 - cpu0) * 1e6 / calls);
                             }
-                        } else {
-                            push(path, name, *v);
                         }
                     }
-                    eprintln!(
-                        "[{:>4.0}s] round {} router {:<14} twoway {:.0} calls/s",
-                        started.elapsed().as_secs_f64(),
-                        round + 1,
-                        path.name(),
-                        values.iter().find(|(n, _)| n == "twoway").map_or(0.0, |(_, v)| *v)
-                    );
-                    if path == Path3::Direct {
-                        direct = Some(values);
-                    }
                 }
-                Err(e) => notes.push(format!("{} round {}: {e}", path.name(), round + 1)),
+                match command(None).and_then(|c| client(c, ms)) {
+                    Ok(values) => {
+                        for (name, v) in &values {
+                            if name.ends_with("_p50") || name.ends_with("_p99") {
+                                if path == Path3::Direct {
+                                    push(pair, path, name, *v);
+                                } else if let Some(d) =
+                                    direct.as_ref().and_then(|d| d.iter().find(|(n, _)| n == name)).map(|(_, d)| *d)
+                                {
+                                    push(pair, path, name, v - d);
+                                }
+                            } else {
+                                push(pair, path, name, *v);
+                            }
+                        }
+                        eprintln!(
+                            "[{:>4.0}s] round {} router, {}, {:<14} twoway {:.0} calls/s",
+                            started.elapsed().as_secs_f64(),
+                            round + 1,
+                            pair.title(),
+                            path.name(),
+                            values.iter().find(|(n, _)| n == "twoway").map_or(0.0, |(_, v)| *v)
+                        );
+                        if path == Path3::Direct {
+                            direct = Some(values);
+                        }
+                    }
+                    Err(e) => notes.push(format!("{}, {} round {}: {e}", pair.title(), path.name(), round + 1)),
+                }
             }
         }
     }
     (series, notes)
 }
 
-fn median_of(series: &[Series], path: Path3, name: &str) -> Option<f64> {
-    series.iter().find(|s| s.path == path && s.name == name).and_then(|s| median(&s.values))
+fn median_of(series: &[Series], pair: Pair, path: Path3, name: &str) -> Option<f64> {
+    series.iter().find(|s| s.pair == pair && s.path == path && s.name == name).and_then(|s| median(&s.values))
 }
 
-/// The Markdown tables: rates per path with floe-router / glacier2router, then the added
-/// latencies with the same ratio.
+/// The Markdown tables, per pair: rates per path with floe-router / glacier2router, then the
+/// added latencies with the same ratio.
 pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String]) -> String {
     let mut s = String::new();
-    let rounds = series.iter().map(|s| s.values.len()).max().unwrap_or(0);
-    let _ = writeln!(
-        s,
-        "router: Ice C++ client → Ice C++ server, direct and through each router ({} ms per test), medians of {rounds} of {runs} round(s)\n",
-        if quick { 300 } else { 700 }
-    );
-    // The cap: what a router that cost nothing would reach against glacier2router, i.e. the
-    // direct rate over glacier2router's. Where it is below a target ratio, the client's and
-    // server's own time make the target unreachable for any router.
-    s.push_str("| test | unit | direct | floe-router | glacier2router | floe-router / glacier2router | cap (direct / glacier2router) |\n");
-    s.push_str("|---|---|---|---|---|---|---|\n");
-    for (name, unit) in RATES {
-        let d = median_of(series, Path3::Direct, name);
-        let f = median_of(series, Path3::Floe, name);
-        let g = median_of(series, Path3::Glacier2, name);
+    for pair in PAIRS {
+        let of_pair: Vec<&Series> = series.iter().filter(|x| x.pair == pair).collect();
+        if of_pair.is_empty() {
+            continue;
+        }
+        let rounds = of_pair.iter().map(|s| s.values.len()).max().unwrap_or(0);
         let _ = writeln!(
             s,
-            "| {name} | {unit} | {} | {} | {} | {} | {} |",
-            cell(d),
+            "router: {}, direct and through each router ({} ms per test), medians of {rounds} of {runs} round(s)\n",
+            pair.title(),
+            if quick { 300 } else { 700 }
+        );
+        // The cap: what a router that cost nothing would reach against glacier2router, i.e.
+        // the direct rate over glacier2router's. Where it is below a target ratio, the
+        // client's and server's own time make the target unreachable for any router.
+        s.push_str("| test | unit | direct | floe-router | glacier2router | floe-router / glacier2router | cap (direct / glacier2router) |\n");
+        s.push_str("|---|---|---|---|---|---|---|\n");
+        for (name, unit) in RATES {
+            let d = median_of(series, pair, Path3::Direct, name);
+            let f = median_of(series, pair, Path3::Floe, name);
+            let g = median_of(series, pair, Path3::Glacier2, name);
+            let _ = writeln!(
+                s,
+                "| {name} | {unit} | {} | {} | {} | {} | {} |",
+                cell(d),
+                cell(f),
+                cell(g),
+                ratio(f, g),
+                ratio(d, g)
+            );
+        }
+        let f = median_of(series, pair, Path3::Floe, "cpu_per_call");
+        let g = median_of(series, pair, Path3::Glacier2, "cpu_per_call");
+        let _ = writeln!(
+            s,
+            "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | {} | – |",
             cell(f),
             cell(g),
-            ratio(f, g),
-            ratio(d, g)
+            ratio(f, g)
         );
-    }
-    let f = median_of(series, Path3::Floe, "cpu_per_call");
-    let g = median_of(series, Path3::Glacier2, "cpu_per_call");
-    let _ = writeln!(
-        s,
-        "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | {} | – |",
-        cell(f),
-        cell(g),
-        ratio(f, g)
-    );
-    s.push_str("\n| added latency | direct p50 / p99 (µs) | floe-router p50 / p99 (µs) | glacier2router p50 / p99 (µs) | floe-router / glacier2router p50 / p99 |\n");
-    s.push_str("|---|---|---|---|---|\n");
-    for (name, what) in LATENCIES {
-        let get = |p, q: &str| median_of(series, p, &format!("{name}_{q}"));
-        let _ = writeln!(
-            s,
-            "| {what} | {} / {} | +{} / +{} | +{} / +{} | {} / {} |",
-            cell(get(Path3::Direct, "p50")),
-            cell(get(Path3::Direct, "p99")),
-            cell(get(Path3::Floe, "p50")),
-            cell(get(Path3::Floe, "p99")),
-            cell(get(Path3::Glacier2, "p50")),
-            cell(get(Path3::Glacier2, "p99")),
-            ratio(get(Path3::Floe, "p50"), get(Path3::Glacier2, "p50")),
-            ratio(get(Path3::Floe, "p99"), get(Path3::Glacier2, "p99")),
-        );
+        s.push_str("\n| added latency | direct p50 / p99 (µs) | floe-router p50 / p99 (µs) | glacier2router p50 / p99 (µs) | floe-router / glacier2router p50 / p99 |\n");
+        s.push_str("|---|---|---|---|---|\n");
+        for (name, what) in LATENCIES {
+            let get = |p, q: &str| median_of(series, pair, p, &format!("{name}_{q}"));
+            let _ = writeln!(
+                s,
+                "| {what} | {} / {} | +{} / +{} | +{} / +{} | {} / {} |",
+                cell(get(Path3::Direct, "p50")),
+                cell(get(Path3::Direct, "p99")),
+                cell(get(Path3::Floe, "p50")),
+                cell(get(Path3::Floe, "p99")),
+                cell(get(Path3::Glacier2, "p50")),
+                cell(get(Path3::Glacier2, "p99")),
+                ratio(get(Path3::Floe, "p50"), get(Path3::Glacier2, "p50")),
+                ratio(get(Path3::Floe, "p99"), get(Path3::Glacier2, "p99")),
+            );
+        }
+        s.push('\n');
     }
     for n in notes {
         let _ = writeln!(s, "note: {n}");
@@ -386,8 +480,9 @@ pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
                 RATES.iter().find(|(n, _)| *n == s.name).map_or("", |(_, u)| *u)
             };
             Some(format!(
-                "{{\"system\": \"{}\", \"test\": \"router/{}\", \"metric\": \"router\", \"unit\": \"{unit}\", \"median\": {m:.3}, \"runs\": {}}}",
+                "{{\"system\": \"{}\", \"test\": \"{}/{}\", \"metric\": \"router\", \"unit\": \"{unit}\", \"median\": {m:.3}, \"runs\": {}}}",
                 s.path.name(),
+                s.pair.json_test(),
                 s.name,
                 s.values.len()
             ))
@@ -401,7 +496,7 @@ mod tests {
 
     #[test]
     fn the_table_gives_rates_added_latencies_and_ratios() {
-        let mk = |path, name: &str, values: Vec<f64>| Series { path, name: name.into(), values };
+        let mk = |path, name: &str, values: Vec<f64>| Series { pair: Pair::Ice, path, name: name.into(), values };
         let series = vec![
             mk(Path3::Direct, "twoway", vec![40_000.0]),
             mk(Path3::Floe, "twoway", vec![30_000.0, 20_000.0, 26_000.0]),
@@ -490,7 +585,8 @@ async fn open_session(port: u16, source: std::net::Ipv4Addr, i: usize) -> Result
 
 /// Twoway calls/s, twoway p50 (µs) and callbacks/s of the Ice C++ client through the router.
 fn probe(client_exe: &Path, server_port: u16, router_port: u16) -> Option<(f64, f64, f64)> {
-    let values = client(client_exe, server_port, Some(router_port), 300, None).ok()?;
+    let command = client_command(Pair::Ice, client_exe, server_port, Some(router_port), 300, None).ok()?;
+    let values = client(command, 300).ok()?;
     let get = |n: &str| values.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
     Some((get("twoway")?, get("twoway_p50")?, get("callback")?))
 }

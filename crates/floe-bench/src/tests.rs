@@ -247,6 +247,24 @@ pub(crate) const ALL: &[Test] = &[
         ice: true,
     },
     Test {
+        name: "clients-2",
+        title: "twoway o() from 2 clients at once, servers on their defaults",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
+        name: "clients-5",
+        title: "twoway o() from 5 clients at once, servers on their defaults",
+        param: 0,
+        payload: 0,
+        unit: "calls/s",
+        seed: "Henning connection scalability",
+        ice: true,
+    },
+    Test {
         name: "clients-1-threads-1",
         title: "twoway o() from 1 clients at once, server with 1 thread(s)",
         param: 0,
@@ -378,13 +396,20 @@ impl Test {
         }
     }
 
-    /// Concurrent clients and server threads of a scaling test, or (1, 1).
+    /// Concurrent clients and server threads of a scaling test, or (1, 1) (a `clients-N`
+    /// test without `-threads-T` runs the servers on their defaults, those of the other tests).
     pub(crate) fn clients_and_threads(&self) -> (usize, usize) {
         let Some(rest) = self.name.strip_prefix("clients-") else { return (1, 1) };
         let mut it = rest.split("-threads-");
         let n = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
         let t = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
         (n, t)
+    }
+
+    /// A test of servers of a given size (`clients-N-threads-T`): floe's server then runs
+    /// exactly T threads, as Ice's runs a pool of T, with no connection runtimes beside them.
+    pub(crate) fn exact_threads(&self) -> bool {
+        self.name.starts_with("clients-") && self.name.contains("-threads-")
     }
 
     /// Runs over the ssl transport (TLS) rather than tcp: the `ssl-` variants.
