@@ -265,7 +265,11 @@ impl Drop for DeferredReplies {
 
 /// Writes a reply message and what follows it, and gives the message's buffer back.
 async fn write_reply(conn: &Connection, (reply, tail): ReplyParts) {
-    let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
+    // One of several replies a batch of received replies lets complete is queued, and written
+    // with the others.
+    if tail.is_some() || !conn.coalesce(&reply) {
+        let _ = conn.write_message_parts(&reply, tail.as_deref().unwrap_or_default()).await;
+    }
     crate::encoding::pool::give(reply);
 }
 

@@ -128,6 +128,10 @@ impl Connection {
             }
             set_compression(msg, CompressionStatus::CompressedReplyAccepted);
         }
+        // One of several requests a batch of received messages causes: written with the others.
+        if self.coalesce(msg) {
+            return Ok(());
+        }
         self.write_message(msg).await
     }
 

@@ -19,7 +19,7 @@ use super::incoming::{self, DeferredReplies, Handlers};
 use super::Connection;
 use crate::error::{Error, Result};
 use crate::protocol::{BatchRequests, FrameReader, Message, MessageType, Reply, Request};
-use crate::transport::ReadHalf;
+use crate::transport::{coalesce, ReadHalf};
 
 /// A new connection's read buffer holds no memory: the first read takes 64 bytes (what
 /// `BytesMut` reserves), room enough for a ping or a small request, so that an idle-ish
@@ -51,6 +51,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
     let mut replies = DeferredReplies::new(&conn);
     let mut timers = ReadTimers::default();
     loop {
+        // Calls completed by the replies of this buffer: their callers, woken, usually write
+        // once each, and those writes go out together (transport::coalesce).
+        let mut completed = 0u32;
         // Take every complete message out of the buffer.
         loop {
             match frames.next_message(&mut buf) {
@@ -67,7 +70,12 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                         }
                     }
                     replies.backlog = buf.len();
-                    match handle_message(&conn, msg, &mut handlers) {
+                    // A dispatch that writes (a router forwarding, a servant calling another
+                    // server) queues its write while another message follows in the buffer.
+                    coalesce::more_follows(frames.complete_message_in(&buf));
+                    let handled = handle_message(&conn, msg, &mut handlers, &mut completed);
+                    coalesce::more_follows(false);
+                    match handled {
                         Ok(None) => {}
                         Ok(Some(reply)) => incoming::deliver(&conn, reply, &mut replies).await,
                         Err(e) => {
@@ -89,6 +97,7 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                 }
             }
         }
+        coalesce::expect_writes(completed);
         // The replies of the requests dispatched from this buffer, in one write.
         replies.flush().await;
         if conn.shared.state.is_closed() {
@@ -259,7 +268,14 @@ impl Deadline {
 /// Routes one message; returns the reply of a request whose dispatch completed at once, for
 /// the caller to write. Synchronous: the reader task's future holds no message or request
 /// while it waits, which keeps it (and so every connection) small.
-fn handle_message(conn: &Connection, msg: Message, handlers: &mut Handlers) -> Result<Option<incoming::ReplyParts>> {
+///
+/// `completed` counts the replies that completed a call.
+fn handle_message(
+    conn: &Connection,
+    msg: Message,
+    handlers: &mut Handlers,
+    completed: &mut u32,
+) -> Result<Option<incoming::ReplyParts>> {
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
     }
@@ -267,7 +283,9 @@ fn handle_message(conn: &Connection, msg: Message, handlers: &mut Handlers) -> R
         MessageType::Reply => {
             let reply = Reply::decode(msg.body)?;
             let id = reply.request_id;
-            if !conn.shared.pending.complete(reply) {
+            if conn.shared.pending.complete(reply) {
+                *completed += 1;
+            } else {
                 debug!(target: "floe::protocol", "reply for unknown or abandoned request {id}");
             }
         }

@@ -204,6 +204,15 @@ impl Connection {
         oneways.wake_waiters();
     }
 
+    /// Queues a small request or reply instead of writing it at once when the reader of this
+    /// thread says the batch it is handling brings more writes (`transport::coalesce`); true
+    /// when queued (the flush task, or the batch's last write, sends it).
+    pub(super) fn coalesce(&self, msg: &[u8]) -> bool {
+        msg.len() <= QUEUE_MESSAGE_MAX
+            && crate::transport::coalesce::should_queue()
+            && matches!(self.queue_message(msg, true), Queueing::Queued)
+    }
+
     /// Queues a small oneway request for the flush task. Outside a burst (`in_burst` false)
     /// and with nothing queued, the request is not queued: the caller writes it at once.
     pub(super) fn queue_message(&self, msg: &[u8], in_burst: bool) -> Queueing {

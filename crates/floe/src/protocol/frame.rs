@@ -53,6 +53,12 @@ impl FrameReader {
         }
     }
 
+    /// Whether `buf` starts with a complete message (its header announces no more bytes than
+    /// `buf` holds); says nothing of its validity.
+    pub fn complete_message_in(&self, buf: &[u8]) -> bool {
+        buf.len() >= HEADER_SIZE && super::header::announced_size(buf).is_some_and(|n| n <= buf.len())
+    }
+
     /// Splits the next complete message off the front of `buf`. Returns `Ok(None)` when more
     /// bytes are needed (having reserved exactly the room the announced size needs).
     pub fn next_message(&self, buf: &mut BytesMut) -> Result<Option<Message>, ProtocolError> {

@@ -231,6 +231,8 @@ fn before_park(budget: Duration) {
 /// The runtime's `on_thread_park` hook: spins (as `sharing` allows) for up to `budget` while
 /// a watched socket has nothing to read, and wakes the readers of those that have.
 fn before_park_with(budget: Duration, sharing: Sharing) {
+    // Out of work: no more writes of the last batch are coming.
+    super::coalesce::reset();
     STATE.with(|s| {
         let Ok(mut s) = s.try_borrow_mut() else { return };
         s.budget = budget;

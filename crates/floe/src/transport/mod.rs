@@ -4,9 +4,11 @@
 //! (WebSocket framing over TCP, or over TLS for `wss`). UDP carries whole messages in
 //! datagrams instead (object adapters receive oneway requests on it).
 //! [`busy_poll`] lets a one-thread runtime watch its just-active TCP connections for a few
-//! microseconds before it sleeps.
+//! microseconds before it sleeps; `coalesce` carries a reader's hints to the writes of its
+//! thread, so that what a batch of messages gives rise to is written together.
 
 pub mod busy_poll;
+pub(crate) mod coalesce;
 pub mod ssl;
 pub mod tcp;
 pub mod udp;

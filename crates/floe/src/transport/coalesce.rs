@@ -1,0 +1,101 @@
+//! Write coalescing: what a connection's reader tells the writes its thread makes next, so
+//! that the messages a batch of received messages gives rise to go out together.
+//!
+//! When one read brings several messages, each usually causes a write: a router forwards each
+//! request of the batch to a server, and each reply of a batch wakes a caller that answers its
+//! own client or sends its next request. Written one by one, that is a system call (and, on
+//! the peer, a wake-up) per message. Instead, while the reader knows more is coming, small
+//! writes join the connection's queue of small messages, and the last write of the batch takes
+//! the queue along in one system call; a flush task writes whatever is left (for instance what
+//! was queued for another connection) as soon as the tasks already scheduled have run.
+//!
+//! Two hints, both of the current thread:
+//! - [`more_follows`]: set by a reader while it dispatches a request after which its buffer
+//!   holds another complete message: a write made by that dispatch is queued.
+//! - [`expect_writes`]: after a batch whose replies completed `n` calls, the next `n - 1`
+//!   small writes of the thread are queued and the `n`-th is written at once with the queue
+//!   (the callers woken by the replies usually write once each).
+//!
+//! A lone message sets neither, so a call in a loop writes at once as before. A busy-polling
+//! thread forgets the hints when it runs out of work ([`reset`]).
+
+use std::cell::Cell;
+
+thread_local! {
+    static MORE_FOLLOWS: Cell<bool> = const { Cell::new(false) };
+    static EXPECTED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Sets whether another received message follows the one being dispatched on this thread.
+pub(crate) fn more_follows(yes: bool) {
+    MORE_FOLLOWS.with(|m| m.set(yes));
+}
+
+/// The callers that `n` replies just completed are expected to write once each.
+pub(crate) fn expect_writes(n: u32) {
+    if n >= 2 {
+        EXPECTED.with(|e| e.set(e.get().max(n)));
+    }
+}
+
+/// Whether a small write about to be made on this thread should join its connection's queue
+/// rather than be written at once; counts the write against [`expect_writes`].
+pub(crate) fn should_queue() -> bool {
+    if MORE_FOLLOWS.with(Cell::get) {
+        return true;
+    }
+    EXPECTED.with(|e| match e.get() {
+        0 => false,
+        1 => {
+            e.set(0);
+            false
+        }
+        n => {
+            e.set(n - 1);
+            true
+        }
+    })
+}
+
+/// Forgets the hints (the thread ran out of work: nothing more of the batch is coming).
+pub(crate) fn reset() {
+    MORE_FOLLOWS.with(|m| m.set(false));
+    EXPECTED.with(|e| e.set(0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_write_is_never_queued() {
+        reset();
+        assert!(!should_queue());
+        expect_writes(1);
+        assert!(!should_queue());
+    }
+
+    #[test]
+    fn the_writes_a_batch_of_replies_causes_are_queued_but_the_last() {
+        reset();
+        expect_writes(3);
+        assert_eq!([should_queue(), should_queue(), should_queue(), should_queue()], [true, true, false, false]);
+    }
+
+    #[test]
+    fn writes_are_queued_while_more_messages_follow() {
+        reset();
+        more_follows(true);
+        assert!(should_queue() && should_queue());
+        more_follows(false);
+        assert!(!should_queue());
+    }
+
+    #[test]
+    fn reset_forgets_both_hints() {
+        expect_writes(5);
+        more_follows(true);
+        reset();
+        assert!(!should_queue());
+    }
+}
