@@ -272,7 +272,13 @@ impl Instance {
                     .clamp(0, 1024) as usize;
                 let config =
                     SingleThreadConfig { busy_poll: Duration::from_micros(spin), sharing, hooks: hooks.clone() };
-                let (rt, h) = OwnedRuntime::start(threads, config, connection_threads)?;
+                let connection_threads_connections = properties
+                    .get_int(
+                        "Floe.Runtime.ConnectionThreads.MaxConnections",
+                        (connection_threads * crate::runtime::DEFAULT_CONNECTIONS_PER_THREAD) as i64,
+                    )?
+                    .max(0) as usize;
+                let (rt, h) = OwnedRuntime::start(threads, config, connection_threads, connection_threads_connections)?;
                 (Some(rt), h)
             }
         };

@@ -138,6 +138,7 @@ impl OwnedRuntime {
         threads: usize,
         config: SingleThreadConfig,
         connection_threads: usize,
+        connection_threads_connections: usize,
     ) -> Result<(OwnedRuntime, tokio::runtime::Handle)> {
         let id = NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed);
         if threads > 1 {
@@ -151,6 +152,7 @@ impl OwnedRuntime {
         let (single, handle) = start_single(&config, id, "floe")?;
         let connections = Arc::new(ConnectionRuntimes {
             max: connection_threads,
+            max_connections: connection_threads_connections,
             config,
             id,
             main_load: Arc::default(),
@@ -209,6 +211,8 @@ impl OwnedRuntime {
 pub(crate) struct ConnectionRuntimes {
     /// The most runtimes started (0: connections stay on the instance's runtime).
     max: usize,
+    /// The most connections they serve together; later ones go to the instance's runtime.
+    max_connections: usize,
     /// How each is made.
     config: SingleThreadConfig,
     /// The instance runtime's number, which their threads share.
@@ -257,14 +261,27 @@ impl std::fmt::Debug for RuntimeLease {
 impl ConnectionRuntimes {
     /// Where a newly accepted connection is to be served: the instance's own runtime while it
     /// serves no accepted connection (so that a server with one client, or a client with one
-    /// callback connection, keeps everything on one thread); else a new connection runtime
-    /// while every runtime serves one and fewer than the most are started; else the runtime
-    /// serving the fewest. `None` when there are to be none.
+    /// callback connection, keeps everything on one thread), or once the connection runtimes
+    /// serve `max_connections`; else a new connection runtime while every runtime serves one
+    /// and fewer than the most are started; else the runtime serving the fewest. `None` when
+    /// there are to be none.
     pub(crate) fn lease(&self) -> Option<RuntimeLease> {
         if self.max == 0 {
             return None;
         }
         let mut started = self.started.lock().expect("connection runtimes");
+        let main = || {
+            Some(RuntimeLease { handle: None, load: self.main_load.clone() }).inspect(|l| {
+                l.load.fetch_add(1, Ordering::AcqRel);
+            })
+        };
+        // Beyond the connections the connection runtimes take, the instance's runtime serves
+        // the rest: many connections that each call now and then cost least on one thread,
+        // which wakes once for the requests of many (docs/adr/0009).
+        let off_main: usize = started.iter().map(|r| r.load.load(Ordering::Acquire)).sum();
+        if off_main >= self.max_connections {
+            return main();
+        }
         // (index in `started`, or None for the instance's runtime; its load)
         let mut least = (None, self.main_load.load(Ordering::Acquire));
         for (i, r) in started.iter().enumerate() {
@@ -282,12 +299,10 @@ impl ConnectionRuntimes {
                 Err(e) => tracing::warn!(target: "floe::communicator", "{e}"),
             }
         }
-        let (handle, load) = match least.0 {
-            None => (None, self.main_load.clone()),
-            Some(i) => (Some(started[i].handle.clone()), started[i].load.clone()),
-        };
-        load.fetch_add(1, Ordering::AcqRel);
-        Some(RuntimeLease { handle, load })
+        let Some(i) = least.0 else { return main() };
+        let chosen = &started[i];
+        chosen.load.fetch_add(1, Ordering::AcqRel);
+        Some(RuntimeLease { handle: Some(chosen.handle.clone()), load: chosen.load.clone() })
     }
 
     /// Stops every connection runtime and waits for its thread.
@@ -304,3 +319,6 @@ impl ConnectionRuntimes {
 pub(crate) fn default_connection_threads() -> usize {
     2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
+
+/// How many connections the connection runtimes serve together by default: four each.
+pub(crate) const DEFAULT_CONNECTIONS_PER_THREAD: usize = 4;

@@ -170,6 +170,32 @@ fn accepted_connections_are_spread_over_at_most_the_connection_threads() {
     server.destroy_blocking();
 }
 
+/// Once the connection runtimes serve `Floe.Runtime.ConnectionThreads.MaxConnections`
+/// connections together, later ones are served on the communicator's thread: many
+/// connections that call now and then cost least there.
+#[test]
+fn connections_beyond_the_connection_runtimes_share_are_served_on_the_runtime_thread() {
+    let server = communicator_with(&[
+        ("Floe.Runtime.ConnectionThreads", "4"),
+        ("Floe.Runtime.ConnectionThreads.MaxConnections", "1"),
+    ]);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    let main = server.block_on(server.runtime_handle().spawn(async { std::thread::current().id() })).unwrap();
+    let main = format!("floe/{main:?}");
+    let clients: Vec<Communicator> = (0..4).map(|_| communicator(1)).collect();
+    let threads: Vec<String> = clients.iter().map(|c| dispatching_thread(c, &adapter)).collect();
+    assert_eq!(threads[0], main, "{threads:?}");
+    assert!(threads[1].starts_with("floe-conn/"), "{threads:?}");
+    assert_eq!(threads[2], main, "{threads:?}");
+    assert_eq!(threads[3], main, "{threads:?}");
+    for c in clients {
+        c.destroy_blocking();
+    }
+    server.destroy_blocking();
+}
+
 #[test]
 fn dropping_the_communicator_stops_its_connection_runtimes() {
     let server = communicator(1);
