@@ -495,6 +495,7 @@ const HEADLINE: &[(&str, &str)] = &[
     ("strings-recv", "receive 50,000 `{string,double}`, calls/s"),
     ("work-10", "servant busy 10 µs, calls/s"),
     ("work-150", "servant busy 150 µs, calls/s"),
+    ("clients-5", "5 clients, servers on their defaults, calls/s"),
     ("clients-5-threads-4", "5 clients, server with 4 threads, calls/s"),
     ("ssl-twoway", "twoway `o()` over ssl, calls/s"),
     ("ssl-bytes-send", "send 500,000 bytes over ssl, calls/s"),

@@ -52,6 +52,17 @@ impl Communicator {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        Communicator::from_args_with_defaults(args, &[])
+    }
+
+    /// [`from_args`](Self::from_args), with `defaults` (name, value) for the properties
+    /// neither the arguments nor the files of `--Ice.Config` set: a program's own defaults,
+    /// which its users can still override.
+    pub fn from_args_with_defaults<I, S>(args: I, defaults: &[(&str, &str)]) -> Result<(Communicator, Vec<String>)>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
         let args: Vec<String> = args.into_iter().map(Into::into).collect();
         // Besides Ice's own prefixes, `--Name.Property=value` is taken as a property when `Name`
         // starts with an upper-case letter, as adapter names do (`--TestAdapter.Endpoints=…`).
@@ -64,6 +75,11 @@ impl Communicator {
             .collect();
         let refs: Vec<&str> = prefixes.iter().map(String::as_str).collect();
         let (props, rest) = Properties::from_args(args, &refs)?;
+        for (name, value) in defaults {
+            if props.get(name).is_none() {
+                props.set(name, value);
+            }
+        }
         Ok((Communicator::with_properties(props)?, rest))
     }
 

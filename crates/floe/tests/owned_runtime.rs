@@ -249,3 +249,27 @@ fn a_communicator_dropped_on_its_own_runtime_thread_stops_it() {
     });
     rx.recv_timeout(Duration::from_secs(5)).expect("the runtime stops although dropped from its own thread");
 }
+
+/// A program's own defaults (`Communicator::from_args_with_defaults`) apply where neither the
+/// command line nor a configuration file sets the property.
+#[test]
+fn program_defaults_give_way_to_the_command_line_and_config_files() {
+    let defaults = [("Floe.Runtime.ConnectionThreads", "0")];
+    let (c, rest) = Communicator::from_args_with_defaults(["prog", "--other"], &defaults).unwrap();
+    assert_eq!(c.properties().get("Floe.Runtime.ConnectionThreads").as_deref(), Some("0"));
+    assert_eq!(rest, ["prog", "--other"]);
+    c.destroy_blocking();
+    let (c, _) =
+        Communicator::from_args_with_defaults(["prog", "--Floe.Runtime.ConnectionThreads=3"], &defaults).unwrap();
+    assert_eq!(c.properties().get("Floe.Runtime.ConnectionThreads").as_deref(), Some("3"));
+    c.destroy_blocking();
+    let dir = std::env::temp_dir().join(format!("floe-defaults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config");
+    std::fs::write(&file, "Floe.Runtime.ConnectionThreads = 5\n").unwrap();
+    let arg = format!("--Ice.Config={}", file.display());
+    let (c, _) = Communicator::from_args_with_defaults(["prog", arg.as_str()], &defaults).unwrap();
+    assert_eq!(c.properties().get("Floe.Runtime.ConnectionThreads").as_deref(), Some("5"));
+    c.destroy_blocking();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,7 +3,7 @@
 //! `floe-router [--Ice.Config=FILE] [--Glacier2.Client.Endpoints=...] [--Name=value ...]`
 //! Prints `floe-router ready` once it accepts clients; exits 0 on SIGTERM or SIGINT.
 
-use floe::{Communicator, Properties};
+use floe::Communicator;
 use floe_router::{RouterConfig, RouterCore};
 
 fn main() -> std::process::ExitCode {
@@ -11,16 +11,12 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .try_init();
-    let communicator = match Properties::from_args(std::env::args(), &["Glacier2"]).and_then(|(props, _rest)| {
-        // Every connection stays on the router's one runtime thread unless configured
-        // otherwise: a forwarded call reads from one connection and writes to another, and a
-        // hop between threads would cost a wake-up each way (docs/router.md).
-        if props.get("Floe.Runtime.ConnectionThreads").is_none() {
-            props.set("Floe.Runtime.ConnectionThreads", "0");
-        }
-        Communicator::with_properties(props)
-    }) {
-        Ok(c) => c,
+    // Every connection stays on the router's one runtime thread unless configured otherwise:
+    // a forwarded call reads from one connection and writes to another, and a hop between
+    // threads would cost a wake-up each way (docs/router.md).
+    let defaults = [("Floe.Runtime.ConnectionThreads", "0")];
+    let communicator = match Communicator::from_args_with_defaults(std::env::args(), &defaults) {
+        Ok((c, _rest)) => c,
         Err(e) => {
             eprintln!("floe-router: {e}");
             return std::process::ExitCode::from(2);

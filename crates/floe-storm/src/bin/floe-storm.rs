@@ -7,7 +7,11 @@ use floe::Communicator;
 use floe_storm::{Storm, StormConfig};
 
 fn main() -> std::process::ExitCode {
-    let (communicator, _rest) = match Communicator::from_args(std::env::args()) {
+    // Every connection stays on the service's one runtime thread unless configured otherwise:
+    // an event read from a publisher's connection is written to the subscribers' connections,
+    // and a hop between threads would cost a wake-up per event (docs/storm.md).
+    let defaults = [("Floe.Runtime.ConnectionThreads", "0")];
+    let (communicator, _rest) = match Communicator::from_args_with_defaults(std::env::args(), &defaults) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("floe-storm: {e}");
