@@ -268,7 +268,13 @@ impl Instance {
                     crate::transport::busy_poll::Sharing::Always
                 };
                 let connection_threads = properties
-                    .get_int("Floe.Runtime.ConnectionThreads", crate::runtime::default_connection_threads() as i64)?
+                    // A size given for Ice's thread pools is the program asking for that many
+                    // threads, as in Ice (one of them serialising every dispatch): no
+                    // connection runtimes unless asked for too.
+                    .get_int(
+                        "Floe.Runtime.ConnectionThreads",
+                        if from_ice > 0 { 0 } else { crate::runtime::default_connection_threads() as i64 },
+                    )?
                     .clamp(0, 1024) as usize;
                 let config =
                     SingleThreadConfig { busy_poll: Duration::from_micros(spin), sharing, hooks: hooks.clone() };

@@ -170,6 +170,25 @@ fn accepted_connections_are_spread_over_at_most_the_connection_threads() {
     server.destroy_blocking();
 }
 
+/// `Ice.ThreadPool.Server.Size=1` given explicitly means one thread, as in Ice: every
+/// accepted connection is served on it.
+#[test]
+fn an_ice_pool_size_of_one_serves_every_connection_on_the_one_thread() {
+    let server = communicator_with(&[("Ice.ThreadPool.Server.Size", "1")]);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(ThreadName), Identity::new("t"));
+    server.block_on(adapter.activate()).unwrap();
+    let main = server.block_on(server.runtime_handle().spawn(async { std::thread::current().id() })).unwrap();
+    let clients: Vec<Communicator> = (0..3).map(|_| communicator(1)).collect();
+    for c in &clients {
+        assert_eq!(dispatching_thread(c, &adapter), format!("floe/{main:?}"));
+    }
+    for c in clients {
+        c.destroy_blocking();
+    }
+    server.destroy_blocking();
+}
+
 /// Once the connection runtimes serve `Floe.Runtime.ConnectionThreads.MaxConnections`
 /// connections together, later ones are served on the communicator's thread: many
 /// connections that call now and then cost least there.
