@@ -216,6 +216,25 @@ fn connections_beyond_the_connection_runtimes_share_are_served_on_the_runtime_th
 }
 
 #[test]
+fn dropping_the_communicator_stops_its_runtime() {
+    for threads in [1, 2] {
+        let c = communicator(threads);
+        let (tx, rx) = mpsc::channel();
+        let (started_tx, started_rx) = mpsc::channel();
+        c.runtime_handle().spawn(async move {
+            let _signal = SignalOnDrop(tx);
+            let _ = started_tx.send(());
+            std::future::pending::<()>().await;
+        });
+        started_rx.recv_timeout(Duration::from_secs(5)).expect("the task runs");
+        assert!(rx.try_recv().is_err(), "{threads} threads: the task is still pending");
+        drop(c);
+        rx.recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("{threads} threads: the runtime did not drop its tasks"));
+    }
+}
+
+#[test]
 fn dropping_the_communicator_stops_its_connection_runtimes() {
     let server = communicator(1);
     let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
