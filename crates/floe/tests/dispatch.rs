@@ -466,6 +466,52 @@ fn a_run_of_batched_requests_to_one_target_follows_its_servant_being_swapped_and
 }
 
 #[test]
+fn twoway_requests_on_one_connection_follow_servants_being_swapped_removed_and_added() {
+    // A connection remembers the servant its previous request went to: every change to the
+    // servant map must still reach the next request on it.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        let log = Log::default();
+        let x = Identity::new("x");
+        a.add(Arc::new(Recording { label: "A", log: log.clone() }), x.clone());
+        a.add_facet(Arc::new(Recording { label: "F", log: log.clone() }), x.clone(), "f");
+        a.add_default_servant(Arc::new(Recording { label: "D", log: log.clone() }), "");
+        a.activate().await.unwrap();
+        let client = Communicator::new().unwrap();
+        let base = client.string_to_proxy(&a.create_proxy(x.clone()).to_string()).unwrap();
+        let facet = base.ice_facet("f");
+        let other = base.ice_identity(Identity::new("other"));
+        let call = |p: &floe::ObjectPrx, op: &'static str| {
+            let p = p.clone();
+            async move { p.invoke(op, OperationMode::Normal, None, |_| {}).await.map(|_| ()) }
+        };
+        call(&base, "note").await.unwrap();
+        call(&base, "note").await.unwrap();
+        call(&facet, "note").await.unwrap();
+        call(&base, "swap").await.unwrap();
+        call(&base, "note").await.unwrap();
+        call(&base, "remove").await.unwrap();
+        // No servant for `x` any more: the default servant takes it.
+        call(&base, "note").await.unwrap();
+        call(&facet, "note").await.unwrap();
+        a.remove_default_servant("");
+        assert!(matches!(call(&base, "note").await, Err(Error::FacetNotExist { .. })));
+        assert!(matches!(call(&other, "note").await, Err(Error::ObjectNotExist { .. })));
+        a.add(Arc::new(Recording { label: "C", log: log.clone() }), x.clone());
+        call(&base, "note").await.unwrap();
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["A", "A", "F", "A swapped", "B", "B removed", "D", "F", "C"],
+            "every request reached the servant registered when it was dispatched"
+        );
+        client.destroy().await;
+        c.destroy().await;
+    });
+}
+
+#[test]
 fn servants_panicking_in_a_batch_leave_the_rest_of_it_and_the_connection_serving() {
     let (p, r) = (Identity::new("p"), Identity::new("r"));
     let requests = [

@@ -2,7 +2,6 @@
 //! (delivered by the reader), oneway requests are written or queued, compression is applied
 //! as the proxy asks.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
@@ -36,10 +35,13 @@ type ReplySender = oneshot::Sender<Result<Reply>>;
 #[derive(Default)]
 pub(super) struct Pending(Mutex<PendingTable>);
 
+/// Hashed with FxHash: the table holds only ids this side allocated, so a peer cannot choose
+/// the keys (its replies only look them up), and every twoway call inserts, looks up and
+/// removes one.
 #[derive(Default)]
 struct PendingTable {
     next_id: i32,
-    map: HashMap<i32, ReplySender>,
+    map: rustc_hash::FxHashMap<i32, ReplySender>,
 }
 
 impl PendingTable {

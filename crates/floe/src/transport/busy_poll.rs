@@ -65,11 +65,50 @@ const MAX_SKIPPED: u32 = 64;
 /// The misses in a row that make the most spins skipped (`2^(MAX_MISSES-1) = MAX_SKIPPED`).
 const MAX_MISSES: u32 = 7;
 
-static SPINS: AtomicU64 = AtomicU64::new(0);
-static FOUND: AtomicU64 = AtomicU64::new(0);
-static SKIPPED: AtomicU64 = AtomicU64::new(0);
-static CONTENDED_SPINS: AtomicU64 = AtomicU64::new(0);
-static MACHINE_BUSY: AtomicU64 = AtomicU64::new(0);
+/// What one thread's spins came to (see [`Stats`]). Each thread counts in its own, written by
+/// that thread alone and aligned to a cache line of its own, so that counting moves no cache
+/// line between the CPUs of a process whose threads all busy-poll.
+#[derive(Default)]
+#[repr(align(128))]
+struct Counters {
+    spins: AtomicU64,
+    found: AtomicU64,
+    skipped: AtomicU64,
+    contended: AtomicU64,
+    machine_busy: AtomicU64,
+}
+
+impl Counters {
+    const fn new() -> Self {
+        Counters {
+            spins: AtomicU64::new(0),
+            found: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            machine_busy: AtomicU64::new(0),
+        }
+    }
+
+    fn add_to(&self, total: &mut Stats) {
+        total.spins += self.spins.load(Ordering::Relaxed);
+        total.found += self.found.load(Ordering::Relaxed);
+        total.skipped += self.skipped.load(Ordering::Relaxed);
+        total.contended += self.contended.load(Ordering::Relaxed);
+        total.machine_busy += self.machine_busy.load(Ordering::Relaxed);
+    }
+}
+
+/// Counts one more in a counter only its own thread writes (a plain load and store: no locked
+/// instruction).
+fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
+/// The counters of the threads that busy-poll now.
+static LIVE_COUNTERS: std::sync::Mutex<Vec<Arc<Counters>>> = std::sync::Mutex::new(Vec::new());
+
+/// What the threads that have ended counted.
+static RETIRED_COUNTERS: Counters = Counters::new();
 
 /// How often a process reads the kernel's count of runnable threads, at most.
 const RUNNABLE_CHECK_EVERY: Duration = Duration::from_millis(1);
@@ -92,13 +131,14 @@ pub struct Stats {
 
 /// What busy polling did in this process so far.
 pub fn stats() -> Stats {
-    Stats {
-        spins: SPINS.load(Ordering::Relaxed),
-        found: FOUND.load(Ordering::Relaxed),
-        skipped: SKIPPED.load(Ordering::Relaxed),
-        contended: CONTENDED_SPINS.load(Ordering::Relaxed),
-        machine_busy: MACHINE_BUSY.load(Ordering::Relaxed),
+    let mut total = Stats::default();
+    // Under the lock: a thread that ends moves its counts to the retired ones under it too.
+    let live = LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    RETIRED_COUNTERS.add_to(&mut total);
+    for counters in live.iter() {
+        counters.add_to(&mut total);
     }
+    total
 }
 
 /// What a reader and the thread that watches its socket share: set when the socket was seen
@@ -157,6 +197,34 @@ struct ThreadState {
     misses: u32,
     /// Spins still to skip.
     skip: u32,
+    /// This thread's counts, made on its first park that counts.
+    counters: Option<Arc<Counters>>,
+}
+
+impl ThreadState {
+    /// This thread's counters, registered for [`stats`] on first use.
+    fn counters(&mut self) -> &Counters {
+        self.counters.get_or_insert_with(|| {
+            let counters = Arc::new(Counters::default());
+            LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner()).push(counters.clone());
+            counters
+        })
+    }
+}
+
+/// A thread that ends leaves its counts to the retired ones.
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        let Some(mine) = self.counters.take() else { return };
+        let mut live = LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|c| !Arc::ptr_eq(c, &mine));
+        let retired = &RETIRED_COUNTERS;
+        retired.spins.fetch_add(mine.spins.load(Ordering::Relaxed), Ordering::Relaxed);
+        retired.found.fetch_add(mine.found.load(Ordering::Relaxed), Ordering::Relaxed);
+        retired.skipped.fetch_add(mine.skipped.load(Ordering::Relaxed), Ordering::Relaxed);
+        retired.contended.fetch_add(mine.contended.load(Ordering::Relaxed), Ordering::Relaxed);
+        retired.machine_busy.fetch_add(mine.machine_busy.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -170,6 +238,7 @@ thread_local! {
             fds: Vec::new(),
             misses: 0,
             skip: 0,
+            counters: None,
         })
     };
 }
@@ -263,16 +332,17 @@ fn spin(s: &mut ThreadState) {
     }
     if s.skip > 0 {
         s.skip -= 1;
-        SKIPPED.fetch_add(1, Ordering::Relaxed);
+        bump(&s.counters().skipped);
         return;
     }
     if s.sharing == Sharing::SpareCpuOnly && !cpu_to_spare() {
         // Another thread waits for a CPU: sleep now rather than take its time.
-        MACHINE_BUSY.fetch_add(1, Ordering::Relaxed);
+        bump(&s.counters().machine_busy);
         return;
     }
-    SPINS.fetch_add(1, Ordering::Relaxed);
-    let ThreadState { budget, metrics, waiters, fds, misses, skip, .. } = s;
+    bump(&s.counters().spins);
+    let ThreadState { budget, metrics, waiters, fds, misses, skip, counters, .. } = s;
+    let counters = counters.as_deref().expect("made above");
     fds.clear();
     fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
     let deadline = Instant::now() + *budget;
@@ -297,7 +367,7 @@ fn spin(s: &mut ThreadState) {
             });
             if found {
                 *misses = 0;
-                FOUND.fetch_add(1, Ordering::Relaxed);
+                bump(&counters.found);
             }
             break;
         }
@@ -317,7 +387,7 @@ fn spin(s: &mut ThreadState) {
             // the very peer this thread waits for). Sleep instead, and count a miss: spins
             // that keep meeting other threads soon give way to sleeping alone.
             back_off(misses, skip);
-            CONTENDED_SPINS.fetch_add(1, Ordering::Relaxed);
+            bump(&counters.contended);
             break;
         }
     }
@@ -558,6 +628,30 @@ mod tests {
             assert_eq!(s.skip, 2);
             assert_eq!(s.waiters.len(), 1, "the waiter stays for the next periods");
         });
+    }
+
+    #[test]
+    fn the_counts_of_a_thread_that_ended_stay_in_the_process_stats() {
+        let before = stats().skipped;
+        let counted_there = std::thread::spawn(|| {
+            state_with(Duration::from_millis(50));
+            STATE.with(|s| s.borrow_mut().skip = 5);
+            let (_a, b) = pair();
+            let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+            let mut shared = None;
+            watch(b.as_raw_fd(), &mut shared, &Waker::from(counter.clone()));
+            for _ in 0..3 {
+                before_park(Duration::from_millis(50));
+            }
+            STATE.with(|s| s.borrow().counters.as_ref().map(|c| c.skipped.load(Ordering::Relaxed)))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(counted_there, Some(3), "the thread counted its three skipped spins");
+        // Other tests may count meanwhile: at least these three are in the total.
+        assert!(stats().skipped >= before + 3, "counts of an ended thread are kept");
+        let live = LIVE_COUNTERS.lock().unwrap().len();
+        assert!(live < 64, "ended threads leave the live list ({live} there)");
     }
 
     #[test]
