@@ -676,7 +676,9 @@ struct ClientForwarder(Arc<RouterCore>);
 impl Dispatcher for ClientForwarder {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         let core = self.0.clone();
-        Box::pin(async move {
+        // Built in its box (and in the block of a forward that completed at once, such as a
+        // oneway's), not moved into a new one.
+        floe::codegen::future_in(floe::codegen::future_slot(), async move {
             let c = &request.current;
             let Some(session) = c.connection().and_then(|conn| core.sessions.of_connection(conn)) else {
                 // As Glacier2 does, the connection of a client without a session is closed:
@@ -757,7 +759,9 @@ struct ServerForwarder(Arc<RouterCore>);
 impl Dispatcher for ServerForwarder {
     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
         let core = self.0.clone();
-        Box::pin(async move {
+        // Built in its box (and in the block of a forward that completed at once, such as a
+        // oneway's), not moved into a new one.
+        floe::codegen::future_in(floe::codegen::future_slot(), async move {
             let c = &request.current;
             let Some(session) = core.sessions.of_category(&c.id.category) else {
                 return c.object_not_exist();

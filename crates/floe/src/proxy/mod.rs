@@ -156,6 +156,15 @@ impl Outcome {
     }
 }
 
+/// `future` in `slot`, pinned. Called as `boxed_in(Box::new_uninit(), make_future())`, the
+/// box is allocated before the future is made (arguments are evaluated in order), so that the
+/// compiler can build the future in it rather than on the stack and then copy it, whole, into
+/// a new box: an invocation's future holds every state of a call and is hundreds of bytes.
+#[inline(always)]
+fn boxed_in<F: std::future::Future>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> std::pin::Pin<Box<F>> {
+    Box::into_pin(Box::write(slot, future))
+}
+
 fn peek_exception_id(d: &mut Decoder) -> String {
     if d.start_exception().is_err() {
         return String::new();
@@ -457,17 +466,35 @@ impl ObjectPrx {
 
     /// The connection this proxy uses, establishing it if needed.
     pub async fn ice_get_connection(&self) -> Result<Connection> {
+        if let Some(c) = self.established_connection()? {
+            return Ok(c);
+        }
+        // Resolving and connecting make a future of several kilobytes: boxed, so that the
+        // future of every call on an established connection (which awaits this one) stays
+        // small and is not copied around whole.
+        Box::pin(self.connect_now()).await
+    }
+
+    /// The proxy's fixed connection, or the open connection it uses already, if any; an error
+    /// for a fixed connection that is closed.
+    fn established_connection(&self) -> Result<Option<Connection>> {
         if let Some(c) = &self.inner.fixed {
             if c.is_closed() {
                 return Err(Error::ConnectionLost("fixed connection is closed".into()));
             }
-            return Ok(c.clone());
+            return Ok(Some(c.clone()));
         }
         if let Some(c) = self.inner.connection.lock().expect("proxy connection").as_ref() {
             if !c.is_closed() {
-                return Ok(c.clone());
+                return Ok(Some(c.clone()));
             }
         }
+        Ok(None)
+    }
+
+    /// Resolves the proxy's endpoints and connects (or reuses a connection to one of them),
+    /// for a proxy without an open connection.
+    async fn connect_now(&self) -> Result<Connection> {
         let (endpoints, how) = self.resolve_endpoints().await?;
         let connection = match self.connect_first(&endpoints).await {
             Err(e) if how == locate::Resolution::Cached => {
@@ -666,13 +693,10 @@ impl ObjectPrx {
                 e.write_raw(tail);
             }));
         }
-        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(
-            operation,
-            mode,
-            context,
-            write,
-            Some(tail),
-        )))
+        futures_util::future::Either::Right(boxed_in(
+            Box::new_uninit(),
+            self.invoke_unbatched(operation, mode, context, write, Some(tail)),
+        ))
     }
 
     /// Invokes `operation` with parameters written by `write`. For a twoway proxy, waits for
@@ -705,7 +729,10 @@ impl ObjectPrx {
         }
         // Boxed: the twoway path's future is large, and moving it on every call (batched ones
         // included) would cost more than the allocation does next to a round trip.
-        futures_util::future::Either::Right(Box::pin(self.invoke_unbatched(operation, mode, context, write, None)))
+        futures_util::future::Either::Right(boxed_in(
+            Box::new_uninit(),
+            self.invoke_unbatched(operation, mode, context, write, None),
+        ))
     }
 
     async fn invoke_unbatched(
@@ -1092,5 +1119,34 @@ impl<P: Proxy> Decode for Option<P> {
             .ok_or(crate::encoding::DecodeError::Malformed("a proxy can only be decoded with a communicator"))?;
         let reference = Reference::from_wire(data, instance.parse_defaults());
         Ok(Some(P::from_object(ObjectPrx::new(instance, reference))))
+    }
+}
+
+#[cfg(test)]
+mod future_size_tests {
+    use super::ObjectPrx;
+    use crate::instance::Instance;
+    use crate::protocol::OperationMode;
+    use crate::reference::Reference;
+
+    /// Every call awaits these futures and each `.await` may copy them: resolving and
+    /// connecting (several kilobytes) are boxed away from the path of a call on an open
+    /// connection.
+    #[test]
+    fn the_futures_of_a_call_on_an_open_connection_stay_small() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let instance = Instance::new(crate::properties::Properties::new(), None).unwrap();
+            let r = Reference::parse("a:tcp -h 127.0.0.1 -p 1", instance.parse_defaults()).unwrap();
+            let p = ObjectPrx::new(instance, r);
+            let get = p.ice_get_connection();
+            let send = p.send_with_retry(bytes::BytesMut::new(), None, OperationMode::Normal, true);
+            let invoke = p.invoke_unbatched("x", OperationMode::Normal, None, |_| {}, None);
+            let sizes = (std::mem::size_of_val(&get), std::mem::size_of_val(&send), std::mem::size_of_val(&invoke));
+            assert!(sizes.0 <= 64, "ice_get_connection's future: {} bytes", sizes.0);
+            assert!(sizes.1 <= 1536, "send_with_retry's future: {} bytes", sizes.1);
+            assert!(sizes.2 <= 2048, "invoke_unbatched's future: {} bytes", sizes.2);
+            drop((get, send, invoke));
+        });
     }
 }
