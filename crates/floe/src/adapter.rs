@@ -909,7 +909,7 @@ struct AdapterOnConnection {
 impl BoundHandler for AdapterOnConnection {
     #[inline]
     fn dispatch(&mut self, request: crate::protocol::Request) -> DispatchFuture {
-        self.last_servant.repeats = false;
+        // `repeats` stays false: outside a batch, each request's target is compared.
         self.adapter.dispatch_cached(&self.origin, request, &mut self.last_servant, false)
     }
 

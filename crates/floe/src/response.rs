@@ -55,8 +55,18 @@ pub(crate) fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> Di
 where
     F: Future<Output = Response> + Send + 'static,
 {
-    let boxed: Box<F> = Box::write(slot, future);
-    Box::into_pin(boxed)
+    let pinned: Pin<Box<F>> = boxed_in(slot, future);
+    pinned
+}
+
+/// `future` in `slot`, pinned. Called as `boxed_in(Box::new_uninit(), make_future())` (or with
+/// [`future_slot`]), the box is allocated before the future is made (arguments are evaluated
+/// in order), so that the compiler can build the future in it rather than on the stack and
+/// then copy it, whole, into a new box: dispatch and invocation futures hold every state of a
+/// call and are hundreds of bytes.
+#[inline(always)]
+pub(crate) fn boxed_in<F: Future>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(slot, future))
 }
 
 /// Memory for a dispatch future of type `F`: the block of a dispatch that completed at once

@@ -71,7 +71,7 @@ impl Activity {
 /// against tens for the precise clock on a virtual machine), at the tick's resolution (1–10 ms).
 /// Reads and writes are timed on it, every one of them, for ACM and for telling a streaming
 /// connection from an idle one, which both count in milliseconds or more.
-pub(super) fn coarse_now_ms() -> u64 {
+fn coarse_now_ms() -> u64 {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

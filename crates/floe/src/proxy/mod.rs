@@ -156,15 +156,6 @@ impl Outcome {
     }
 }
 
-/// `future` in `slot`, pinned. Called as `boxed_in(Box::new_uninit(), make_future())`, the
-/// box is allocated before the future is made (arguments are evaluated in order), so that the
-/// compiler can build the future in it rather than on the stack and then copy it, whole, into
-/// a new box: an invocation's future holds every state of a call and is hundreds of bytes.
-#[inline(always)]
-fn boxed_in<F: std::future::Future>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> std::pin::Pin<Box<F>> {
-    Box::into_pin(Box::write(slot, future))
-}
-
 fn peek_exception_id(d: &mut Decoder) -> String {
     if d.start_exception().is_err() {
         return String::new();
@@ -693,7 +684,7 @@ impl ObjectPrx {
                 e.write_raw(tail);
             }));
         }
-        futures_util::future::Either::Right(boxed_in(
+        futures_util::future::Either::Right(crate::response::boxed_in(
             Box::new_uninit(),
             self.invoke_unbatched(operation, mode, context, write, Some(tail)),
         ))
@@ -729,7 +720,7 @@ impl ObjectPrx {
         }
         // Boxed: the twoway path's future is large, and moving it on every call (batched ones
         // included) would cost more than the allocation does next to a round trip.
-        futures_util::future::Either::Right(boxed_in(
+        futures_util::future::Either::Right(crate::response::boxed_in(
             Box::new_uninit(),
             self.invoke_unbatched(operation, mode, context, write, None),
         ))

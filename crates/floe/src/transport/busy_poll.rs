@@ -68,7 +68,6 @@ const MAX_MISSES: u32 = 7;
 /// What one thread's spins came to (see [`Stats`]). Each thread counts in its own, written by
 /// that thread alone and aligned to a cache line of its own, so that counting moves no cache
 /// line between the CPUs of a process whose threads all busy-poll.
-#[derive(Default)]
 #[repr(align(128))]
 struct Counters {
     spins: AtomicU64,
@@ -89,12 +88,33 @@ impl Counters {
         }
     }
 
-    fn add_to(&self, total: &mut Stats) {
-        total.spins += self.spins.load(Ordering::Relaxed);
-        total.found += self.found.load(Ordering::Relaxed);
-        total.skipped += self.skipped.load(Ordering::Relaxed);
-        total.contended += self.contended.load(Ordering::Relaxed);
-        total.machine_busy += self.machine_busy.load(Ordering::Relaxed);
+    fn snapshot(&self) -> Stats {
+        Stats {
+            spins: self.spins.load(Ordering::Relaxed),
+            found: self.found.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
+            contended: self.contended.load(Ordering::Relaxed),
+            machine_busy: self.machine_busy.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Adds `counts` (those of a thread that ended).
+    fn add(&self, counts: Stats) {
+        self.spins.fetch_add(counts.spins, Ordering::Relaxed);
+        self.found.fetch_add(counts.found, Ordering::Relaxed);
+        self.skipped.fetch_add(counts.skipped, Ordering::Relaxed);
+        self.contended.fetch_add(counts.contended, Ordering::Relaxed);
+        self.machine_busy.fetch_add(counts.machine_busy, Ordering::Relaxed);
+    }
+}
+
+impl std::ops::AddAssign for Stats {
+    fn add_assign(&mut self, other: Stats) {
+        self.spins += other.spins;
+        self.found += other.found;
+        self.skipped += other.skipped;
+        self.contended += other.contended;
+        self.machine_busy += other.machine_busy;
     }
 }
 
@@ -134,9 +154,9 @@ pub fn stats() -> Stats {
     let mut total = Stats::default();
     // Under the lock: a thread that ends moves its counts to the retired ones under it too.
     let live = LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
-    RETIRED_COUNTERS.add_to(&mut total);
+    total += RETIRED_COUNTERS.snapshot();
     for counters in live.iter() {
-        counters.add_to(&mut total);
+        total += counters.snapshot();
     }
     total
 }
@@ -205,7 +225,7 @@ impl ThreadState {
     /// This thread's counters, registered for [`stats`] on first use.
     fn counters(&mut self) -> &Counters {
         self.counters.get_or_insert_with(|| {
-            let counters = Arc::new(Counters::default());
+            let counters = Arc::new(Counters::new());
             LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner()).push(counters.clone());
             counters
         })
@@ -218,12 +238,7 @@ impl Drop for ThreadState {
         let Some(mine) = self.counters.take() else { return };
         let mut live = LIVE_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|c| !Arc::ptr_eq(c, &mine));
-        let retired = &RETIRED_COUNTERS;
-        retired.spins.fetch_add(mine.spins.load(Ordering::Relaxed), Ordering::Relaxed);
-        retired.found.fetch_add(mine.found.load(Ordering::Relaxed), Ordering::Relaxed);
-        retired.skipped.fetch_add(mine.skipped.load(Ordering::Relaxed), Ordering::Relaxed);
-        retired.contended.fetch_add(mine.contended.load(Ordering::Relaxed), Ordering::Relaxed);
-        retired.machine_busy.fetch_add(mine.machine_busy.load(Ordering::Relaxed), Ordering::Relaxed);
+        RETIRED_COUNTERS.add(mine.snapshot());
     }
 }
 
@@ -632,8 +647,9 @@ mod tests {
 
     #[test]
     fn the_counts_of_a_thread_that_ended_stay_in_the_process_stats() {
+        let retired_before = RETIRED_COUNTERS.snapshot().skipped;
         let before = stats().skipped;
-        let counted_there = std::thread::spawn(|| {
+        let (counted_there, theirs) = std::thread::spawn(|| {
             state_with(Duration::from_millis(50));
             STATE.with(|s| s.borrow_mut().skip = 5);
             let (_a, b) = pair();
@@ -643,15 +659,21 @@ mod tests {
             for _ in 0..3 {
                 before_park(Duration::from_millis(50));
             }
-            STATE.with(|s| s.borrow().counters.as_ref().map(|c| c.skipped.load(Ordering::Relaxed)))
+            STATE.with(|s| {
+                let counters = s.borrow().counters.clone().expect("counted");
+                (counters.skipped.load(Ordering::Relaxed), counters)
+            })
         })
         .join()
         .unwrap();
-        assert_eq!(counted_there, Some(3), "the thread counted its three skipped spins");
-        // Other tests may count meanwhile: at least these three are in the total.
-        assert!(stats().skipped >= before + 3, "counts of an ended thread are kept");
-        let live = LIVE_COUNTERS.lock().unwrap().len();
-        assert!(live < 64, "ended threads leave the live list ({live} there)");
+        assert_eq!(counted_there, 3, "the thread counted its three skipped spins");
+        assert!(
+            !LIVE_COUNTERS.lock().unwrap().iter().any(|c| Arc::ptr_eq(c, &theirs)),
+            "an ended thread's counters leave the live list"
+        );
+        // Other threads may end meanwhile and add theirs: at least these three were added.
+        assert!(RETIRED_COUNTERS.snapshot().skipped >= retired_before + 3, "its counts were retired");
+        assert!(stats().skipped >= before + 3, "and are still in the process's stats");
     }
 
     #[test]
