@@ -263,7 +263,7 @@ impl Decoder {
         self.pos += n;
         let bytes = &self.buf[start..start + n];
         // Short ASCII strings (most identifiers, names, keys) skip the general validation.
-        if n <= 32 && bytes.is_ascii() {
+        if n <= 32 && short_is_ascii(bytes) {
             // SAFETY: ASCII is valid UTF-8.
             return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
@@ -612,6 +612,44 @@ impl Decoder {
             }
             Some(_) => Err(DecodeError::Malformed("slice runs past its encapsulation")),
             None => Err(DecodeError::UnknownSliceWithoutSize { type_id: header.type_id.clone() }),
+        }
+    }
+}
+
+/// `bytes.is_ascii()` for at most 32 bytes, with at most four overlapping word loads instead
+/// of a loop over the bytes.
+#[inline(always)]
+fn short_is_ascii(bytes: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let len = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    if len >= 16 {
+        debug_assert!(len <= 32);
+        (word(0) | word(8) | word(len - 16) | word(len - 8)) & HIGH == 0
+    } else if len >= 8 {
+        (word(0) | word(len - 8)) & HIGH == 0
+    } else if len >= 4 {
+        let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        (half(0) | half(len - 4)) & 0x8080_8080 == 0
+    } else {
+        bytes.iter().all(|b| b.is_ascii())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_short_ascii_check_finds_a_high_byte_at_every_position_of_every_length() {
+        for len in 0..=32 {
+            let ascii: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(short_is_ascii(&ascii), "{len} ASCII bytes");
+            for at in 0..len {
+                let mut bytes = ascii.clone();
+                bytes[at] = 0x80 | (at as u8);
+                assert!(!short_is_ascii(&bytes), "{len} bytes with a high one at {at}");
+            }
         }
     }
 }

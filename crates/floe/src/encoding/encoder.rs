@@ -3,6 +3,47 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::exception::FormatType;
 use super::{slice_flags, EncodingVersion, OptionalFormat, OPTIONAL_END_MARKER};
 
+/// The longest string [`Encoder::write_str`] copies without calling `memcpy`; also below
+/// 255, so that its size takes one byte.
+const SHORT_STRING_MAX: usize = 32;
+
+/// Copies `src` (at most [`SHORT_STRING_MAX`] bytes) to `dst` with at most two overlapping
+/// loads and stores of a power-of-two width, the way `memcpy` does for small sizes, but
+/// inline.
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and not overlap `src`.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let len = src.len();
+    let s = src.as_ptr();
+    // SAFETY (all arms): every load reads within `src` (offsets 0 and len − width, with
+    // width ≤ len) and every store writes within the `len` bytes at `dst`.
+    unsafe {
+        if len >= 16 {
+            let a = s.cast::<u128>().read_unaligned();
+            let b = s.add(len - 16).cast::<u128>().read_unaligned();
+            dst.cast::<u128>().write_unaligned(a);
+            dst.add(len - 16).cast::<u128>().write_unaligned(b);
+        } else if len >= 8 {
+            let a = s.cast::<u64>().read_unaligned();
+            let b = s.add(len - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(len - 8).cast::<u64>().write_unaligned(b);
+        } else if len >= 4 {
+            let a = s.cast::<u32>().read_unaligned();
+            let b = s.add(len - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(len - 4).cast::<u32>().write_unaligned(b);
+        } else if len > 0 {
+            // 1 to 3 bytes: the first, the middle and the last (some the same byte).
+            *dst = *s;
+            *dst.add(len / 2) = *s.add(len / 2);
+            *dst.add(len - 1) = *s.add(len - 1);
+        }
+    }
+}
+
 /// Writes Slice values into a growable byte buffer.
 ///
 /// The encoder keeps track of the encoding version of the innermost open encapsulation,
@@ -192,10 +233,32 @@ impl Encoder {
     }
 
     /// Writes a string: size and UTF-8 bytes.
-    #[inline]
+    #[inline(always)]
     pub fn write_str(&mut self, s: &str) {
-        self.write_size(s.len());
-        self.buf.extend_from_slice(s.as_bytes());
+        let bytes = s.as_bytes();
+        if bytes.len() <= SHORT_STRING_MAX {
+            // One capacity check for the size byte and the bytes, and a copy without a call
+            // to `memcpy`, which costs more than the copy itself for a few bytes.
+            self.buf.reserve(1 + bytes.len());
+            let spare = self.buf.spare_capacity_mut();
+            // SAFETY: `reserve` made room for 1 + len more bytes; all of them are written
+            // before the length grows over them.
+            unsafe {
+                let dst = spare.as_mut_ptr().cast::<u8>();
+                *dst = bytes.len() as u8;
+                copy_short(bytes, dst.add(1));
+                self.buf.set_len(self.buf.len() + 1 + bytes.len());
+            }
+            return;
+        }
+        self.write_long_str(bytes);
+    }
+
+    /// [`Self::write_str`] for strings longer than [`SHORT_STRING_MAX`], out of line.
+    #[inline(never)]
+    fn write_long_str(&mut self, bytes: &[u8]) {
+        self.write_size(bytes.len());
+        self.buf.extend_from_slice(bytes);
     }
 
     /// Writes a byte sequence: size and bytes.
@@ -395,6 +458,55 @@ impl Encoder {
         }
         if open.table {
             self.close_exception_table();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wire form of a string, written out by hand: its size, then its bytes.
+    fn expected(s: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        if s.len() < 255 {
+            out.push(s.len() as u8);
+        } else {
+            out.push(255);
+            out.extend_from_slice(&(s.len() as i32).to_le_bytes());
+        }
+        out.extend_from_slice(s.as_bytes());
+        out
+    }
+
+    #[test]
+    fn strings_of_every_short_length_and_beyond_are_written_as_size_and_bytes() {
+        // Every length around the inline copies' widths (1–3, 4–7, 8–15, 16–32), the
+        // longest short string and past it, and the switch to a five-byte size; ASCII and
+        // multi-byte UTF-8, after an odd number of bytes so that nothing is aligned.
+        let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyzäöü€𝄞".chars().collect();
+        for len in (0..=70).chain(250..=260) {
+            let s: String = (0..len).map(|i| alphabet[(i * 7 + len) % alphabet.len()]).collect();
+            let mut enc = Encoder::new(EncodingVersion::V1_0);
+            enc.write_u8(0xAA);
+            enc.write_str(&s);
+            enc.write_u8(0xBB);
+            let buf = enc.into_buffer();
+            let mut want = vec![0xAA];
+            want.extend(expected(&s));
+            want.push(0xBB);
+            assert_eq!(&buf[..], &want[..], "a string of {} bytes", s.len());
+        }
+    }
+
+    #[test]
+    fn a_short_string_at_the_end_of_the_capacity_grows_the_buffer() {
+        for room in 0..40 {
+            let mut enc = Encoder::with_buffer(BytesMut::with_capacity(room), EncodingVersion::V1_0);
+            enc.write_raw(&vec![7; room]);
+            enc.write_str("hello, short string");
+            let buf = enc.into_buffer();
+            assert_eq!(&buf[room..], &expected("hello, short string")[..]);
         }
     }
 }
