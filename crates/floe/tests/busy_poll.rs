@@ -154,3 +154,60 @@ fn a_machine_without_a_spare_cpu_gets_no_spin_by_default() {
     client.destroy_blocking();
     server.destroy_blocking();
 }
+
+#[test]
+fn a_peer_that_only_sends_oneways_is_not_watched_and_one_that_calls_twoway_is() {
+    use floe::encoding::{Context, EncodingVersion};
+    use floe::protocol::request::{encode_request, RequestPrefix};
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = busy_polling(200);
+    let adapter = server.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+    adapter.add(Arc::new(Echo), Identity::new("echo"));
+    server.block_on(adapter.activate()).unwrap();
+    let port = match &adapter.endpoints()[0] {
+        floe::encoding::EndpointData::Tcp(ip) => ip.port as u16,
+        other => panic!("{other:?}"),
+    };
+    // A plain socket client, so that only the server's thread spins in this process.
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.set_nodelay(true).unwrap();
+    let mut validate = [0u8; 14];
+    socket.read_exact(&mut validate).unwrap();
+    let prefix = RequestPrefix::new(&Identity::new("echo"), "", "echo", OperationMode::Normal);
+    let request =
+        |id: i32| encode_request(id, &prefix, &Context::default(), EncodingVersion::V1_1, |e| e.write_byte_seq(b"x"));
+    // Every park of a busy-polling thread with a watched reader counts as one of these.
+    let parks_with_a_watch = || {
+        let s = busy_poll::stats();
+        s.spins + s.skipped + s.machine_busy
+    };
+    // Oneways a millisecond apart: each read finds one request and the next finds nothing.
+    // The reader watched before the first request ages out within these.
+    for _ in 0..20 {
+        socket.write_all(&request(0)).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let before = parks_with_a_watch();
+    for _ in 0..40 {
+        socket.write_all(&request(0)).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let oneway_parks = parks_with_a_watch() - before;
+    // Twoway calls the same way: the peer waits for each reply, so the reader is watched.
+    let before = parks_with_a_watch();
+    let mut reply = vec![0u8; 64];
+    for id in 1..=40 {
+        socket.write_all(&request(id)).unwrap();
+        let mut header = [0u8; 14];
+        socket.read_exact(&mut header).unwrap();
+        let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+        reply.resize(size - 14, 0);
+        socket.read_exact(&mut reply).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let twoway_parks = parks_with_a_watch() - before;
+    assert_eq!(oneway_parks, 0, "no spin watches a peer that only sends oneways");
+    assert!(twoway_parks >= 20, "the reader of a twoway caller is watched: {twoway_parks} parks of 40 calls");
+    drop(socket);
+    server.destroy_blocking();
+}

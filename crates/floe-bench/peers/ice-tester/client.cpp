@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -47,8 +48,24 @@ string oneLine(string s)
 }
 
 // Runs one test; f returns its value. Prints the RESULT line either way.
+// Whether `name` is among the tests of ICE_TESTER_TESTS (comma-separated); all when unset.
+bool selected(const string& name)
+{
+    const char* list = getenv("ICE_TESTER_TESTS");
+    if(list == nullptr || *list == '\0')
+    {
+        return true;
+    }
+    string tests = string(",") + list + ",";
+    return tests.find("," + name + ",") != string::npos;
+}
+
 void runTest(const string& name, const string& unit, const function<double()>& f)
 {
+    if(!selected(name))
+    {
+        return;
+    }
     string line;
     try
     {

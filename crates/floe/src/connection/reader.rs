@@ -54,11 +54,22 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         // Calls completed by the replies of this buffer: their callers, woken, usually write
         // once each, and those writes go out together (transport::coalesce).
         let mut completed = 0u32;
+        // Whether this buffer held messages and all were oneway requests or batches: the peer
+        // waits for no answer (transport::busy_poll::peer_not_waiting).
+        let mut messages = 0u32;
+        let mut answer_awaited = false;
         // Take every complete message out of the buffer.
         loop {
             match frames.next_message(&mut buf) {
                 Ok(Some(msg)) => {
                     last_size = msg.header.size;
+                    messages += 1;
+                    answer_awaited |= match msg.header.message_type {
+                        // A oneway request has request id 0, the first four bytes of its body.
+                        MessageType::Request => msg.body.get(..4).is_none_or(|id| id != [0u8; 4]),
+                        MessageType::BatchRequest => false,
+                        _ => true,
+                    };
                     if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
                         handlers.refresh(&conn);
                         if !incoming::dispatch_slot_free(&conn, &handlers) {
@@ -121,6 +132,8 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         // released.
         let room = buf.capacity() - buf.len();
         let starts_message = buf.is_empty();
+        // Nothing partial left: the next message has not started.
+        crate::transport::busy_poll::peer_not_waiting(messages > 0 && !answer_awaited && starts_message);
         let step =
             read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming);
         let step = match handlers.gate() {

@@ -138,6 +138,8 @@ fn poll_read_watched(
     buf: &mut ReadBuf<'_>,
 ) -> Poll<io::Result<()>> {
     let fd = stream.as_raw_fd();
+    // Taken by the first poll of a read, whatever comes of it.
+    let unwatched = super::busy_poll::take_peer_not_waiting();
     if buf.remaining() == 0 {
         return Poll::Ready(Ok(()));
     }
@@ -151,7 +153,9 @@ fn poll_read_watched(
     }
     loop {
         if stream.poll_read_ready(cx)?.is_pending() {
-            super::busy_poll::watch(fd, watch, cx.waker());
+            if !unwatched {
+                super::busy_poll::watch(fd, watch, cx.waker());
+            }
             return Poll::Pending;
         }
         let cap = buf.remaining();
