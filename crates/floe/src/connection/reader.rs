@@ -132,8 +132,11 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         // released.
         let room = buf.capacity() - buf.len();
         let starts_message = buf.is_empty();
-        // Nothing partial left: the next message has not started.
-        crate::transport::busy_poll::peer_not_waiting(messages > 0 && !answer_awaited && starts_message);
+        // Nothing partial left (the next message has not started), and no reply of the peer is
+        // awaited here either (a connection that also carries calls to the peer).
+        crate::transport::busy_poll::peer_not_waiting(
+            messages > 0 && !answer_awaited && starts_message && conn.shared.pending.count() == 0,
+        );
         let step =
             read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming);
         let step = match handlers.gate() {

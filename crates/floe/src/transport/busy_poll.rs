@@ -285,8 +285,8 @@ thread_local! {
 /// for an answer. A peer that only sent oneway requests and batches waits for nothing, so the
 /// read is not watched when it finds nothing: a stream of oneways is read when epoll reports
 /// it, in larger pieces and without a thread polling the socket while the peer writes to it,
-/// which made an Ice client's oneways 4–10% slower. Twoway requests, replies and everything
-/// else keep the read watched.
+/// which made an Ice client's oneways 4–10% slower. Twoway requests, replies, everything
+/// else, and a reply of the peer awaited on the connection keep the read watched.
 pub(crate) fn peer_not_waiting(not_waiting: bool) {
     PEER_NOT_WAITING.with(|p| p.set(not_waiting));
 }
