@@ -39,6 +39,27 @@ fn busy_polling(budget_us: u64) -> Communicator {
 /// the other's spins need, and spins cut short that way count as misses.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Plays an Ice server on a plain socket: accepts one connection, validates it as an Ice server
+/// does, and reads one message. Returns the socket and the message's body.
+fn accept_and_read_a_request(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<u8>) {
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_nodelay(true).unwrap();
+    s.write_all(&[b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0]).unwrap();
+    let mut header = [0u8; 14];
+    s.read_exact(&mut header).unwrap();
+    let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
+    let mut body = vec![0u8; size - 14];
+    s.read_exact(&mut body).unwrap();
+    (s, body)
+}
+
+/// The parks of busy-polling threads that had a watched reader: each one counts as a spin, a
+/// skipped spin or a spin the busy machine did not allow.
+fn parks_with_a_watch() -> u64 {
+    let s = busy_poll::stats();
+    s.spins + s.skipped + s.machine_busy
+}
+
 #[test]
 fn messages_of_every_size_arrive_whole_through_busy_polling_readers() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -87,13 +108,7 @@ fn a_peer_that_hangs_up_on_a_watched_connection_ends_the_call_with_an_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.write_all(&[b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0]).unwrap();
-        let mut header = [0u8; 14];
-        s.read_exact(&mut header).unwrap();
-        let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
-        let mut body = vec![0u8; size - 14];
-        s.read_exact(&mut body).unwrap();
+        let _connection = accept_and_read_a_request(&listener);
         // Let the client's reader start waiting, so that a spin watches the hang-up.
         std::thread::sleep(Duration::from_millis(50));
     });
@@ -181,17 +196,23 @@ fn a_peer_that_only_sends_oneways_is_not_watched_and_one_that_calls_twoway_is() 
     let prefix = RequestPrefix::new(&Identity::new("echo"), "", "echo", OperationMode::Normal);
     let request =
         |id: i32| encode_request(id, &prefix, &Context::default(), EncodingVersion::V1_1, |e| e.write_byte_seq(b"x"));
-    // Every park of a busy-polling thread with a watched reader counts as one of these.
-    let parks_with_a_watch = || {
-        let s = busy_poll::stats();
-        s.spins + s.skipped + s.machine_busy
-    };
-    // Oneways a millisecond apart: each read finds one request and the next finds nothing.
-    // The reader watched before the first request ages out within these.
-    for _ in 0..20 {
-        socket.write_all(&request(0)).unwrap();
-        std::thread::sleep(Duration::from_millis(1));
+    // Oneways a millisecond apart: each read finds one request or a few, and the next finds
+    // nothing. The reader watched before the first request ages out after a few busy periods
+    // (fewer when a loaded machine lets requests pile up between reads): send rounds of ten
+    // until one of them makes no park with a watch.
+    let mut settled = false;
+    for _ in 0..50 {
+        let at = parks_with_a_watch();
+        for _ in 0..10 {
+            socket.write_all(&request(0)).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if parks_with_a_watch() == at {
+            settled = true;
+            break;
+        }
     }
+    assert!(settled, "the reader watched before the oneways ages out");
     let before = parks_with_a_watch();
     for _ in 0..40 {
         socket.write_all(&request(0)).unwrap();
@@ -235,14 +256,7 @@ fn a_connection_awaiting_a_reply_stays_watched_while_its_peer_sends_oneways() {
     let (measured_tx, measured_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_nodelay(true).unwrap();
-        s.write_all(&[b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0]).unwrap();
-        let mut header = [0u8; 14];
-        s.read_exact(&mut header).unwrap();
-        let size = u32::from_le_bytes(header[10..14].try_into().unwrap()) as usize;
-        let mut body = vec![0u8; size - 14];
-        s.read_exact(&mut body).unwrap();
+        let (mut s, body) = accept_and_read_a_request(&listener);
         let request_id = i32::from_le_bytes(body[..4].try_into().unwrap());
         let prefix = RequestPrefix::new(&Identity::new("callback"), "", "tick", OperationMode::Normal);
         let oneway = encode_request(0, &prefix, &Context::default(), EncodingVersion::V1_1, |_| {});
@@ -270,10 +284,6 @@ fn a_connection_awaiting_a_reply_stays_watched_while_its_peer_sends_oneways() {
     let proxy = client.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 10000")).unwrap();
     let call =
         client.runtime_handle().spawn(async move { proxy.invoke("op", OperationMode::Normal, None, |_| {}).await });
-    let parks_with_a_watch = || {
-        let s = busy_poll::stats();
-        s.spins + s.skipped + s.machine_busy
-    };
     halfway_rx.recv().unwrap();
     let before = parks_with_a_watch();
     measured_tx.send(()).unwrap();
