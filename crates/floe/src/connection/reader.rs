@@ -137,10 +137,8 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         crate::transport::busy_poll::peer_not_waiting(
             messages > 0 && !answer_awaited && starts_message && conn.shared.pending.count() == 0,
         );
-        let step = after_first_poll(
-            read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming),
-            crate::transport::busy_poll::forget_peer_not_waiting,
-        );
+        let step =
+            read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming);
         let step = match handlers.gate() {
             Some(gate) => tokio::select! {
                 biased;
@@ -179,20 +177,6 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
             }
         }
     }
-}
-
-/// `fut`, calling `after` once its first poll has returned.
-async fn after_first_poll<F: Future>(fut: F, after: fn()) -> F::Output {
-    let mut fut = std::pin::pin!(fut);
-    let mut first = true;
-    std::future::poll_fn(|cx| {
-        let polled = fut.as_mut().poll(cx);
-        if std::mem::take(&mut first) {
-            after();
-        }
-        polled
-    })
-    .await
 }
 
 /// What one attempt to read more of the peer's bytes came to.

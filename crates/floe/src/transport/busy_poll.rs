@@ -276,15 +276,13 @@ pub fn install_with(
 }
 
 thread_local! {
-    /// Set by a connection's reader whose last messages were all oneway requests or batches,
-    /// for the first poll of its next read: that read is not watched if it waits (see
-    /// [`peer_not_waiting`]).
+    /// Set by a connection's reader whose last messages were all oneway requests or batches:
+    /// the next read on this thread that waits is not watched (see [`peer_not_waiting`]).
     static PEER_NOT_WAITING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Tells the first poll of the read that a connection's reader starts next on this thread
-/// whether its peer waits for an answer (the reader forgets it after that poll,
-/// [`forget_peer_not_waiting`]). A peer that only sent oneway requests and batches waits for nothing, so the
+/// Tells the read that a connection's reader starts next on this thread whether its peer waits
+/// for an answer. A peer that only sent oneway requests and batches waits for nothing, so the
 /// read is not watched when it finds nothing: a stream of oneways is read when epoll reports
 /// it, in larger pieces and without a thread polling the socket while the peer writes to it,
 /// which made an Ice client's oneways 4–10% slower. Twoway requests, replies, everything
@@ -293,16 +291,10 @@ pub(crate) fn peer_not_waiting(not_waiting: bool) {
     PEER_NOT_WAITING.with(|p| p.set(not_waiting));
 }
 
-/// Whether the read being polled may go unwatched ([`peer_not_waiting`]).
-pub(crate) fn peer_not_waiting_now() -> bool {
-    PEER_NOT_WAITING.with(|p| p.get())
-}
-
-/// Forgets the hint of [`peer_not_waiting`]: the reader that gave it calls this once the first
-/// poll of its read has returned, whatever the transport, so that the hint never reaches
-/// another connection's read (or a later poll of the same read, which is watched again).
-pub(crate) fn forget_peer_not_waiting() {
-    PEER_NOT_WAITING.with(|p| p.set(false));
+/// Whether the read starting now may go unwatched ([`peer_not_waiting`]); forgets it, so that
+/// it holds for one read only.
+pub(crate) fn take_peer_not_waiting() -> bool {
+    PEER_NOT_WAITING.with(|p| p.replace(false))
 }
 
 /// Called by a reader whose socket `fd` has nothing to read and that now waits with `waker`:

@@ -138,8 +138,8 @@ fn poll_read_watched(
     buf: &mut ReadBuf<'_>,
 ) -> Poll<io::Result<()>> {
     let fd = stream.as_raw_fd();
-    // Set by the connection's reader for the first poll of a read only.
-    let unwatched = super::busy_poll::peer_not_waiting_now();
+    // Taken by the first poll of a read, whatever comes of it.
+    let unwatched = super::busy_poll::take_peer_not_waiting();
     if buf.remaining() == 0 {
         return Poll::Ready(Ok(()));
     }
