@@ -4,7 +4,6 @@
 //! `#[path = ".../tests/support/etcd_cluster.rs"] mod etcd_cluster;`.
 #![allow(dead_code, unreachable_pub)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,8 +38,12 @@ impl Drop for EtcdCluster {
     }
 }
 
+#[path = "ports.rs"]
+pub mod ports;
+
+/// A port for a member (block 0 of `ports`).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    ports::unused_port(0)
 }
 
 fn spawn_etcd(args: &[String]) -> Member {

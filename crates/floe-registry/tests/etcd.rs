@@ -53,8 +53,44 @@ fn replica_of(endpoints: &str, port: u16, name: &str, extra: &[&str]) -> Server 
         "--Floe.Registry.Etcd.Timeout=20",
     ])
     .args(extra)
-    .stderr(Stdio::null());
+    // Each replica's log (its etcd traffic included) stays beside the test's data, for a
+    // failure to be read.
+    .env("RUST_LOG", "warn,floe_registry::etcd=debug")
+    .env("NO_COLOR", "1")
+    .stderr(replica_log(name, port));
     start_until(cmd, "ready")
+}
+
+thread_local! {
+    /// The logs of the replicas that this test started.
+    static REPLICA_LOGS: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The file that a replica's standard error goes to:
+/// `<CARGO_TARGET_TMPDIR>/etcd-replica-logs/<name>-<port>.log`. When the test fails, the
+/// end of each of its replicas' logs is printed with the failure.
+fn replica_log(name: &str, port: u16) -> Stdio {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            let _ = REPLICA_LOGS.try_with(|logs| {
+                for path in logs.borrow().iter() {
+                    let text = std::fs::read_to_string(path).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                    eprintln!("---- {} (last {} lines)\n{tail}", path.display(), lines.len().min(40));
+                }
+            });
+        }));
+    });
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("etcd-replica-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}-{port}.log"));
+    let file = std::fs::File::create(&path).unwrap();
+    REPLICA_LOGS.with(|logs| logs.borrow_mut().push(path));
+    Stdio::from(file)
 }
 
 /// A locator proxy listing the replicas on `ports`.

@@ -25,8 +25,9 @@ use floe_storm::store::Record;
 
 const INSTANCE: &str = "EtcdStorm";
 
+/// A port for a replica (block 1 of `ports`; the etcd cluster's members take block 0).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    etcd_cluster::ports::unused_port(1)
 }
 
 fn cluster(name: &str) -> EtcdCluster {

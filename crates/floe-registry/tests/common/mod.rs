@@ -3,15 +3,21 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A free port on the loopback interface.
+// The etcd test loads this file a second time through `etcd_cluster`; each copy hands out
+// ports of its own block.
+#[allow(clippy::duplicate_mod)]
+#[path = "../../../../tests/support/ports.rs"]
+mod ports;
+
+/// A free port on the loopback interface that no other server of this test program was given
+/// (block 1 of `ports`; the etcd cluster's members take block 0).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    ports::unused_port(1)
 }
 
 /// A child process killed when dropped; keeps what it printed.
