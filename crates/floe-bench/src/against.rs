@@ -39,8 +39,12 @@ const COUNTER_LIMIT: Duration = Duration::from_secs(60);
 /// Runs the workload against `proxy`; prints a `RESULT` line per test. Returns whether every
 /// test produced a value.
 pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str]) -> Result<bool, String> {
-    // floe's defaults: no property is set.
-    let communicator = Communicator::with_properties(Properties::new()).map_err(|e| e.to_string())?;
+    // floe's defaults: no property is set but those given with `--floe-property`.
+    let props = Properties::new();
+    for (name, value) in crate::floe_system::property_list() {
+        props.set(&name, &value);
+    }
+    let communicator = Communicator::with_properties(props).map_err(|e| e.to_string())?;
     let tester = TesterPrx::from_object(communicator.string_to_proxy(proxy).map_err(|e| e.to_string())?);
     let scale = if quick { 1 } else { 5 };
     // The workload runs as a task of the communicator's runtime, as async code using floe

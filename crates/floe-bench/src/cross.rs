@@ -108,6 +108,10 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
         Side::Floe => {
             let mut c = Command::new(floe_server);
             c.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
+            // `--floe-property` settings, as the server's own command-line properties.
+            for (name, value) in crate::floe_system::property_list() {
+                c.arg(format!("--{name}={value}"));
+            }
             c
         }
         Side::Ice => {
@@ -144,6 +148,7 @@ fn client(side: Side, port: u16, quick: bool, ice_dir: &Path) -> Result<Results,
         Side::Floe => {
             let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
             c.args(["--against", &proxy]);
+            crate::floe_system::forward_properties(&mut c);
             c
         }
         Side::Ice => {

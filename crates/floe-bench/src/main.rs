@@ -545,6 +545,10 @@ fn against_tests(args: &Args) -> Result<Vec<&'static str>, String> {
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     connections::raise_fd_limit();
+    if let Err(e) = floe_system::set_properties(&args.floe_properties) {
+        eprintln!("floe-bench: {e}");
+        return std::process::ExitCode::from(2);
+    }
     if let Some(proxy) = &args.against {
         let only = match against_tests(&args) {
             Ok(only) => only,
@@ -614,10 +618,6 @@ fn main() -> std::process::ExitCode {
                 std::process::ExitCode::from(2)
             }
         };
-    }
-    if let Err(e) = floe_system::set_properties(&args.floe_properties) {
-        eprintln!("floe-bench: {e}");
-        return std::process::ExitCode::from(2);
     }
     // The certificates of the ssl tests: a child process is given them; the parent leaves the
     // ssl tests out, with a note, when they are not there.

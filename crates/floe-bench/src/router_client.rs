@@ -50,6 +50,10 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 pub(crate) fn run(proxy: &str, router: Option<&str>, ms: u64, only: &[String]) -> Result<bool, String> {
     let props = Properties::new();
     props.set("Ice.MessageSizeMax", "100000");
+    // `--floe-property` settings (the router test forwards its own).
+    for (name, value) in crate::floe_system::property_list() {
+        props.set(&name, &value);
+    }
     if let Some(r) = router {
         props.set("Ice.Default.Router", r);
     }
