@@ -237,3 +237,20 @@ fn storm_gives_rates_and_latencies_for_floe_storm_and_icestorm() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--floe-property` reaches the communicator of floe's client in `--against` and
+/// `--router-client`: a value floe rejects stops it before it connects anywhere, with the
+/// property named.
+#[test]
+fn floe_properties_reach_the_against_and_router_clients() {
+    let exe = env!("CARGO_BIN_EXE_floe-bench");
+    for mode in ["--against", "--router-client"] {
+        let out = Command::new(exe)
+            .args([mode, "tester:tcp -h 127.0.0.1 -p 1", "--floe-property", "Floe.Runtime.BusyPoll=notanumber"])
+            .output()
+            .expect("floe-bench runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mode} ran with a property floe rejects");
+        assert!(stderr.contains("Floe.Runtime.BusyPoll"), "{mode}: {stderr}");
+    }
+}
