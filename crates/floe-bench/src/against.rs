@@ -41,9 +41,7 @@ const COUNTER_LIMIT: Duration = Duration::from_secs(60);
 pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str]) -> Result<bool, String> {
     // floe's defaults: no property is set but those given with `--floe-property`.
     let props = Properties::new();
-    for (name, value) in crate::floe_system::property_list() {
-        props.set(&name, &value);
-    }
+    crate::floe_system::apply_properties(&props);
     let communicator = Communicator::with_properties(props).map_err(|e| e.to_string())?;
     let tester = TesterPrx::from_object(communicator.string_to_proxy(proxy).map_err(|e| e.to_string())?);
     let scale = if quick { 1 } else { 5 };

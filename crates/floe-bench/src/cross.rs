@@ -109,9 +109,7 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
             let mut c = Command::new(floe_server);
             c.args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")]);
             // `--floe-property` settings, as the server's own command-line properties.
-            for (name, value) in crate::floe_system::property_list() {
-                c.arg(format!("--{name}={value}"));
-            }
+            crate::floe_system::forward_as_program_properties(&mut c);
             c
         }
         Side::Ice => {

@@ -111,9 +111,7 @@ fn properties(threads: Option<usize>) -> Properties {
         p.set("Ice.ACM.Timeout", "0");
         p.set("Ice.MessageSizeMax", "100000");
     }
-    for (name, value) in EXTRA_PROPERTIES.get().into_iter().flatten() {
-        p.set(name, value);
-    }
+    apply_properties(&p);
     p
 }
 
@@ -142,8 +140,23 @@ pub(crate) fn forward_properties(cmd: &mut std::process::Command) {
 }
 
 /// The `--floe-property` settings, as (name, value).
-pub(crate) fn property_list() -> Vec<(String, String)> {
-    EXTRA_PROPERTIES.get().into_iter().flatten().cloned().collect()
+fn property_list() -> impl Iterator<Item = &'static (String, String)> {
+    EXTRA_PROPERTIES.get().into_iter().flatten()
+}
+
+/// Sets this process's `--floe-property` settings on `props` (a floe communicator's).
+pub(crate) fn apply_properties(props: &Properties) {
+    for (name, value) in property_list() {
+        props.set(name, value);
+    }
+}
+
+/// Passes this process's `--floe-property` settings to a floe program (floe-interop-server,
+/// floe-router, floe-storm) as its own command-line properties, `--NAME=VALUE`.
+pub(crate) fn forward_as_program_properties(cmd: &mut std::process::Command) {
+    for (name, value) in property_list() {
+        cmd.arg(format!("--{name}={value}"));
+    }
 }
 
 /// Serves the benchmark interface on `port` (and over ssl on `ssl_port` if given) with

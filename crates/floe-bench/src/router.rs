@@ -145,9 +145,7 @@ fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), Strin
         Path3::Floe => {
             let mut c = Command::new(floe_router);
             // `--floe-property` settings apply to floe-router too.
-            for (name, value) in crate::floe_system::property_list() {
-                c.arg(format!("--{name}={value}"));
-            }
+            crate::floe_system::forward_as_program_properties(&mut c);
             c
         }
         Path3::Glacier2 => {

@@ -51,9 +51,7 @@ pub(crate) fn run(proxy: &str, router: Option<&str>, ms: u64, only: &[String]) -
     let props = Properties::new();
     props.set("Ice.MessageSizeMax", "100000");
     // `--floe-property` settings (the router test forwards its own).
-    for (name, value) in crate::floe_system::property_list() {
-        props.set(&name, &value);
-    }
+    crate::floe_system::apply_properties(&props);
     if let Some(r) = router {
         props.set("Ice.Default.Router", r);
     }

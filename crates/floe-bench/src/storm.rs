@@ -169,9 +169,7 @@ fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
         Service::Floe => {
             let mut c = Command::new(floe_storm_binary()?);
             // `--floe-property` settings apply to floe-storm too.
-            for (name, value) in crate::floe_system::property_list() {
-                c.arg(format!("--{name}={value}"));
-            }
+            crate::floe_system::forward_as_program_properties(&mut c);
             c
         }
         Service::Relay => return Err("the raw relay is no process".into()),
