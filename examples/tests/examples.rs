@@ -1,12 +1,16 @@
 //! Runs each example's server and client together and checks they finish successfully.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+#[path = "../../tests/support/ports.rs"]
+mod ports;
+
+/// A loopback port for an example's server: free now, never handed out before by this test
+/// program, and below the ephemeral range (`tests/support/ports.rs`, block 3).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    ports::unused_port(3)
 }
 
 fn run_pair(server: &str, server_args: &[&str], client: &str, client_args: &[&str]) -> String {

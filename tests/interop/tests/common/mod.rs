@@ -3,13 +3,18 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::Read;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free port on the loopback interface.
+#[path = "../../../support/ports.rs"]
+mod ports;
+
+/// A loopback port for a server a test starts, free now and never handed out before by this
+/// test program; from below the ephemeral range, so that no `bind(0)` or outgoing connection
+/// takes it before the server binds it (`tests/support/ports.rs`, block 2).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    ports::unused_port(2)
 }
 
 /// A child process killed when dropped.
