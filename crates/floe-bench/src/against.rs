@@ -36,26 +36,67 @@ pub(crate) const TESTS: &[(&str, &str)] = &[
 /// How long a counter may take to reach its count before the test fails.
 const COUNTER_LIMIT: Duration = Duration::from_secs(60);
 
+/// The tests to run, with their units: those of `only` in order or, `stepped`, those named
+/// on the lines of standard input until its end (after printing `warm`, which tells the
+/// benchmark driving this client that the warm-up is over); a name that is no test comes as
+/// `Err(name)`.
+pub(crate) fn steps<'a>(
+    stepped: bool,
+    only: &'a [&'static str],
+) -> Box<dyn Iterator<Item = Result<(&'static str, &'static str), String>> + 'a> {
+    let known = |asked: &str| TESTS.iter().find(|(name, _)| *name == asked).copied().ok_or_else(|| asked.to_string());
+    if stepped {
+        println!("warm");
+        Box::new(
+            std::io::stdin()
+                .lines()
+                .map_while(Result::ok)
+                .filter(|line| !line.trim().is_empty())
+                .map(move |line| known(line.trim())),
+        )
+    } else {
+        Box::new(only.iter().copied().map(known))
+    }
+}
+
+/// A test (or the warm-up) as a task for the communicator's runtime.
+type Step = std::pin::Pin<Box<dyn std::future::Future<Output = Result<f64, String>> + Send>>;
+
 /// Runs the workload against `proxy`; prints a `RESULT` line per test. Returns whether every
-/// test produced a value.
-pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str]) -> Result<bool, String> {
+/// test produced a value. With `stepped`, after the warm-up it prints `warm` and then runs each
+/// test named on a line of standard input, until the end of input, so that a benchmark can
+/// alternate clients test by test.
+pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str], stepped: bool) -> Result<bool, String> {
     // floe's defaults: no property is set but those given with `--floe-property`.
     let props = Properties::new();
     crate::floe_system::apply_properties(&props);
     let communicator = Communicator::with_properties(props).map_err(|e| e.to_string())?;
     let tester = TesterPrx::from_object(communicator.string_to_proxy(proxy).map_err(|e| e.to_string())?);
     let scale = if quick { 1 } else { 5 };
-    // The workload runs as a task of the communicator's runtime, as async code using floe
-    // does: awaited from this thread instead, every reply would wake this thread from the
-    // runtime's.
-    let only = only.to_vec();
-    let workload = communicator.runtime_handle().spawn(async move {
+    // Each step runs as a task of the communicator's runtime, as async code using floe does:
+    // awaited from this thread instead, every reply would wake this thread from the runtime's.
+    let handle = communicator.runtime_handle().clone();
+    let on_runtime = |step: Step| communicator.block_on(handle.spawn(step)).map_err(|e| e.to_string()).and_then(|r| r);
+    let warm = tester.clone();
+    let outcome = on_runtime(Box::pin(async move {
         for _ in 0..5_000 * scale {
-            tester.ping().await.map_err(|e| format!("warm-up: {e}"))?;
+            warm.ping().await.map_err(|e| format!("warm-up: {e}"))?;
         }
+        Ok(0.0)
+    }))
+    .map(|_| {
         let mut all_ok = true;
-        for (name, unit) in TESTS.iter().filter(|(name, _)| only.contains(name)) {
-            match one(&tester, name, scale).await {
+        for step in steps(stepped, only) {
+            let (name, unit) = match step {
+                Ok(test) => test,
+                Err(asked) => {
+                    all_ok = false;
+                    println!("RESULT {asked} error unknown test");
+                    continue;
+                }
+            };
+            let t = tester.clone();
+            match on_runtime(Box::pin(async move { one(&t, name, scale).await })) {
                 Ok(value) => println!("RESULT {name} {value:.2} {unit}"),
                 Err(e) => {
                     all_ok = false;
@@ -63,11 +104,10 @@ pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str]) -> Result<boo
                 }
             }
         }
-        Ok::<bool, String>(all_ok)
+        all_ok
     });
-    let all_ok = communicator.block_on(workload).map_err(|e| e.to_string()).and_then(|r| r);
     communicator.destroy_blocking();
-    all_ok
+    outcome
 }
 
 /// Megabits per second of `bytes` moved `calls` times in `secs`.

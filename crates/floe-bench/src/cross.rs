@@ -13,13 +13,17 @@
 //!   other work (`raw_tester.rs`), under Ice's client and against Ice's server, show how fast
 //!   each test can go when only the Ice peer works.
 //!
-//! Every client runs as a process of its own against servers that stay up for the whole
-//! stage, one pair after another in each round, rounds interleaved.
+//! Every client runs as a process of its own (`--stepped`) against servers that stay up for
+//! the whole stage: each warms up once, alone, and then runs the test it is told, so that the
+//! pairs take turns test by test (round 1 twoway for each pair, then oneway, …, then round 2).
+//! The figures compared in a ratio are thus taken seconds apart rather than a whole client run
+//! apart, and a slow phase of the host weighs on both sides of the ratio alike.
 
 use std::fmt::Write as _;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use crate::against::TESTS;
@@ -136,76 +140,126 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
     Ok(server)
 }
 
-/// A client's `RESULT` lines: each test's name with its value or its error.
-type Results = Vec<(String, Result<f64, String>)>;
-
-/// Runs one client against `port`; returns its `RESULT` values by test name.
-fn client(side: Side, port: u16, quick: bool, ice_dir: &Path) -> Result<Results, String> {
-    let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
-    let mut cmd = match side {
-        Side::Floe => {
-            let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-            c.args(["--against", &proxy]);
-            crate::floe_system::forward_properties(&mut c);
-            c
-        }
-        Side::Ice => {
-            let mut c = Command::new(ice_dir.join("ice-tester-client"));
-            crate::ice_malloc_env(&mut c);
-            c.arg(&proxy);
-            c
-        }
-        Side::Raw => {
-            let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-            c.args(["--raw-against", &port.to_string()]);
-            c
-        }
-    };
-    if quick {
-        cmd.arg("--quick");
-    }
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("cannot start the {} client: {e}", side.name()))?;
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let limit = Duration::from_secs(if quick { 180 } else { 900 });
-    let started = Instant::now();
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("the {} client did not finish within {limit:?}", side.name()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let text = reader.join().map_err(|_| "client output reader panicked")?;
-    let results: Results = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("RESULT "))
-        .filter_map(|l| {
-            let mut it = l.splitn(3, ' ');
-            let name = it.next()?.to_string();
-            let value = it.next()?;
-            Some(match value {
-                "error" => (name, Err(it.next().unwrap_or("").to_string())),
-                v => (name, v.parse::<f64>().map_err(|e| format!("{v:?}: {e}"))),
-            })
-        })
-        .collect();
-    if results.is_empty() {
-        return Err(format!("the {} client printed no RESULT line: {text:?}", side.name()));
-    }
-    Ok(results)
+/// A client that runs the tests it is told, one at a time (`--stepped`); killed when dropped.
+struct SteppedClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
 }
 
-/// The stage: `runs` rounds of the four pairs. Returns the series and notes on what failed.
+impl Drop for SteppedClient {
+    fn drop(&mut self) {
+        // The end of its input ends the client; one that does not end soon is killed.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Why a stepped client gave no value.
+enum StepError {
+    /// The test failed; the client goes on.
+    Test(String),
+    /// The client is gone or stuck; it gets no more tests.
+    Client(String),
+}
+
+impl SteppedClient {
+    /// Starts a `side` client against `port` and waits for the end of its warm-up.
+    fn start(side: Side, port: u16, quick: bool, ice_dir: &Path) -> Result<SteppedClient, String> {
+        let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
+        let mut cmd = match side {
+            Side::Floe => {
+                let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+                c.args(["--against", &proxy]);
+                crate::floe_system::forward_properties(&mut c);
+                c
+            }
+            Side::Ice => {
+                let mut c = Command::new(ice_dir.join("ice-tester-client"));
+                crate::ice_malloc_env(&mut c);
+                c.arg(&proxy);
+                c
+            }
+            Side::Raw => {
+                let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+                c.args(["--raw-against", &port.to_string()]);
+                c
+            }
+        };
+        cmd.arg("--stepped");
+        if quick {
+            cmd.arg("--quick");
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the {} client: {e}", side.name()))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = SteppedClient { child, stdin, lines };
+        let limit = Duration::from_secs(if quick { 120 } else { 600 });
+        let deadline = Instant::now() + limit;
+        loop {
+            match client.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line.trim() == "warm" => return Ok(client),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!("the {} client did not warm up within {limit:?}", side.name()))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = client.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                    return Err(format!("the {} client ended during its warm-up ({status})", side.name()));
+                }
+            }
+        }
+    }
+
+    /// Runs `test`; its value, or why there is none.
+    fn run(&mut self, test: &str, limit: Duration) -> Result<f64, StepError> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| StepError::Client("its input is closed".into()))?;
+        writeln!(stdin, "{test}")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| StepError::Client(format!("cannot tell it the test: {e}")))?;
+        let deadline = Instant::now() + limit;
+        loop {
+            let line = match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(StepError::Client(format!("no result within {limit:?}")));
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(StepError::Client("the client ended".into())),
+            };
+            let Some(result) = line.strip_prefix("RESULT ") else { continue };
+            let mut it = result.splitn(3, ' ');
+            if it.next() != Some(test) {
+                continue;
+            }
+            return match it.next() {
+                Some("error") => Err(StepError::Test(it.next().unwrap_or("").to_string())),
+                Some(v) => v.parse::<f64>().map_err(|e| StepError::Test(format!("{v:?}: {e}"))),
+                None => Err(StepError::Test(format!("a RESULT line without a value: {line:?}"))),
+            };
+        }
+    }
+}
+
+/// The stage: the six pairs' clients, warmed up one after the other, then `runs` rounds in
+/// which the pairs take turns at each test. Returns the series and notes on what failed.
 pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec<String>) {
     let mut notes = Vec::new();
     let mut series: Vec<Series> = Vec::new();
@@ -221,61 +275,60 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
             return (Vec::new(), notes);
         }
     };
-    let servers = [Side::Floe, Side::Ice, Side::Raw].map(|s| start(s, &floe_server, ice_dir).map_err(|e| (s, e)));
+    let servers = [Side::Floe, Side::Ice, Side::Raw].map(|s| start(s, &floe_server, ice_dir));
     let started = Instant::now();
-    for round in 0..runs {
-        for (client_side, server_side) in PAIRS {
-            let at = match server_side {
-                Side::Floe => 0,
-                Side::Ice => 1,
-                Side::Raw => 2,
-            };
-            let server = match &servers[at] {
-                Ok(s) => s,
-                Err((_, e)) => {
-                    if round == 0 {
-                        notes.push(format!("{} server: {e}", server_side.name()));
-                    }
-                    continue;
+    let mut clients: Vec<Option<SteppedClient>> = Vec::new();
+    for (client_side, server_side) in PAIRS {
+        let server = &servers[match server_side {
+            Side::Floe => 0,
+            Side::Ice => 1,
+            Side::Raw => 2,
+        }];
+        let client = match server {
+            Err(e) => {
+                let note = format!("{} server: {e}", server_side.name());
+                if !notes.contains(&note) {
+                    notes.push(note);
                 }
-            };
-            match client(client_side, server.port, quick, ice_dir) {
-                Ok(results) => {
-                    for (name, value) in results {
-                        match value {
-                            Ok(v) => {
-                                if let Some(s) = series
-                                    .iter_mut()
-                                    .find(|s| s.client == client_side && s.server == server_side && s.test == name)
-                                {
-                                    s.values.push(v);
-                                }
-                            }
-                            Err(e) => notes.push(format!(
-                                "{} client → {} server, {name}, round {}: {e}",
-                                client_side.name(),
-                                server_side.name(),
-                                round + 1
-                            )),
+                None
+            }
+            Ok(server) => match SteppedClient::start(client_side, server.port, quick, ice_dir) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    notes.push(format!("{} client → {} server: {e}", client_side.name(), server_side.name()));
+                    None
+                }
+            },
+        };
+        clients.push(client);
+    }
+    eprintln!("[{:>4.0}s] cross clients warmed up", started.elapsed().as_secs_f64());
+    let limit = Duration::from_secs(if quick { 120 } else { 300 });
+    for round in 0..runs {
+        for (test, _) in TESTS {
+            for (slot, (client_side, server_side)) in clients.iter_mut().zip(PAIRS) {
+                let Some(client) = slot.as_mut() else { continue };
+                let pair = format!("{} client → {} server", client_side.name(), server_side.name());
+                match client.run(test, limit) {
+                    Ok(v) => {
+                        if let Some(s) = series
+                            .iter_mut()
+                            .find(|s| s.client == client_side && s.server == server_side && s.test == *test)
+                        {
+                            s.values.push(v);
                         }
                     }
-                    eprintln!(
-                        "[{:>4.0}s] round {} cross {} client → {} server done",
-                        started.elapsed().as_secs_f64(),
-                        round + 1,
-                        client_side.name(),
-                        server_side.name()
-                    );
+                    Err(StepError::Test(e)) => notes.push(format!("{pair}, {test}, round {}: {e}", round + 1)),
+                    Err(StepError::Client(e)) => {
+                        notes.push(format!("{pair}, {test}, round {}: {e}; no more tests for it", round + 1));
+                        *slot = None;
+                    }
                 }
-                Err(e) => notes.push(format!(
-                    "{} client → {} server, round {}: {e}",
-                    client_side.name(),
-                    server_side.name(),
-                    round + 1
-                )),
             }
+            eprintln!("[{:>4.0}s] round {} cross {test} done", started.elapsed().as_secs_f64(), round + 1);
         }
     }
+    drop(clients);
     (series, notes)
 }
 
@@ -299,7 +352,7 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "each side alone: Interop::Tester ({} workload), client → server, medians of {runs} round(s)\n",
+        "each side alone: Interop::Tester ({} workload), client → server, medians of {runs} round(s), the pairs taking turns test by test\n",
         if quick { "quick" } else { "full" }
     );
     s.push_str(

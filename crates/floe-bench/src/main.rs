@@ -47,6 +47,7 @@ use tests::{every_test, Test};
 
 #[derive(Parser, Debug)]
 #[command(name = "floe-bench", about = "floe against a raw-socket baseline and ZeroC Ice C++, interleaved")]
+#[command(group(clap::ArgGroup::new("against_or_raw").args(["against", "raw_against"])))]
 struct Args {
     /// A short run (about 2 minutes): fewer runs, shorter measurements.
     #[arg(long)]
@@ -78,6 +79,11 @@ struct Args {
     /// test, `RESULT <name> <value> <unit>`; `--quick` for the short workload.
     #[arg(long, value_name = "PROXY")]
     against: Option<String>,
+    /// With --against: after the warm-up print `warm`, then run each test named on a line of
+    /// standard input (printing its `RESULT` line) until the end of input, so that a benchmark
+    /// can alternate several clients test by test.
+    #[arg(long, requires = "against_or_raw")]
+    stepped: bool,
     /// Internal: play the cross pairs' workload with the raw replay client against the Tester
     /// on this port (the client side of the caps).
     #[arg(long, hide = true, value_name = "PORT")]
@@ -557,7 +563,7 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(2);
             }
         };
-        return match against::run(proxy, args.quick, &only) {
+        return match against::run(proxy, args.quick, &only, args.stepped) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {
@@ -593,7 +599,7 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(2);
             }
         };
-        return match raw_tester::run(port, args.quick, &only) {
+        return match raw_tester::run(port, args.quick, &only, args.stepped) {
             Ok(true) => std::process::ExitCode::SUCCESS,
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {

@@ -25,7 +25,6 @@ use floe::encoding::{Encode, Encoder, EncodingVersion, Identity};
 use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 
-use crate::against::TESTS;
 use crate::raw::{reply_ok, Cursor};
 
 /// The reply payload (encapsulation contents) of a `recv*` operation for `param`, as Test.ice
@@ -229,7 +228,9 @@ fn mbits(calls: usize, bytes: usize, secs: f64) -> f64 {
 
 /// Plays the `--against` workload against the Tester on `port` with pre-encoded messages;
 /// prints a `RESULT` line per test. Returns whether every test produced a value.
-pub(crate) fn run(port: u16, quick: bool, only: &[&'static str]) -> std::io::Result<bool> {
+/// With `stepped`, after the warm-up it prints `warm` and then plays each test named on a line
+/// of standard input, until the end of input (as `--against --stepped` does).
+pub(crate) fn run(port: u16, quick: bool, only: &[&'static str], stepped: bool) -> std::io::Result<bool> {
     let scale = if quick { 1 } else { 5 };
     let mut c = Conn::open(port)?;
     let ping = request(1, "ping", |_| {});
@@ -237,7 +238,15 @@ pub(crate) fn run(port: u16, quick: bool, only: &[&'static str]) -> std::io::Res
         c.call(&ping)?;
     }
     let mut all_ok = true;
-    for (name, unit) in TESTS.iter().filter(|(name, _)| only.contains(name)) {
+    for step in crate::against::steps(stepped, only) {
+        let (name, unit) = match step {
+            Ok(test) => test,
+            Err(asked) => {
+                all_ok = false;
+                println!("RESULT {asked} error unknown test");
+                continue;
+            }
+        };
         match one(&mut c, name, scale) {
             Ok(v) => println!("RESULT {name} {v:.2} {unit}"),
             Err(e) => {

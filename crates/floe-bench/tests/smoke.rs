@@ -254,3 +254,51 @@ fn floe_properties_reach_the_against_and_router_clients() {
         assert!(stderr.contains("Floe.Runtime.BusyPoll"), "{mode}: {stderr}");
     }
 }
+
+/// `--stepped`, as the cross stage drives floe's and the raw client: after the warm-up the
+/// client says `warm`, runs each test named on a line of its input (an unknown name gets an
+/// error line, and the client goes on), and ends with its input, failing if a test failed.
+#[test]
+fn stepped_clients_run_the_tests_named_on_their_input() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    let server_exe = exe.with_file_name("floe-interop-server");
+    assert!(server_exe.exists(), "{} is not built (cargo test --workspace builds it)", server_exe.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(&server_exe)
+        .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("floe-interop-server starts");
+    let mut ready = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert!(ready.contains("ready"), "{ready:?}");
+    let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
+    let port_arg = port.to_string();
+    for args in [["--against", proxy.as_str()], ["--raw-against", port_arg.as_str()]] {
+        let mut client = Command::new(exe)
+            .args(args)
+            .args(["--quick", "--stepped"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("floe-bench runs");
+        let mut lines = BufReader::new(client.stdout.take().unwrap()).lines().map_while(Result::ok);
+        assert_eq!(lines.next().as_deref(), Some("warm"), "{args:?}");
+        let mut input = client.stdin.take().unwrap();
+        writeln!(input, "twoway").unwrap();
+        let twoway = lines.next().unwrap_or_default();
+        assert!(twoway.starts_with("RESULT twoway ") && twoway.ends_with(" calls/s"), "{args:?}: {twoway}");
+        writeln!(input, "\nno_such_test\nbytes_recv").unwrap();
+        drop(input);
+        let rest: Vec<String> = lines.collect();
+        assert_eq!(rest.len(), 2, "{args:?}: {rest:?}");
+        assert_eq!(rest[0], "RESULT no_such_test error unknown test", "{args:?}");
+        assert!(rest[1].starts_with("RESULT bytes_recv ") && rest[1].ends_with(" Mbit/s"), "{args:?}: {rest:?}");
+        // The unknown test counts as a failure.
+        assert_eq!(client.wait().unwrap().code(), Some(1), "{args:?}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -1,9 +1,12 @@
 // ZeroC Ice 3.7 C++11 benchmark client for any server implementing Interop::Tester
 // (tests/interop/Test.ice).
-// Usage: ice-tester-client <proxy-string> [--quick] [--Ice.Prop=value ...]
+// Usage: ice-tester-client <proxy-string> [--quick] [--stepped] [--Ice.Prop=value ...]
 // Runs a fixed workload and prints one line per test: "RESULT <name> <value> <unit>", or
 // "RESULT <name> error <what>". Exits 0 when every test produced a value, 1 otherwise.
 // Without --quick every call count is 5 times the one below (sizes per call stay the same).
+// With --stepped it warms up, prints "warm", then runs each test named on a line of its
+// standard input (printing its RESULT line) until end of input, so that a benchmark can
+// alternate clients test by test.
 #include <Ice/Ice.h>
 #include <Test.h>
 
@@ -30,6 +33,9 @@ using TesterHandle = shared_ptr<TesterPrx>;
 
 bool allProduced = true;
 
+// With --stepped, the one test to run next; empty: every selected test.
+string steppedTest;
+
 double secondsSince(Clock::time_point start)
 {
     return chrono::duration<double>(Clock::now() - start).count();
@@ -51,6 +57,10 @@ string oneLine(string s)
 // Whether `name` is among the tests of ICE_TESTER_TESTS (comma-separated); all when unset.
 bool selected(const string& name)
 {
+    if(!steppedTest.empty())
+    {
+        return name == steppedTest;
+    }
     const char* list = getenv("ICE_TESTER_TESTS");
     if(list == nullptr || *list == '\0')
     {
@@ -123,7 +133,12 @@ struct Window
     exception_ptr failure;
 };
 
-void runAll(const TesterHandle& t, int scale)
+// The names of the tests, in the order runTests runs them.
+const char* const testNames[] = {"twoway", "oneway", "batch_oneway", "ami", "bytes_send",
+                                 "bytes_recv", "fixed_send", "fixed_recv", "sd_send", "sd_recv"};
+
+// 5,000 pings (times scale) before any test. Returns whether they all succeeded.
+bool warmUp(const TesterHandle& t, int scale)
 {
     const int warmup = 5000 * scale;
     try
@@ -132,13 +147,19 @@ void runAll(const TesterHandle& t, int scale)
         {
             t->ping();
         }
+        return true;
     }
     catch(const exception& e)
     {
         allProduced = false;
         cerr << "ice-tester-client: warm-up failed: " << oneLine(e.what()) << endl;
+        return false;
     }
+}
 
+// Runs the selected tests (see selected), each printing its RESULT line.
+void runTests(const TesterHandle& t, int scale)
+{
     runTest("twoway", "calls/s", [&] {
         const int n = 10000 * scale;
         auto start = Clock::now();
@@ -329,12 +350,17 @@ int main(int argc, char* argv[])
         init.properties = Ice::createProperties(argc, argv); // takes the --Ice.* arguments out of argv
         string proxy;
         bool quick = false;
+        bool stepped = false;
         for(int i = 1; i < argc; ++i)
         {
             string a = argv[i];
             if(a == "--quick")
             {
                 quick = true;
+            }
+            else if(a == "--stepped")
+            {
+                stepped = true;
             }
             else if(proxy.empty() && a.compare(0, 2, "--") != 0)
             {
@@ -348,7 +374,7 @@ int main(int argc, char* argv[])
         }
         if(proxy.empty())
         {
-            cerr << "usage: ice-tester-client <proxy-string> [--quick] [--Ice.Prop=value ...]" << endl;
+            cerr << "usage: ice-tester-client <proxy-string> [--quick] [--stepped] [--Ice.Prop=value ...]" << endl;
             return 2;
         }
         if(init.properties->getProperty("Ice.MessageSizeMax").empty())
@@ -363,7 +389,41 @@ int main(int argc, char* argv[])
             cerr << "ice-tester-client: null proxy" << endl;
             return 1;
         }
-        runAll(tester, quick ? 1 : 5);
+        const int scale = quick ? 1 : 5;
+        if(!stepped)
+        {
+            warmUp(tester, scale);
+            runTests(tester, scale);
+        }
+        else
+        {
+            if(!warmUp(tester, scale))
+            {
+                return 1;
+            }
+            cout << "warm" << endl;
+            string line;
+            while(getline(cin, line))
+            {
+                if(line.empty())
+                {
+                    continue;
+                }
+                bool known = false;
+                for(const char* name : testNames)
+                {
+                    known = known || line == name;
+                }
+                if(!known)
+                {
+                    allProduced = false;
+                    cout << "RESULT " << line << " error unknown test" << endl;
+                    continue;
+                }
+                steppedTest = line;
+                runTests(tester, scale);
+            }
+        }
     }
     catch(const exception& e)
     {
