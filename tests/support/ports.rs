@@ -10,7 +10,10 @@
 //! `connect` never take, from a counter, so that one process never hands the same port out
 //! twice; a port some other program holds is skipped. Included with
 //! `#[path = ".../tests/support/ports.rs"] mod ports;`. Blocks taken: 0 the etcd cluster
-//! (`etcd_cluster.rs`), 1 floe-registry's tests, 2 the interop tests, 3 the examples' test.
+//! (`etcd_cluster.rs`), 1 floe-registry's tests and floe-storm's etcd test, 2 the interop
+//! tests, 3 the examples' test, 4 floe-bench's smoke tests. The conformance runner
+//! (`tests/conformance/tests/runner`) counts its own port ranges up from 15010, across blocks
+//! 3 and up: test programs run one after another (`scripts/test`), so they never meet.
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::TcpListener;

@@ -55,7 +55,8 @@ pub(crate) fn steps<'a>(
                 .map(move |line| known(line.trim())),
         )
     } else {
-        Box::new(only.iter().copied().map(known))
+        // In the order of TESTS, each test once.
+        Box::new(TESTS.iter().filter(|(name, _)| only.contains(name)).copied().map(Ok))
     }
 }
 

@@ -15,7 +15,8 @@
 //!
 //! Every client runs as a process of its own (`--stepped`) against servers that stay up for
 //! the whole stage: each warms up once, alone, and then runs the test it is told, so that the
-//! pairs take turns test by test (round 1 twoway for each pair, then oneway, …, then round 2).
+//! pairs take turns test by test (round 1 twoway for each pair, then oneway, …, then round 2,
+//! which takes the pairs in the reverse order).
 //! The figures compared in a ratio are thus taken seconds apart rather than a whole client run
 //! apart, and a slow phase of the host weighs on both sides of the ratio alike.
 
@@ -145,7 +146,12 @@ struct SteppedClient {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// The last lines it printed that were not the awaited one, for the notes on a failure.
+    skipped: Vec<String>,
 }
+
+/// How many of a client's other lines a failure note quotes.
+const QUOTED_LINES: usize = 3;
 
 impl Drop for SteppedClient {
     fn drop(&mut self) {
@@ -205,27 +211,67 @@ impl SteppedClient {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
+            // Line by line until the end of its output (or a read error); bytes that are not
+            // UTF-8 do not end the reading.
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+                let text = String::from_utf8_lossy(&line).trim_end_matches(['\r', '\n']).to_string();
+                line.clear();
+                if tx.send(text).is_err() {
                     break;
                 }
             }
         });
-        let mut client = SteppedClient { child, stdin, lines };
+        // Killed when dropped, on the error paths too.
+        let mut client = SteppedClient { child, stdin, lines, skipped: Vec::new() };
         let limit = Duration::from_secs(if quick { 120 } else { 600 });
         let deadline = Instant::now() + limit;
         loop {
             match client.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(line) if line.trim() == "warm" => return Ok(client),
-                Ok(_) => {}
+                Ok(line) => client.skip(line),
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!("the {} client did not warm up within {limit:?}", side.name()))
+                    return Err(format!(
+                        "the {} client did not warm up within {limit:?}{}",
+                        side.name(),
+                        client.last_words()
+                    ))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    let status = client.child.wait().map(|s| s.to_string()).unwrap_or_default();
-                    return Err(format!("the {} client ended during its warm-up ({status})", side.name()));
+                    return Err(format!(
+                        "the {} client's output ended during its warm-up{}",
+                        side.name(),
+                        client.last_words()
+                    ));
                 }
             }
+        }
+    }
+
+    /// Keeps one of the lines that were not awaited.
+    fn skip(&mut self, line: String) {
+        if self.skipped.len() == QUOTED_LINES {
+            self.skipped.remove(0);
+        }
+        self.skipped.push(line);
+    }
+
+    /// The client's exit status if it ended (waiting for it briefly) and its last other lines.
+    fn last_words(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break format!("; it exited: {status}"),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) => break "; it is still running".to_string(),
+                Err(e) => break format!("; its status is unknown: {e}"),
+            }
+        };
+        if self.skipped.is_empty() {
+            status
+        } else {
+            format!("{status}; it last printed {:?}", self.skipped)
         }
     }
 
@@ -240,13 +286,19 @@ impl SteppedClient {
             let line = match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(StepError::Client(format!("no result within {limit:?}")));
+                    return Err(StepError::Client(format!("no result within {limit:?}{}", self.last_words())));
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(StepError::Client("the client ended".into())),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(StepError::Client(format!("its output ended{}", self.last_words())))
+                }
             };
-            let Some(result) = line.strip_prefix("RESULT ") else { continue };
+            let Some(result) = line.strip_prefix("RESULT ") else {
+                self.skip(line);
+                continue;
+            };
             let mut it = result.splitn(3, ' ');
             if it.next() != Some(test) {
+                self.skip(line);
                 continue;
             }
             return match it.next() {
@@ -306,7 +358,12 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
     let limit = Duration::from_secs(if quick { 120 } else { 300 });
     for round in 0..runs {
         for (test, _) in TESTS {
-            for (slot, (client_side, server_side)) in clients.iter_mut().zip(PAIRS) {
+            // Odd rounds take the pairs in reverse, so that no pair always follows the same one.
+            let mut turns: Vec<(&mut Option<SteppedClient>, (Side, Side))> = clients.iter_mut().zip(PAIRS).collect();
+            if round % 2 == 1 {
+                turns.reverse();
+            }
+            for (slot, (client_side, server_side)) in turns {
                 let Some(client) = slot.as_mut() else { continue };
                 let pair = format!("{} client → {} server", client_side.name(), server_side.name());
                 match client.run(test, limit) {

@@ -79,9 +79,9 @@ struct Args {
     /// test, `RESULT <name> <value> <unit>`; `--quick` for the short workload.
     #[arg(long, value_name = "PROXY")]
     against: Option<String>,
-    /// With --against: after the warm-up print `warm`, then run each test named on a line of
-    /// standard input (printing its `RESULT` line) until the end of input, so that a benchmark
-    /// can alternate several clients test by test.
+    /// With --against (or the internal --raw-against): after the warm-up print `warm`, then
+    /// run each test named on a line of standard input (printing its `RESULT` line) until the
+    /// end of input, so that a benchmark can alternate several clients test by test.
     #[arg(long, requires = "against_or_raw")]
     stepped: bool,
     /// Internal: play the cross pairs' workload with the raw replay client against the Tester

@@ -4,6 +4,9 @@
 
 use std::process::Command;
 
+#[path = "../../../tests/support/ports.rs"]
+mod ports;
+
 #[test]
 fn quick_run_produces_a_table_and_json() {
     let dir = std::env::temp_dir().join(format!("floe-bench-smoke-{}", std::process::id()));
@@ -261,44 +264,73 @@ fn floe_properties_reach_the_against_and_router_clients() {
 #[test]
 fn stepped_clients_run_the_tests_named_on_their_input() {
     use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
+    use std::process::{Child, Stdio};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A child process killed when dropped, so that a failed assertion leaves none behind.
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    /// The lines a child prints, each awaited for at most a minute.
+    fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+    let next = |rx: &mpsc::Receiver<String>| rx.recv_timeout(Duration::from_secs(60)).ok();
+
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
     let server_exe = exe.with_file_name("floe-interop-server");
     assert!(server_exe.exists(), "{} is not built (cargo test --workspace builds it)", server_exe.display());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = Command::new(&server_exe)
-        .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("floe-interop-server starts");
-    let mut ready = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    let port = ports::unused_port(4);
+    let mut server = Killed(
+        Command::new(&server_exe)
+            .args(["--endpoints", &format!("tcp -h 127.0.0.1 -p {port}")])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("floe-interop-server starts"),
+    );
+    let server_lines = lines_of(&mut server.0);
+    let ready = next(&server_lines).unwrap_or_default();
     assert!(ready.contains("ready"), "{ready:?}");
     let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
     let port_arg = port.to_string();
     for args in [["--against", proxy.as_str()], ["--raw-against", port_arg.as_str()]] {
-        let mut client = Command::new(exe)
-            .args(args)
-            .args(["--quick", "--stepped"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("floe-bench runs");
-        let mut lines = BufReader::new(client.stdout.take().unwrap()).lines().map_while(Result::ok);
-        assert_eq!(lines.next().as_deref(), Some("warm"), "{args:?}");
-        let mut input = client.stdin.take().unwrap();
+        let mut client = Killed(
+            Command::new(exe)
+                .args(args)
+                .args(["--quick", "--stepped"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("floe-bench runs"),
+        );
+        let lines = lines_of(&mut client.0);
+        assert_eq!(next(&lines).as_deref(), Some("warm"), "{args:?}");
+        let mut input = client.0.stdin.take().unwrap();
         writeln!(input, "twoway").unwrap();
-        let twoway = lines.next().unwrap_or_default();
+        let twoway = next(&lines).unwrap_or_default();
         assert!(twoway.starts_with("RESULT twoway ") && twoway.ends_with(" calls/s"), "{args:?}: {twoway}");
         writeln!(input, "\nno_such_test\nbytes_recv").unwrap();
         drop(input);
-        let rest: Vec<String> = lines.collect();
-        assert_eq!(rest.len(), 2, "{args:?}: {rest:?}");
-        assert_eq!(rest[0], "RESULT no_such_test error unknown test", "{args:?}");
-        assert!(rest[1].starts_with("RESULT bytes_recv ") && rest[1].ends_with(" Mbit/s"), "{args:?}: {rest:?}");
-        // The unknown test counts as a failure.
-        assert_eq!(client.wait().unwrap().code(), Some(1), "{args:?}");
+        let unknown = next(&lines).unwrap_or_default();
+        assert_eq!(unknown, "RESULT no_such_test error unknown test", "{args:?}");
+        let bytes = next(&lines).unwrap_or_default();
+        assert!(bytes.starts_with("RESULT bytes_recv ") && bytes.ends_with(" Mbit/s"), "{args:?}: {bytes}");
+        // Nothing more, and the unknown test counts as a failure.
+        assert_eq!(next(&lines), None, "{args:?}");
+        assert_eq!(client.0.wait().unwrap().code(), Some(1), "{args:?}");
     }
-    let _ = server.kill();
-    let _ = server.wait();
 }

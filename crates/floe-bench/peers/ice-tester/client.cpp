@@ -405,6 +405,9 @@ int main(int argc, char* argv[])
             string line;
             while(getline(cin, line))
             {
+                // Surrounding blanks (a "\r" of CRLF input among them) are not part of the name.
+                const auto first = line.find_first_not_of(" \t\r");
+                line = first == string::npos ? string() : line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
                 if(line.empty())
                 {
                     continue;
