@@ -60,6 +60,12 @@ pub(crate) fn steps<'a>(
     }
 }
 
+/// The test of a step of [`steps`], or `None` once the `RESULT` line of an unknown name is
+/// printed (the caller counts it as a failed test).
+pub(crate) fn known_step(step: Result<(&'static str, &'static str), String>) -> Option<(&'static str, &'static str)> {
+    step.map_err(|asked| println!("RESULT {asked} error unknown test")).ok()
+}
+
 /// A test (or the warm-up) as a task for the communicator's runtime.
 type Step = std::pin::Pin<Box<dyn std::future::Future<Output = Result<f64, String>> + Send>>;
 
@@ -88,13 +94,9 @@ pub(crate) fn run(proxy: &str, quick: bool, only: &[&'static str], stepped: bool
     .map(|_| {
         let mut all_ok = true;
         for step in steps(stepped, only) {
-            let (name, unit) = match step {
-                Ok(test) => test,
-                Err(asked) => {
-                    all_ok = false;
-                    println!("RESULT {asked} error unknown test");
-                    continue;
-                }
+            let Some((name, unit)) = known_step(step) else {
+                all_ok = false;
+                continue;
             };
             let t = tester.clone();
             match on_runtime(Box::pin(async move { one(&t, name, scale).await })) {

@@ -239,13 +239,9 @@ pub(crate) fn run(port: u16, quick: bool, only: &[&'static str], stepped: bool) 
     }
     let mut all_ok = true;
     for step in crate::against::steps(stepped, only) {
-        let (name, unit) = match step {
-            Ok(test) => test,
-            Err(asked) => {
-                all_ok = false;
-                println!("RESULT {asked} error unknown test");
-                continue;
-            }
+        let Some((name, unit)) = crate::against::known_step(step) else {
+            all_ok = false;
+            continue;
         };
         match one(&mut c, name, scale) {
             Ok(v) => println!("RESULT {name} {v:.2} {unit}"),
