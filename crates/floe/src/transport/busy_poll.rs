@@ -175,6 +175,12 @@ impl Watch {
         // A plain load first: the usual answer is no, and a load costs less than a swap.
         self.readable.load(Ordering::Relaxed) && self.readable.swap(false, Ordering::Relaxed)
     }
+
+    /// Marks the socket as seen readable, as a spin does.
+    #[cfg(test)]
+    pub(crate) fn mark_readable(&self) {
+        self.readable.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A reader waiting for its socket.

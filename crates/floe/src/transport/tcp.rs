@@ -143,8 +143,11 @@ fn poll_read_watched(
     if buf.remaining() == 0 {
         return Poll::Ready(Ok(()));
     }
-    if watch.as_ref().is_some_and(|w| w.take_readable()) {
-        // A spin saw data: read it now, whatever tokio's readiness says yet.
+    // A spin saw data: read it now, even before tokio has seen the socket's event. When tokio
+    // has seen it meanwhile (the runtime polled its events before running this task), the read
+    // below goes through tokio, so that a read that drains the socket clears the readiness:
+    // read directly, the event would make the next read a `read` that can only fail with EAGAIN.
+    if watch.as_ref().is_some_and(|w| w.take_readable()) && stream.poll_read_ready(cx)?.is_pending() {
         match read_into(fd, buf) {
             Ok(_) => return Poll::Ready(Ok(())),
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
@@ -276,4 +279,69 @@ pub async fn accept(listener: &TcpListener) -> std::io::Result<(TransportStream,
 /// ([`super::accept_layers`]).
 pub async fn accept_stream(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
     listener.accept().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tokio::io::AsyncWriteExt;
+
+    /// A connected pair: the reading side as a [`TcpRead`] whose socket a spin saw readable,
+    /// and the peer's stream.
+    async fn watched_pair() -> (TcpRead, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (ours, _) = listener.accept().await.unwrap();
+        let (half, _write) = ours.into_split();
+        // The write half is dropped: reading needs only the read half (a dropped
+        // `OwnedWriteHalf` shuts down writing, which does not affect reading).
+        let watch = Arc::new(super::super::busy_poll::Watch::default());
+        watch.mark_readable();
+        (TcpRead { half, watch: Some(watch) }, peer)
+    }
+
+    fn poll_once(read: &mut TcpRead, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        Pin::new(read).poll_read(&mut cx, buf)
+    }
+
+    fn readiness_pending(read: &TcpRead) -> bool {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        matches!(read.half.as_ref().poll_read_ready(&mut cx), Poll::Pending)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn data_a_spin_saw_is_read_before_tokio_sees_its_event() {
+        let (mut read, mut peer) = watched_pair().await;
+        // Nothing yields between the write and the read: the runtime has not polled its
+        // events, so tokio does not know yet that the socket is readable.
+        peer.write_all(b"hello").await.unwrap();
+        let mut storage = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut storage);
+        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
+        assert_eq!(buf.filled(), b"hello");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_draining_read_clears_the_readiness_tokio_has_seen() {
+        let (mut read, mut peer) = watched_pair().await;
+        peer.write_all(b"hello").await.unwrap();
+        // The runtime sees the socket's event before the reader runs.
+        read.half.readable().await.unwrap();
+        let mut storage = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut storage);
+        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
+        assert_eq!(buf.filled(), b"hello");
+        // The socket is drained and tokio knows it: the next read waits for a new event
+        // instead of first calling read(2) for an EAGAIN.
+        assert!(readiness_pending(&read));
+        // New data raises a new event and is read.
+        peer.write_all(b"again").await.unwrap();
+        read.half.readable().await.unwrap();
+        let mut storage = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut storage);
+        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
+        assert_eq!(buf.filled(), b"again");
+    }
 }
