@@ -12,8 +12,11 @@
 //! `#[path = ".../tests/support/ports.rs"] mod ports;`. Blocks taken: 0 the etcd cluster
 //! (`etcd_cluster.rs`), 1 floe-registry's tests and floe-storm's etcd test, 2 the interop
 //! tests, 3 the examples' test, 4 floe-bench's smoke tests. The conformance runner
-//! (`tests/conformance/tests/runner`) counts its own port ranges up from 15010, across blocks
-//! 3 and up: test programs run one after another (`scripts/test`), so they never meet.
+//! (`tests/conformance/tests/runner`, used by every conformance test program, the wire tests
+//! too) counts its own port ranges up from 15010, across blocks 3 and up: test programs run
+//! one after another (`scripts/test`), so they never meet. floe-bench takes the ports of the
+//! servers it starts from the 2,000 just below the ephemeral range, above all of these
+//! (`crates/floe-bench/src/ports.rs`).
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::TcpListener;

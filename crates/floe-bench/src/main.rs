@@ -10,6 +10,7 @@ mod cross;
 mod floe_system;
 mod locate;
 mod pipeline;
+mod ports;
 mod raw;
 mod raw_tester;
 mod report;
@@ -191,8 +192,9 @@ impl Drop for Server {
     }
 }
 
+/// A loopback port for a server floe-bench starts (`ports`).
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+    ports::free_port()
 }
 
 /// Starts `system`'s benchmark server; `scale` starts the one of the `connections` test

@@ -13,6 +13,8 @@ use floe::protocol::request::{encode_request, RequestPrefix};
 use floe::protocol::{OperationMode, ReplyBody};
 use floe::{Communicator, Identity};
 
+mod runner;
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
@@ -25,7 +27,9 @@ struct Server {
 
 impl Server {
     fn start(binary: &str, extra: &[&str]) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        // A range of ports free now, below the ephemeral range, that no other test of this
+        // program is handed (the test server listens on the first).
+        let port = runner::port_base(10);
         let mut child = Command::new(binary)
             .args(["--Ice.Default.Host=127.0.0.1", "--Ice.PrintAdapterReady=1"])
             .arg(format!("--Test.BasePort={port}"))
