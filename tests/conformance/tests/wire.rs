@@ -13,6 +13,8 @@ use floe::protocol::request::{encode_request, RequestPrefix};
 use floe::protocol::{OperationMode, ReplyBody};
 use floe::{Communicator, Identity};
 
+// Only its port ranges are used here.
+#[allow(unused_macros)]
 mod runner;
 
 fn hex(s: &str) -> Vec<u8> {
