@@ -145,13 +145,17 @@ fn poll_read_watched(
     }
     // A spin saw data: read it now, even before tokio has seen the socket's event. When tokio
     // has seen it meanwhile (the runtime polled its events before running this task), the read
-    // below goes through tokio, so that a read that drains the socket clears the readiness:
-    // read directly, the event would make the next read a `read` that can only fail with EAGAIN.
-    if watch.as_ref().is_some_and(|w| w.take_readable()) && stream.poll_read_ready(cx)?.is_pending() {
-        match read_into(fd, buf) {
-            Ok(_) => return Poll::Ready(Ok(())),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-            Err(e) => return Poll::Ready(Err(e)),
+    // goes through tokio, so that a read that drains the socket clears the readiness: read
+    // directly, the event would make the next read a `read` that can only fail with EAGAIN.
+    if watch.as_ref().is_some_and(|w| w.take_readable()) {
+        match read_if_ready(stream, fd, buf) {
+            TokioRead::Done(result) => return Poll::Ready(result),
+            TokioRead::NotReady => match read_into(fd, buf) {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            },
+            TokioRead::Again => {}
         }
     }
     loop {
@@ -161,23 +165,44 @@ fn poll_read_watched(
             }
             return Poll::Pending;
         }
-        let cap = buf.remaining();
-        let mut got = 0usize;
-        let result = stream.try_io(Interest::READABLE, || {
-            got = read_into(fd, buf)?;
-            if got > 0 && got < cap {
-                // Drained: report "would block" so that readiness is cleared; the bytes
-                // read stay in `buf`.
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            Ok(())
-        });
-        match result {
-            Ok(()) => return Poll::Ready(Ok(())),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Poll::Ready(Ok(())),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-            Err(e) => return Poll::Ready(Err(e)),
+        if let TokioRead::Done(result) = read_if_ready(stream, fd, buf) {
+            return Poll::Ready(result);
         }
+    }
+}
+
+/// What a read through tokio's readiness came to.
+enum TokioRead {
+    /// Bytes were read, the stream ended, or the read failed.
+    Done(io::Result<()>),
+    /// tokio does not know the socket to be readable: nothing was read.
+    NotReady,
+    /// The read found nothing (tokio's readiness is cleared) or was interrupted.
+    Again,
+}
+
+/// One `read(2)` from `fd` into `buf` if tokio knows `stream` to be readable. A read that
+/// returns fewer bytes than there was room for has drained the socket and clears tokio's
+/// readiness, as one that fails with EAGAIN does.
+fn read_if_ready(stream: &TcpStream, fd: std::os::fd::RawFd, buf: &mut ReadBuf<'_>) -> TokioRead {
+    let cap = buf.remaining();
+    let (mut tried, mut got) = (false, 0usize);
+    let result = stream.try_io(Interest::READABLE, || {
+        tried = true;
+        got = read_into(fd, buf)?;
+        if got > 0 && got < cap {
+            // Drained: report "would block" so that readiness is cleared; the bytes read
+            // stay in `buf`.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => TokioRead::Done(Ok(())),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => TokioRead::Done(Ok(())),
+        Err(_) if !tried => TokioRead::NotReady,
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => TokioRead::Again,
+        Err(e) => TokioRead::Done(Err(e)),
     }
 }
 
@@ -284,16 +309,18 @@ pub async fn accept_stream(listener: &TcpListener) -> std::io::Result<(TcpStream
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::sync::Arc;
-    use tokio::io::AsyncWriteExt;
 
     /// A connected pair: the reading side as a [`TcpRead`] whose socket a spin saw readable,
-    /// and the peer's stream.
-    async fn watched_pair() -> (TcpRead, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let peer = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let (ours, _) = listener.accept().await.unwrap();
-        let (half, _write) = ours.into_split();
+    /// and the peer's stream, a blocking std one, so that writing to it never lets the
+    /// runtime poll its events.
+    fn watched_pair() -> (TcpRead, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let (half, _write) = TcpStream::from_std(ours).unwrap().into_split();
         // The write half is dropped: reading needs only the read half (a dropped
         // `OwnedWriteHalf` shuts down writing, which does not affect reading).
         let watch = Arc::new(super::super::busy_poll::Watch::default());
@@ -306,6 +333,14 @@ mod tests {
         Pin::new(read).poll_read(&mut cx, buf)
     }
 
+    /// Polls one read into a 64-byte buffer; the bytes it read, which must be some.
+    fn read_now(read: &mut TcpRead) -> Vec<u8> {
+        let mut storage = [0u8; 64];
+        let mut buf = ReadBuf::new(&mut storage);
+        assert!(matches!(poll_once(read, &mut buf), Poll::Ready(Ok(()))));
+        buf.filled().to_vec()
+    }
+
     fn readiness_pending(read: &TcpRead) -> bool {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         matches!(read.half.as_ref().poll_read_ready(&mut cx), Poll::Pending)
@@ -313,35 +348,27 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn data_a_spin_saw_is_read_before_tokio_sees_its_event() {
-        let (mut read, mut peer) = watched_pair().await;
+        let (mut read, mut peer) = watched_pair();
         // Nothing yields between the write and the read: the runtime has not polled its
         // events, so tokio does not know yet that the socket is readable.
-        peer.write_all(b"hello").await.unwrap();
-        let mut storage = [0u8; 64];
-        let mut buf = ReadBuf::new(&mut storage);
-        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
-        assert_eq!(buf.filled(), b"hello");
+        peer.write_all(b"hello").unwrap();
+        assert!(readiness_pending(&read), "tokio has not seen the event yet");
+        assert_eq!(read_now(&mut read), b"hello");
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_draining_read_clears_the_readiness_tokio_has_seen() {
-        let (mut read, mut peer) = watched_pair().await;
-        peer.write_all(b"hello").await.unwrap();
+        let (mut read, mut peer) = watched_pair();
+        peer.write_all(b"hello").unwrap();
         // The runtime sees the socket's event before the reader runs.
         read.half.readable().await.unwrap();
-        let mut storage = [0u8; 64];
-        let mut buf = ReadBuf::new(&mut storage);
-        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
-        assert_eq!(buf.filled(), b"hello");
+        assert_eq!(read_now(&mut read), b"hello");
         // The socket is drained and tokio knows it: the next read waits for a new event
         // instead of first calling read(2) for an EAGAIN.
         assert!(readiness_pending(&read));
         // New data raises a new event and is read.
-        peer.write_all(b"again").await.unwrap();
+        peer.write_all(b"again").unwrap();
         read.half.readable().await.unwrap();
-        let mut storage = [0u8; 64];
-        let mut buf = ReadBuf::new(&mut storage);
-        assert!(matches!(poll_once(&mut read, &mut buf), Poll::Ready(Ok(()))));
-        assert_eq!(buf.filled(), b"again");
+        assert_eq!(read_now(&mut read), b"again");
     }
 }
