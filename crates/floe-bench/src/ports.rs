@@ -54,9 +54,14 @@ fn ephemeral_low(text: &str) -> Option<u16> {
 /// The next port of the window that nothing holds, trying each once.
 fn port_in_window(first: u16) -> Option<u16> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let start = std::process::id() % u32::from(WINDOW);
+    next_unheld(first, std::process::id() % u32::from(WINDOW), &NEXT)
+}
+
+/// The next port of the window starting at `first` that nothing holds, counting with `next`
+/// from `start` within the window.
+fn next_unheld(first: u16, start: u32, next: &AtomicU32) -> Option<u16> {
     for _ in 0..WINDOW {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let n = next.fetch_add(1, Ordering::Relaxed);
         let port = first + ((start + n) % u32::from(WINDOW)) as u16;
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return Some(port);
@@ -103,12 +108,15 @@ mod tests {
     #[test]
     fn a_port_something_holds_is_skipped() {
         let Some(first) = window() else { return };
-        // Hold the next few ports the counter would give, then ask for one.
-        let probe = free_port();
+        // Hold three ports in a row, then count from the first of them: the fourth is next.
+        let next = AtomicU32::new(0);
+        let start = (first..first + WINDOW - 4)
+            .find(|&p| (p..p + 4).all(|q| TcpListener::bind(("127.0.0.1", q)).is_ok()))
+            .expect("four free ports in a row");
         let held: Vec<TcpListener> =
-            (1..=3).filter_map(|k| TcpListener::bind(("127.0.0.1", probe.wrapping_add(k))).ok()).collect();
-        let port = free_port();
-        assert!((first..first + WINDOW).contains(&port));
-        assert!(held.iter().all(|l| l.local_addr().unwrap().port() != port));
+            (start..start + 3).map(|p| TcpListener::bind(("127.0.0.1", p)).expect("hold")).collect();
+        let got = next_unheld(first, u32::from(start - first), &next);
+        assert_eq!(got, Some(start + 3));
+        drop(held);
     }
 }
