@@ -19,6 +19,7 @@ mod router_client;
 mod storm;
 mod tests;
 mod tls;
+mod tokio_baseline;
 #[cfg(feature = "tonic")]
 mod tonic_system;
 
@@ -131,10 +132,12 @@ struct Args {
     /// not the benchmark's.
     #[arg(long, hide = true)]
     defaults: bool,
-    /// Internal: serve a system (`raw`, `raw-scale` or `floe`) on --port.
+    /// Internal: serve a system (`raw`, `raw-scale`, `raw-tester`, `floe`, or the `tokio`
+    /// baseline) on --port.
     #[arg(long, hide = true)]
     serve: Option<String>,
-    /// Internal: run one system's client (`raw` or `floe`) against a server already on --port.
+    /// Internal: run one system's client (`raw`, `floe`, or the `tokio` baseline) against a
+    /// server already on --port.
     #[arg(long, hide = true)]
     client: Option<String>,
     /// Internal: the port to serve on.
@@ -635,6 +638,7 @@ fn main() -> std::process::ExitCode {
             "raw" => raw::serve(args.port, args.ssl_port).map_err(|e| e.to_string()),
             "raw-scale" => connections::serve_raw_scale(args.port).map_err(|e| e.to_string()),
             "raw-tester" => raw_tester::serve(args.port).map_err(|e| e.to_string()),
+            "tokio" => tokio_baseline::serve(args.port).map_err(|e| e.to_string()),
             "floe" => floe_system::serve(
                 args.port,
                 (!args.defaults).then_some(args.threads),
@@ -660,6 +664,7 @@ fn main() -> std::process::ExitCode {
             let d = Duration::from_millis(args.duration_ms.unwrap_or(if args.quick { 150 } else { 700 }));
             let r = match system.as_str() {
                 "raw" => raw::measure(test, args.port, d).map_err(|e| e.to_string()),
+                "tokio" => tokio_baseline::measure(test, args.port, d).map_err(|e| e.to_string()),
                 #[cfg(feature = "tonic")]
                 "tonic" => tonic_system::measure(test, args.port, d),
                 "floe" => floe_system::measure(test, args.port, d).map_err(|e| e.to_string()),

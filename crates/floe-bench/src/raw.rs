@@ -269,6 +269,11 @@ fn counted(op: &str) -> bool {
     matches!(op.as_bytes(), b"incr" | [b'b' | b's' | b'i' | b'l' | b'f' | b'd', b'1' | b'2' | b'4' | b'8'])
 }
 
+/// The request of the twoway test, `o()` (request id 1), as the raw client sends it.
+pub(crate) fn twoway_request() -> Vec<u8> {
+    message("o", |_| {})
+}
+
 /// A whole request message to identity `a` (request id 1).
 fn message(op: &str, params: impl FnOnce(&mut floe::encoding::Encoder)) -> Vec<u8> {
     let prefix = RequestPrefix::new(&Identity::new("a"), "", op, OperationMode::Normal);
@@ -363,7 +368,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
 }
 
 fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std::io::Result<(u64, f64)> {
-    let o = message("o", |_| {});
+    let o = twoway_request();
     for _ in 0..100 {
         c.call(&o)?;
     }

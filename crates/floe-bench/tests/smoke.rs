@@ -334,3 +334,55 @@ fn stepped_clients_run_the_tests_named_on_their_input() {
         assert_eq!(client.0.wait().unwrap().code(), Some(1), "{args:?}");
     }
 }
+
+/// The tokio baseline (`--serve tokio`, `--client tokio`) speaks the raw baseline's twoway
+/// exchange: its client and the raw client both call its server, its client calls floe's and
+/// the raw server, and a test other than twoway gets an error line rather than a figure.
+#[test]
+fn tokio_baseline_serves_and_calls_the_twoway_exchange() {
+    use std::process::{Child, Stdio};
+
+    /// A server killed when dropped, so that a failed assertion leaves none behind.
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    let exe = env!("CARGO_BIN_EXE_floe-bench");
+    let client = |system: &str, port: u16, tests: &str| -> String {
+        let out = Command::new(exe)
+            .args(["--client", system, "--port", &port.to_string(), "--tests", tests, "--duration-ms", "100"])
+            .output()
+            .expect("floe-bench runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for server_system in ["tokio", "floe", "raw"] {
+        let port = ports::unused_port(5);
+        let mut server = Killed(
+            Command::new(exe)
+                .args(["--serve", server_system, "--port", &port.to_string(), "--threads", "1"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("floe-bench --serve starts"),
+        );
+        let mut first = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(server.0.stdout.take().unwrap()), &mut first).unwrap();
+        assert!(first.contains("ready"), "{server_system}: {first:?}");
+        let clients: &[&str] = if server_system == "tokio" { &["tokio", "raw"] } else { &["tokio"] };
+        for client_system in clients {
+            let line = client(client_system, port, "twoway");
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert!(fields.len() == 5 && fields[2] == *client_system && fields[3] == "twoway", "{line:?}");
+            let calls: u64 = fields[0].parse().unwrap();
+            assert!(calls >= 100, "{client_system} -> {server_system}: {line:?}");
+        }
+        if server_system == "tokio" {
+            let line = client("tokio", port, "oneway");
+            assert!(line.contains("error: the tokio baseline runs only twoway tests"), "{line:?}");
+        }
+        drop(server);
+    }
+}
