@@ -15,7 +15,9 @@ pub struct Decoder {
     pos: usize,
     end: usize,
     encoding: EncodingVersion,
-    encaps: Vec<OpenEncapsulation>,
+    /// Open encapsulations, innermost last: two are kept inline, so that decoding a request
+    /// or a reply allocates nothing for them.
+    encaps: smallvec::SmallVec<[OpenEncapsulation; 2]>,
     slice: Option<OpenSlice>,
     context: Option<DecoderContext>,
     pub(super) classes: Option<Box<super::class::ClassReadState>>,
@@ -54,7 +56,7 @@ impl Decoder {
             pos: 0,
             end,
             encoding,
-            encaps: Vec::new(),
+            encaps: smallvec::SmallVec::new(),
             slice: None,
             context: None,
             classes: None,

@@ -52,7 +52,9 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
 pub struct Encoder {
     buf: BytesMut,
     encoding: EncodingVersion,
-    encaps: Vec<OpenEncapsulation>,
+    /// Open encapsulations, innermost last: a request or a reply opens one, so two are kept
+    /// inline and encoding a message allocates nothing for them.
+    encaps: smallvec::SmallVec<[OpenEncapsulation; 2]>,
     slice: Option<OpenSlice>,
     format: FormatType,
     pub(super) classes: Option<Box<super::class::ClassWriteState>>,
@@ -86,7 +88,7 @@ impl Encoder {
 
     /// An encoder that appends to `buf` (whose existing bytes are kept).
     pub fn with_buffer(buf: BytesMut, encoding: EncodingVersion) -> Self {
-        Encoder { buf, encoding, encaps: Vec::new(), slice: None, format: FormatType::Compact, classes: None }
+        Encoder { buf, encoding, encaps: smallvec::SmallVec::new(), slice: None, format: FormatType::Compact, classes: None }
     }
 
     /// An empty encoder with room for `capacity` bytes.
