@@ -1,6 +1,6 @@
 //! What a dispatch produces, below the connection that writes it: the encoded reply
 //! ([`Response`]), the future a dispatcher returns ([`DispatchFuture`]), and the reuse of a
-//! completed dispatch future's memory by the next one on the same thread.
+//! completed dispatch or invocation future's memory by the next one on the same thread.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -83,9 +83,9 @@ pub(crate) fn future_slot<F>() -> Box<std::mem::MaybeUninit<F>> {
     }
 }
 
-/// Drops a dispatch future that has completed and keeps its memory for the next
-/// [`future_slot`] on this thread.
-pub(crate) fn recycle(future: DispatchFuture) {
+/// Drops a boxed future that has completed (a dispatch's, or an invocation's through
+/// [`Recycling`]) and keeps its memory for the next [`future_slot`] on this thread.
+pub(crate) fn recycle<T: ?Sized>(future: Pin<Box<T>>) {
     // SAFETY: the future is dropped in place below before its memory is used again, as
     // pinning requires; it is not moved.
     let boxed = unsafe { Pin::into_inner_unchecked(future) };
@@ -100,6 +100,35 @@ pub(crate) fn recycle(future: DispatchFuture) {
     unsafe { std::ptr::drop_in_place(raw) };
     // SAFETY: a box of a non-zero-sized value points to a block of the global allocator.
     spare_block::keep(unsafe { std::ptr::NonNull::new_unchecked(raw.cast::<u8>()) }, layout);
+}
+
+/// A boxed future whose block, once the future has completed, is kept for the next
+/// [`future_slot`] of its layout on the thread where it completed (see [`recycle`]). An
+/// invocation future is made and completed once per call: a caller making call after call
+/// reuses one block instead of allocating one per call. A future dropped before it completes
+/// frees its block as usual.
+pub(crate) struct Recycling<F: Future>(Option<Pin<Box<F>>>);
+
+impl<F: Future> Recycling<F> {
+    /// Wraps a future boxed with [`boxed_in`] (in a [`future_slot`]).
+    #[inline]
+    pub(crate) fn new(future: Pin<Box<F>>) -> Self {
+        Recycling(Some(future))
+    }
+}
+
+impl<F: Future> Future for Recycling<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let inner = self.0.as_mut().expect("a Recycling future polled after it completed");
+        let output = std::task::ready!(inner.as_mut().poll(cx));
+        if let Some(done) = self.0.take() {
+            recycle(done);
+        }
+        std::task::Poll::Ready(output)
+    }
 }
 
 /// The one spare dispatch-future block a thread keeps (see [`future_slot`], [`recycle`]).
@@ -249,5 +278,51 @@ mod tests {
         assert!(!elsewhere, "another thread does not take this thread's spare block");
         let again = holding(Arc::new(()), [6; 96]);
         assert_eq!(address(&again), block);
+    }
+
+    /// A `Recycling` future that holds `token` and a padding of 160 bytes until dropped,
+    /// pending on its first poll and ready with 7 on its second; its block's address and
+    /// layout.
+    fn recycling(token: Arc<()>) -> (Recycling<impl Future<Output = u32>>, usize, std::alloc::Layout) {
+        let mut polled = false;
+        let future = std::future::poll_fn(move |cx: &mut TaskContext<'_>| {
+            let _keep = (&token, [9u8; 160]);
+            if polled {
+                Poll::Ready(7)
+            } else {
+                polled = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        });
+        let boxed = boxed_in(future_slot(), future);
+        let block = (&*boxed as *const _ as *const u8) as usize;
+        let layout = std::alloc::Layout::for_value(&*boxed);
+        (Recycling::new(boxed), block, layout)
+    }
+
+    #[test]
+    fn a_completed_recycling_future_drops_its_future_and_its_block_serves_the_next() {
+        let mut cx = TaskContext::from_waker(Waker::noop());
+        let token = Arc::new(());
+        let (mut first, block, layout) = recycling(token.clone());
+        assert!(Pin::new(&mut first).poll(&mut cx).is_pending());
+        assert_eq!(Pin::new(&mut first).poll(&mut cx), Poll::Ready(7));
+        assert_eq!(Arc::strong_count(&token), 1, "the completed future was dropped at once");
+        drop(first);
+        // A block of the same layout taken from the allocator meanwhile: had the first block
+        // been freed, the allocator would hand it out here, and not to the next future.
+        // SAFETY: the layout has a non-zero size; the block is freed below with it.
+        let decoy = unsafe { std::alloc::alloc(layout) };
+        assert!(!decoy.is_null());
+
+        let (mut second, second_block, _) = recycling(token.clone());
+        assert_eq!(second_block, block, "the completed future's block is reused");
+        // Dropped before it completes: its future is dropped with it.
+        assert!(Pin::new(&mut second).poll(&mut cx).is_pending());
+        drop(second);
+        assert_eq!(Arc::strong_count(&token), 1);
+        // SAFETY: allocated above with `layout`.
+        unsafe { std::alloc::dealloc(decoy, layout) };
     }
 }

@@ -88,7 +88,14 @@ impl Encoder {
 
     /// An encoder that appends to `buf` (whose existing bytes are kept).
     pub fn with_buffer(buf: BytesMut, encoding: EncodingVersion) -> Self {
-        Encoder { buf, encoding, encaps: smallvec::SmallVec::new(), slice: None, format: FormatType::Compact, classes: None }
+        Encoder {
+            buf,
+            encoding,
+            encaps: smallvec::SmallVec::new(),
+            slice: None,
+            format: FormatType::Compact,
+            classes: None,
+        }
     }
 
     /// An empty encoder with room for `capacity` bytes.

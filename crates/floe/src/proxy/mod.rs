@@ -684,10 +684,10 @@ impl ObjectPrx {
                 e.write_raw(tail);
             }));
         }
-        futures_util::future::Either::Right(crate::response::boxed_in(
-            Box::new_uninit(),
+        futures_util::future::Either::Right(crate::response::Recycling::new(crate::response::boxed_in(
+            crate::response::future_slot(),
             self.invoke_unbatched(operation, mode, context, write, Some(tail)),
-        ))
+        )))
     }
 
     /// Invokes `operation` with parameters written by `write`. For a twoway proxy, waits for
@@ -719,11 +719,12 @@ impl ObjectPrx {
             });
         }
         // Boxed: the twoway path's future is large, and moving it on every call (batched ones
-        // included) would cost more than the allocation does next to a round trip.
-        futures_util::future::Either::Right(crate::response::boxed_in(
-            Box::new_uninit(),
+        // included) would cost more than the allocation does next to a round trip. The block
+        // of a completed call serves the next call on the thread.
+        futures_util::future::Either::Right(crate::response::Recycling::new(crate::response::boxed_in(
+            crate::response::future_slot(),
             self.invoke_unbatched(operation, mode, context, write, None),
-        ))
+        )))
     }
 
     async fn invoke_unbatched(
