@@ -7,6 +7,16 @@ use std::process::Command;
 #[path = "../../../tests/support/ports.rs"]
 mod ports;
 
+/// A child process killed when dropped, so that a failed assertion leaves none behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn quick_run_produces_a_table_and_json() {
     let dir = std::env::temp_dir().join(format!("floe-bench-smoke-{}", std::process::id()));
@@ -268,14 +278,6 @@ fn stepped_clients_run_the_tests_named_on_their_input() {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    /// A child process killed when dropped, so that a failed assertion leaves none behind.
-    struct Killed(Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     /// The lines a child prints, each awaited for at most a minute.
     fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
         let out = BufReader::new(child.stdout.take().unwrap());
@@ -340,16 +342,7 @@ fn stepped_clients_run_the_tests_named_on_their_input() {
 /// the raw server, and a test other than twoway gets an error line rather than a figure.
 #[test]
 fn tokio_baseline_serves_and_calls_the_twoway_exchange() {
-    use std::process::{Child, Stdio};
-
-    /// A server killed when dropped, so that a failed assertion leaves none behind.
-    struct Killed(Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+    use std::process::Stdio;
 
     let exe = env!("CARGO_BIN_EXE_floe-bench");
     let client = |system: &str, port: u16, tests: &str| -> String {
