@@ -28,6 +28,14 @@ pub(crate) fn reply_ok(request_id: i32, payload: &[u8]) -> Vec<u8> {
     r
 }
 
+/// The size of the message starting at `at` in `buf` when `buf` holds all of it (sizes below
+/// a header's 14 bytes count as 14, so that a scan always moves on), or `None`.
+pub(crate) fn complete_message_at(buf: &[u8], at: usize) -> Option<usize> {
+    let header = buf.get(at..at + 14)?;
+    let size = i32::from_le_bytes([header[10], header[11], header[12], header[13]]).max(14) as usize;
+    (buf.len() - at >= size).then_some(size)
+}
+
 /// A reader of request bodies that never fails (out-of-range reads give zeros), for
 /// baselines that trust their peer.
 pub(crate) struct Cursor<'a> {
@@ -511,4 +519,27 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
         }
     }
     Ok((ops, start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complete_message_at_finds_whole_messages_only() {
+        let reply = reply_ok(7, &[1, 2, 3]);
+        let mut two = reply.clone();
+        two.extend_from_slice(&reply);
+        assert_eq!(complete_message_at(&two, 0), Some(reply.len()));
+        assert_eq!(complete_message_at(&two, reply.len()), Some(reply.len()));
+        assert_eq!(complete_message_at(&two[..two.len() - 1], reply.len()), None, "the second is cut short");
+        assert_eq!(complete_message_at(&two, two.len()), None);
+        assert_eq!(complete_message_at(&two, two.len() + 5), None, "past the end");
+        // A size below the header's counts as the header, so that a scan moves on.
+        let mut tiny = reply[..14].to_vec();
+        tiny[10..14].copy_from_slice(&3i32.to_le_bytes());
+        assert_eq!(complete_message_at(&tiny, 0), Some(14));
+        tiny[10..14].copy_from_slice(&(-1i32).to_le_bytes());
+        assert_eq!(complete_message_at(&tiny, 0), Some(14));
+    }
 }

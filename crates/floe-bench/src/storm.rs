@@ -385,12 +385,7 @@ impl Relay {
                 buf.extend_from_slice(&chunk[..n]);
                 // The complete messages read so far.
                 let mut at = 0;
-                while buf.len() - at >= 14 {
-                    let size =
-                        i32::from_le_bytes([buf[at + 10], buf[at + 11], buf[at + 12], buf[at + 13]]).max(14) as usize;
-                    if buf.len() - at < size {
-                        break;
-                    }
+                while let Some(size) = crate::raw::complete_message_at(&buf, at) {
                     if twoway && buf[at + 8] == 0 && size >= 18 {
                         buf[at + 14..at + 18].copy_from_slice(&next_id.to_le_bytes());
                         next_id = next_id.checked_add(1).unwrap_or(1);

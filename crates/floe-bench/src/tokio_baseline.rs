@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::raw::{reply_ok, twoway_request};
+use crate::raw::{complete_message_at, reply_ok, twoway_request};
 use crate::tests::Test;
 
 /// Serves the twoway exchange on `port` until killed: each request gets an empty OK reply;
@@ -52,12 +52,7 @@ async fn serve_connection(mut stream: TcpStream) -> std::io::Result<()> {
             return Ok(());
         }
         let mut at = 0;
-        while input.len() - at >= 14 {
-            let size =
-                i32::from_le_bytes([input[at + 10], input[at + 11], input[at + 12], input[at + 13]]).max(14) as usize;
-            if input.len() - at < size {
-                break;
-            }
+        while let Some(size) = complete_message_at(&input, at) {
             match input[at + 8] {
                 0 if size >= 18 => {
                     let id = i32::from_le_bytes([input[at + 14], input[at + 15], input[at + 16], input[at + 17]]);
