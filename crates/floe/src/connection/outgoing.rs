@@ -2,11 +2,13 @@
 //! (delivered by the reader), oneway requests are written or queued, compression is applied
 //! as the proxy asks.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
-use tokio::sync::oneshot;
 
 use super::writer::Queueing;
 use super::Connection;
@@ -29,8 +31,6 @@ pub enum Compress {
     Yes,
 }
 
-type ReplySender = oneshot::Sender<Result<Reply>>;
-
 /// The twoway requests waiting for their reply, by request id.
 #[derive(Default)]
 pub(super) struct Pending(Mutex<PendingTable>);
@@ -38,10 +38,24 @@ pub(super) struct Pending(Mutex<PendingTable>);
 /// Hashed with FxHash: the table holds only ids this side allocated, so a peer cannot choose
 /// the keys (its replies only look them up), and every twoway call inserts, looks up and
 /// removes one.
+///
+/// A request's entry is its reply slot: the reader puts the reply (or the connection's
+/// failure) in it and wakes the caller, whose [`ReplyWait`] takes it out. One lock taken by
+/// the reader per reply, and none of a channel's allocation and reference counting.
 #[derive(Default)]
 struct PendingTable {
     next_id: i32,
-    map: rustc_hash::FxHashMap<i32, ReplySender>,
+    map: rustc_hash::FxHashMap<i32, ReplySlot>,
+    /// Entries still waiting for their reply (the others hold one not yet taken).
+    waiting: usize,
+}
+
+/// What a pending request's entry holds.
+enum ReplySlot {
+    /// No reply yet; the waker of the caller, once it has waited.
+    Waiting(Option<Waker>),
+    /// The reply, or why none will come, for the caller to take.
+    Done(Result<Reply>),
 }
 
 impl PendingTable {
@@ -53,45 +67,112 @@ impl PendingTable {
             }
         }
     }
+
+    /// Puts `outcome` in the slot of a request still waiting; the caller's waker to wake, or
+    /// `Err` when no request waits under `id`.
+    fn fill(&mut self, id: i32, outcome: Result<Reply>) -> std::result::Result<Option<Waker>, ()> {
+        match self.map.get_mut(&id) {
+            Some(slot @ ReplySlot::Waiting(_)) => {
+                let ReplySlot::Waiting(waker) = std::mem::replace(slot, ReplySlot::Done(outcome)) else {
+                    unreachable!("matched as waiting")
+                };
+                self.waiting -= 1;
+                Ok(waker)
+            }
+            _ => Err(()),
+        }
+    }
 }
 
 impl Pending {
     /// Hands a reply to the request waiting for it; false when none is (it was abandoned).
     pub(super) fn complete(&self, reply: Reply) -> bool {
-        let waiting = self.0.lock().expect("pending lock").map.remove(&reply.request_id);
-        match waiting {
-            Some(tx) => {
-                let _ = tx.send(Ok(reply));
+        let id = reply.request_id;
+        let filled = self.0.lock().expect("pending lock").fill(id, Ok(reply));
+        match filled {
+            Ok(waker) => {
+                if let Some(w) = waker {
+                    w.wake();
+                }
                 true
             }
-            None => false,
+            Err(()) => false,
         }
     }
 
     /// Fails every request waiting for a reply with `reason`.
     pub(super) fn fail_all(&self, reason: &Error) {
-        let waiting: Vec<ReplySender> = self.0.lock().expect("pending lock").map.drain().map(|(_, tx)| tx).collect();
-        for tx in waiting {
-            let _ = tx.send(Err(reason.clone()));
+        let mut wakers = Vec::new();
+        {
+            let mut table = self.0.lock().expect("pending lock");
+            let ids: Vec<i32> =
+                table.map.iter().filter(|(_, s)| matches!(s, ReplySlot::Waiting(_))).map(|(id, _)| *id).collect();
+            for id in ids {
+                if let Ok(Some(w)) = table.fill(id, Err(reason.clone())) {
+                    wakers.push(w);
+                }
+            }
+        }
+        for w in wakers {
+            w.wake();
         }
     }
 
-    /// Number of requests waiting.
+    /// Number of requests waiting for their reply.
     pub(super) fn count(&self) -> usize {
-        self.0.lock().expect("pending lock").map.len()
+        self.0.lock().expect("pending lock").waiting
     }
 }
 
-/// Removes a pending request when its invocation is dropped (timeout, cancellation, write
-/// failure).
-struct PendingGuard<'a> {
+/// The wait for the reply of one pending request. Dropping it forgets the request (a timeout,
+/// a cancelled call, a failed write), whether or not its reply came.
+struct ReplyWait<'a> {
     pending: &'a Pending,
     id: i32,
+    /// Set once the entry is gone (its reply taken): nothing left to remove.
+    taken: bool,
 }
 
-impl Drop for PendingGuard<'_> {
+impl Future for ReplyWait<'_> {
+    type Output = Result<Reply>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
+        let this = self.get_mut();
+        let mut table = this.pending.0.lock().expect("pending lock");
+        let slot = table.map.get_mut(&this.id);
+        match slot {
+            Some(ReplySlot::Waiting(waker)) => {
+                match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+            Some(ReplySlot::Done(_)) => {
+                let Some(ReplySlot::Done(outcome)) = table.map.remove(&this.id) else {
+                    unreachable!("matched as done")
+                };
+                this.taken = true;
+                Poll::Ready(outcome)
+            }
+            // Not registered, or already taken: nothing will come.
+            None => {
+                this.taken = true;
+                Poll::Ready(Err(Error::ConnectionLost("the request's reply slot is gone".into())))
+            }
+        }
+    }
+}
+
+impl Drop for ReplyWait<'_> {
     fn drop(&mut self) {
-        self.pending.0.lock().expect("pending lock").map.remove(&self.id);
+        if self.taken {
+            return;
+        }
+        let mut table = self.pending.0.lock().expect("pending lock");
+        if let Some(ReplySlot::Waiting(_)) = table.map.remove(&self.id) {
+            table.waiting -= 1;
+        }
     }
 }
 
@@ -101,15 +182,17 @@ impl Connection {
         self.shared.pending.count()
     }
 
-    fn register(&self) -> Result<(i32, oneshot::Receiver<Result<Reply>>)> {
-        let (tx, rx) = oneshot::channel();
-        let mut pending = self.shared.pending.0.lock().expect("pending lock");
+    /// Registers a twoway request: its id, and the wait for its reply.
+    fn register(&self) -> Result<ReplyWait<'_>> {
+        let pending = &self.shared.pending;
+        let mut table = pending.0.lock().expect("pending lock");
         if self.is_closed() {
             return Err(self.close_error());
         }
-        let id = pending.allocate();
-        pending.map.insert(id, tx);
-        Ok((id, rx))
+        let id = table.allocate();
+        table.map.insert(id, ReplySlot::Waiting(None));
+        table.waiting += 1;
+        Ok(ReplyWait { pending, id, taken: false })
     }
 
     async fn write_request(&self, msg: &mut BytesMut, tail: Option<&[u8]>, compress: Compress) -> Result<()> {
@@ -152,30 +235,22 @@ impl Connection {
         tail: Option<&[u8]>,
         compress: Compress,
     ) -> Result<Reply> {
-        let (id, rx) = self.register()?;
-        let guard = PendingGuard { pending: &self.shared.pending, id };
-        set_request_id(msg, id);
+        let wait = self.register()?;
+        set_request_id(msg, wait.id);
         self.write_request(msg, tail, compress).await?;
-        let result = rx.await;
-        drop(guard);
-        match result {
-            Ok(r) => r,
-            Err(_) => Err(self.close_error()),
-        }
+        wait.await
     }
 
     /// Sends several twoway requests with one write and waits for all their replies, which
     /// come back in request order.
     pub(crate) async fn invoke_many(&self, msgs: Vec<BytesMut>, compress: Compress) -> Result<Vec<Result<Reply>>> {
-        let mut receivers = Vec::with_capacity(msgs.len());
-        let mut guards = Vec::with_capacity(msgs.len());
+        let mut waits = Vec::with_capacity(msgs.len());
         let total: usize = msgs.iter().map(|m| m.len()).sum();
         let mut out = BytesMut::with_capacity(total);
         for mut m in msgs {
-            let (id, rx) = self.register()?;
-            guards.push(PendingGuard { pending: &self.shared.pending, id });
-            receivers.push(rx);
-            set_request_id(&mut m, id);
+            let wait = self.register()?;
+            set_request_id(&mut m, wait.id);
+            waits.push(wait);
             if compress == Compress::Yes {
                 match compress_message(&m, self.shared.config.compression_level) {
                     Some(c) => out.extend_from_slice(&c),
@@ -189,14 +264,10 @@ impl Connection {
             }
         }
         self.write_message(&out).await?;
-        let mut replies = Vec::with_capacity(receivers.len());
-        for rx in receivers {
-            replies.push(match rx.await {
-                Ok(r) => r,
-                Err(_) => Err(self.close_error()),
-            });
+        let mut replies = Vec::with_capacity(waits.len());
+        for wait in waits {
+            replies.push(wait.await);
         }
-        drop(guards);
         Ok(replies)
     }
 
@@ -255,5 +326,82 @@ impl Connection {
     /// Sends a heartbeat (a ValidateConnection message).
     pub async fn heartbeat(&self) -> Result<()> {
         self.write_message(&VALIDATE_CONNECTION).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::EncodingVersion;
+    use crate::protocol::ReplyBody;
+
+    fn reply(id: i32) -> Reply {
+        Reply { request_id: id, body: ReplyBody::Ok { encoding: EncodingVersion::V1_1, payload: Default::default() } }
+    }
+
+    /// Registers a request as `Connection::register` does.
+    fn register(pending: &Pending) -> ReplyWait<'_> {
+        let mut table = pending.0.lock().unwrap();
+        let id = table.allocate();
+        table.map.insert(id, ReplySlot::Waiting(None));
+        table.waiting += 1;
+        ReplyWait { pending, id, taken: false }
+    }
+
+    fn entries(pending: &Pending) -> usize {
+        pending.0.lock().unwrap().map.len()
+    }
+
+    #[tokio::test]
+    async fn a_reply_reaches_its_waiting_caller_and_leaves_no_entry() {
+        let pending = Pending::default();
+        let first = register(&pending);
+        let second = register(&pending);
+        assert_eq!(pending.count(), 2);
+        // A reply that comes before its caller waits is kept for it.
+        assert!(pending.complete(reply(second.id)));
+        assert_eq!(pending.count(), 1, "one request still waits for its reply");
+        let id = second.id;
+        assert_eq!(second.await.unwrap().request_id, id);
+        // A reply that comes while its caller waits wakes it.
+        let id = first.id;
+        let (got, completed) = tokio::join!(first, async {
+            tokio::task::yield_now().await;
+            pending.complete(reply(id))
+        });
+        assert!(completed);
+        assert_eq!(got.unwrap().request_id, id);
+        assert_eq!((pending.count(), entries(&pending)), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_wait_forgets_its_request_whether_or_not_its_reply_came() {
+        let pending = Pending::default();
+        let abandoned = register(&pending);
+        let id = abandoned.id;
+        drop(abandoned);
+        assert_eq!((pending.count(), entries(&pending)), (0, 0));
+        assert!(!pending.complete(reply(id)), "a late reply finds nobody");
+        // A reply that came but was never taken is dropped with its wait.
+        let answered = register(&pending);
+        assert!(pending.complete(reply(answered.id)));
+        drop(answered);
+        assert_eq!((pending.count(), entries(&pending)), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_failure_ends_every_wait_and_a_second_reply_is_refused() {
+        let pending = Pending::default();
+        let answered = register(&pending);
+        let failed = register(&pending);
+        assert!(pending.complete(reply(answered.id)));
+        assert!(!pending.complete(reply(answered.id)), "one reply per request");
+        pending.fail_all(&Error::ConnectionLost("gone".into()));
+        assert_eq!(pending.count(), 0);
+        let err = failed.await.unwrap_err();
+        assert!(matches!(err, Error::ConnectionLost(ref why) if why == "gone"), "{err:?}");
+        // The reply that came before the failure is still delivered.
+        assert!(answered.await.is_ok());
+        assert_eq!(entries(&pending), 0);
     }
 }
