@@ -5,8 +5,10 @@
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
 
+use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
 
 use super::Connection;
@@ -75,6 +77,30 @@ pub struct HoldGate {
     held: AtomicBool,
     open_for_good: AtomicBool,
     changed: Notify,
+    /// The readers watching for a hold ([`HoldGate::watch`]), woken by each hold.
+    watchers: Mutex<Vec<Weak<AtomicWaker>>>,
+}
+
+/// A reader's registration with a [`HoldGate`]: it learns of a hold while it waits for bytes
+/// without registering anew for every read (a connection's reader polls it on every wait).
+#[derive(Debug)]
+pub struct HoldWatch(Arc<AtomicWaker>);
+
+impl HoldWatch {
+    /// Ready once `gate` (the gate this watch came from) is held; otherwise the task is woken
+    /// by the next hold.
+    pub fn poll_held(&self, gate: &HoldGate, cx: &mut Context<'_>) -> Poll<()> {
+        if gate.is_held() {
+            return Poll::Ready(());
+        }
+        self.0.register(cx.waker());
+        // Held between the check and the registration: that hold's wake-up may have missed us.
+        if gate.is_held() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }
 
 impl HoldGate {
@@ -93,6 +119,23 @@ impl HoldGate {
     pub fn hold(&self) {
         self.held.store(true, Ordering::Release);
         self.changed.notify_waiters();
+        for watcher in self.watchers.lock().expect("gate watchers").iter() {
+            if let Some(w) = watcher.upgrade() {
+                w.wake();
+            }
+        }
+    }
+
+    /// Registers a watch for holds ([`HoldWatch::poll_held`]); it ends when dropped.
+    pub fn watch(&self) -> HoldWatch {
+        let waker = Arc::new(AtomicWaker::new());
+        let mut watchers = self.watchers.lock().expect("gate watchers");
+        // The watches of closed connections are dropped when the list would grow.
+        if watchers.len() == watchers.capacity() {
+            watchers.retain(|w| w.strong_count() > 0);
+        }
+        watchers.push(Arc::downgrade(&waker));
+        HoldWatch(waker)
     }
 
     /// Releases: held readers go on. Returns whether it was held.
@@ -158,6 +201,37 @@ mod tests {
         assert!(gate.release());
         released.await.unwrap();
         assert!(!gate.release(), "not held any more");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_learns_of_a_hold_while_its_task_waits() {
+        let gate = Arc::new(HoldGate::new());
+        let watched = tokio::spawn({
+            let gate = gate.clone();
+            async move {
+                let watch = gate.watch();
+                std::future::poll_fn(|cx| watch.poll_held(&gate, cx)).await;
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(!watched.is_finished());
+        gate.hold();
+        tokio::time::timeout(Duration::from_secs(1), watched).await.expect("woken by the hold").unwrap();
+        // Held already: ready at once.
+        let watch = gate.watch();
+        std::future::poll_fn(|cx| watch.poll_held(&gate, cx)).await;
+    }
+
+    #[test]
+    fn the_watches_of_dropped_readers_do_not_pile_up() {
+        let gate = HoldGate::new();
+        let kept = gate.watch();
+        for _ in 0..1000 {
+            drop(gate.watch());
+        }
+        let watchers = gate.watchers.lock().unwrap();
+        assert!(watchers.len() <= 16, "{} watches kept", watchers.len());
+        assert!(watchers.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(&kept.0))));
     }
 
     #[tokio::test(start_paused = true)]

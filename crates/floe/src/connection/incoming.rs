@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
 use tokio::sync::Notify;
 
-use super::handler::{BoundHandler, HoldGate, RequestHandler};
+use super::handler::{BoundHandler, HoldGate, HoldWatch, RequestHandler};
 use super::Connection;
 use crate::protocol::compress::compress_message;
 use crate::protocol::header::set_compression;
@@ -100,11 +100,13 @@ pub(super) struct Handlers {
     version: u64,
     handler: Option<Arc<dyn RequestHandler>>,
     bound: Option<Box<dyn BoundHandler>>,
+    /// The reader's watch on the handler's gate, if it has one.
+    watch: Option<HoldWatch>,
 }
 
 impl Handlers {
     pub(super) fn new(conn: &Connection) -> Self {
-        let mut h = Handlers { version: u64::MAX, handler: None, bound: None };
+        let mut h = Handlers { version: u64::MAX, handler: None, bound: None, watch: None };
         h.refresh(conn);
         h
     }
@@ -117,7 +119,13 @@ impl Handlers {
             self.version = now;
             self.handler = conn.handler();
             self.bound = self.handler.clone().map(|h| h.bind(conn));
+            self.watch = self.gate().map(HoldGate::watch);
         }
+    }
+
+    /// The handler's gate with the reader's watch on it, if the handler has a gate.
+    pub(super) fn gate_watch(&self) -> Option<(&HoldGate, &HoldWatch)> {
+        Some((self.gate()?, self.watch.as_ref()?))
     }
 
     /// The handler's gate, if it has one.

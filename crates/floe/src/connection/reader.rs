@@ -139,11 +139,11 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         );
         let step =
             read_step(&mut read, &mut buf, conn.shared.config.partial_message_timeout, &mut timers, &mut streaming);
-        let step = match handlers.gate() {
-            Some(gate) => tokio::select! {
+        let step = match handlers.gate_watch() {
+            Some((gate, watch)) => tokio::select! {
                 biased;
                 s = step => s,
-                _ = gate.until_held() => continue,
+                _ = std::future::poll_fn(|cx| watch.poll_held(gate, cx)) => continue,
             },
             None => step.await,
         };
@@ -226,7 +226,63 @@ async fn read_step(
 #[derive(Default)]
 struct ReadTimers {
     partial: Deadline,
-    idle: Deadline,
+    idle: IdleTimer,
+}
+
+/// A timer for waits that may last somewhat longer than their limit: a wait gives up once
+/// it has waited at least `limit`, and at most twice as long. Every read of a busy connection
+/// waits under it, so a wait costs no clock read and no poll of the timer: the timer is
+/// armed by the first wait, and when it fires during a later wait (reads completed
+/// meanwhile) it is armed again for that wait, from the time it fired. A wait gives up only
+/// on a timer armed during the wait itself.
+#[derive(Default)]
+struct IdleTimer {
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Waits begun so far, and the wait during which the timer was last armed.
+    waits: u64,
+    armed_during: u64,
+    /// The waker the timer last registered: a poll with the same waker need not poll it
+    /// again while it has not fired.
+    registered: Option<std::task::Waker>,
+}
+
+impl IdleTimer {
+    /// Runs `fut` to completion (`Some`), or gives up (`None`) after waiting between `limit`
+    /// and twice `limit`. `fut` is polled before the timer, so a completed read is never lost
+    /// to the timer.
+    async fn within<F: Future>(&mut self, limit: Duration, fut: F) -> Option<F::Output> {
+        let mut fut = std::pin::pin!(fut);
+        self.waits += 1;
+        let wait = self.waits;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(out));
+            }
+            let timer = match &mut self.timer {
+                Some(timer) => {
+                    if !timer.is_elapsed() && self.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        return Poll::Pending;
+                    }
+                    timer
+                }
+                None => {
+                    self.armed_during = wait;
+                    self.timer.insert(Box::pin(tokio::time::sleep(limit)))
+                }
+            };
+            while timer.as_mut().poll(cx).is_ready() {
+                if self.armed_during == wait {
+                    return Poll::Ready(None);
+                }
+                // Armed for an earlier wait: this one has waited less than `limit` so far.
+                timer.as_mut().reset(tokio::time::Instant::now() + limit);
+                self.armed_during = wait;
+            }
+            self.registered = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
 }
 
 /// A timer kept across waits. Registering a timer with tokio's runtime costs a wake-up of its
@@ -468,6 +524,38 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         // The timer fired meanwhile; a future that is ready is still taken.
         assert_eq!(deadline.within(Duration::from_millis(20), std::future::ready(9u8)).await, Some(9));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_timer_gives_up_between_its_limit_and_twice_it() {
+        let mut idle = IdleTimer::default();
+        let limit = Duration::from_millis(200);
+        // Waits shorter than the limit never give up, however long they go on together.
+        for _ in 0..10 {
+            assert_eq!(idle.within(limit, ready_after(Duration::from_millis(120))).await, Some(7));
+        }
+        let started = tokio::time::Instant::now();
+        let gave_up = tokio::time::timeout(Duration::from_secs(10), idle.within(limit, std::future::pending::<u8>()));
+        assert_eq!(gave_up.await, Ok(None));
+        let waited = started.elapsed();
+        assert!(waited >= limit && waited <= 2 * limit + Duration::from_millis(2), "waited {waited:?}");
+        // A wait on a fresh timer gives up at its limit.
+        let started = tokio::time::Instant::now();
+        let mut fresh = IdleTimer::default();
+        let gave_up = tokio::time::timeout(Duration::from_secs(10), fresh.within(limit, std::future::pending::<u8>()));
+        assert_eq!(gave_up.await, Ok(None));
+        assert!(started.elapsed() <= limit + Duration::from_millis(2), "waited {:?}", started.elapsed());
+        // The timer serves again after giving up.
+        assert_eq!(idle.within(limit, ready_after(Duration::from_millis(10))).await, Some(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ready_future_wins_over_a_fired_idle_timer() {
+        let mut idle = IdleTimer::default();
+        let limit = Duration::from_millis(20);
+        assert_eq!(idle.within(limit, ready_after(Duration::from_millis(5))).await, Some(7));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(idle.within(limit, std::future::ready(9u8)).await, Some(9));
     }
 
     #[tokio::test(start_paused = true)]
