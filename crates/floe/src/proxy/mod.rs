@@ -749,10 +749,13 @@ impl ObjectPrx {
             }
             InvocationMode::Twoway => {
                 let msg = self.encode_request(operation, mode, &ctx, write, tail.map_or(0, <[u8]>::len));
-                let fut = self.send_with_retry(msg, tail, mode, true);
+                // Each arm makes its own future, so that the usual one is built in place
+                // rather than moved (the future is large).
                 let reply = match self.inner.reference.invocation_timeout {
-                    Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| Error::InvocationTimeout(t))??,
-                    None => fut.await?,
+                    Some(t) => tokio::time::timeout(t, self.send_with_retry(msg, tail, mode, true))
+                        .await
+                        .map_err(|_| Error::InvocationTimeout(t))??,
+                    None => self.send_with_retry(msg, tail, mode, true).await?,
                 };
                 let body = reply.ok_or_else(|| Error::ConnectionLost("no reply".into()))?;
                 outcome_of(body, &self.inner.instance).map(Some)
