@@ -115,6 +115,14 @@ pub struct Reply {
 impl Reply {
     /// Decodes the body of a reply message (everything after the header).
     pub fn decode(body: Bytes) -> Result<Reply, ProtocolError> {
+        if let Some(reply) = Self::decode_results(&body) {
+            return Ok(reply.complete(body));
+        }
+        Self::decode_general(body)
+    }
+
+    /// Decodes a reply field by field, with a typed error for whatever is malformed.
+    fn decode_general(body: Bytes) -> Result<Reply, ProtocolError> {
         let mut dec = Decoder::new(body, EncodingVersion::V1_0);
         let request_id = dec.read_i32()?;
         let status = ReplyStatus::from_u8(dec.read_u8()?)?;
@@ -149,6 +157,33 @@ impl Reply {
         Ok(Reply { request_id, body })
     }
 
+    /// The usual reply — results or a user exception in an encapsulation that ends the
+    /// message — read straight from the bytes, without a decoder; `None` for any other reply
+    /// (or a malformed one), which [`decode`](Self::decode) then reads field by field. Both
+    /// give the same reply for the same bytes.
+    #[inline(always)]
+    fn decode_results(body: &[u8]) -> Option<ResultsReply> {
+        let (id, rest) = body.split_first_chunk::<4>()?;
+        let (&status, rest) = rest.split_first()?;
+        let (size, rest) = rest.split_first_chunk::<4>()?;
+        let (&[major, minor], _) = rest.split_first_chunk::<2>()?;
+        let size = i32::from_le_bytes(*size);
+        // The encapsulation (its size counts its own 6-byte header) must end the message.
+        if size < 6 || size as usize != body.len() - 5 {
+            return None;
+        }
+        let user_exception = match status {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        Some(ResultsReply {
+            request_id: i32::from_le_bytes(*id),
+            user_exception,
+            encoding: EncodingVersion { major, minor },
+        })
+    }
+
     /// Encodes this reply as a complete message.
     pub fn encode(&self) -> BytesMut {
         let mut enc = Encoder::with_capacity(32, EncodingVersion::V1_0);
@@ -172,6 +207,29 @@ impl Reply {
         let size = buf.len();
         patch_size(&mut buf, size);
         buf
+    }
+}
+
+/// A reply's fields read by [`Reply::decode_results`], before its payload is cut out.
+struct ResultsReply {
+    request_id: i32,
+    user_exception: bool,
+    encoding: EncodingVersion,
+}
+
+impl ResultsReply {
+    /// The reply, with the payload that follows the 11 bytes read out of `body` (moved past
+    /// them, so no reference count changes).
+    #[inline(always)]
+    fn complete(self, mut body: Bytes) -> Reply {
+        bytes::Buf::advance(&mut body, 11);
+        let ResultsReply { request_id, user_exception, encoding } = self;
+        let body = if user_exception {
+            ReplyBody::UserException { encoding, payload: body }
+        } else {
+            ReplyBody::Ok { encoding, payload: body }
+        };
+        Reply { request_id, body }
     }
 }
 
@@ -199,4 +257,84 @@ pub fn finish_reply_before(enc: &mut Encoder, start: usize, extra: usize) {
 #[inline]
 pub fn finish_reply(enc: &mut Encoder, start: usize) {
     finish_reply_before(enc, start, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The fast path's reply, if it takes the bytes.
+    fn fast(body: &Bytes) -> Option<Reply> {
+        Reply::decode_results(body).map(|r| r.complete(body.clone()))
+    }
+
+    #[test]
+    fn results_and_user_exceptions_take_the_fast_path() {
+        let ok = Reply {
+            request_id: 7,
+            body: ReplyBody::Ok { encoding: EncodingVersion::V1_1, payload: Bytes::from_static(b"xyz") },
+        };
+        let user = Reply {
+            request_id: -3,
+            body: ReplyBody::UserException { encoding: EncodingVersion::V1_0, payload: Bytes::new() },
+        };
+        for reply in [ok, user] {
+            let body = reply.encode().freeze().slice(14..);
+            assert_eq!(fast(&body).as_ref(), Some(&reply));
+            assert_eq!(Reply::decode(body).unwrap(), reply);
+        }
+        // Anything else is left to the general path.
+        let missing = Reply { request_id: 1, body: ReplyBody::UnknownException("boom".into()) };
+        assert!(fast(&missing.encode().freeze().slice(14..)).is_none());
+    }
+
+    #[test]
+    fn bad_encapsulation_sizes_are_left_to_the_general_path() {
+        // Too small, past the end, and short of the end (bytes after the encapsulation).
+        for (size, extra) in [(5i32, 0usize), (9, 0), (6, 1)] {
+            let mut body = vec![1, 0, 0, 0, 0];
+            body.extend_from_slice(&size.to_le_bytes());
+            body.extend_from_slice(&[1, 1]);
+            body.extend(std::iter::repeat_n(0, extra));
+            let body = Bytes::from(body);
+            assert!(fast(&body).is_none(), "size {size}, {extra} extra");
+            assert!(Reply::decode(body).is_err(), "size {size}, {extra} extra");
+        }
+    }
+
+    proptest! {
+        /// Wherever the fast path takes a reply, the general path reads the same one.
+        #[test]
+        fn the_fast_path_agrees_with_the_general_one(
+            id in any::<i32>(),
+            status in 0u8..3,
+            size_delta in -2i32..3,
+            encoding in any::<[u8; 2]>(),
+            payload in proptest::collection::vec(any::<u8>(), 0..20),
+            tail in proptest::collection::vec(any::<u8>(), 0..3),
+        ) {
+            let mut body = id.to_le_bytes().to_vec();
+            body.push(status);
+            body.extend_from_slice(&(payload.len() as i32 + 6 + size_delta).to_le_bytes());
+            body.extend_from_slice(&encoding);
+            body.extend_from_slice(&payload);
+            body.extend_from_slice(&tail);
+            let body = Bytes::from(body);
+            // The encapsulation ends the message when its size counts the tail as well.
+            let usual = status < 2 && size_delta == tail.len() as i32 && payload.len() as i32 + size_delta >= 0;
+            prop_assert_eq!(fast(&body).is_some(), usual);
+            if let Some(reply) = fast(&body) {
+                prop_assert_eq!(Reply::decode_general(body).ok(), Some(reply));
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_read_alike_on_both_paths(data in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let body = Bytes::from(data);
+            if let Some(reply) = fast(&body) {
+                prop_assert_eq!(Reply::decode_general(body).ok(), Some(reply));
+            }
+        }
+    }
 }
