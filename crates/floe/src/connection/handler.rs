@@ -119,10 +119,11 @@ impl HoldGate {
     pub fn hold(&self) {
         self.held.store(true, Ordering::Release);
         self.changed.notify_waiters();
-        for watcher in self.watchers.lock().expect("gate watchers").iter() {
-            if let Some(w) = watcher.upgrade() {
-                w.wake();
-            }
+        // Woken outside the list's lock.
+        let watching: Vec<Arc<AtomicWaker>> =
+            self.watchers.lock().expect("gate watchers").iter().filter_map(Weak::upgrade).collect();
+        for w in watching {
+            w.wake();
         }
     }
 

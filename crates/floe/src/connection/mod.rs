@@ -52,7 +52,7 @@ struct Shared {
     /// Where the connection is in its life.
     state: CloseState,
     /// The write half; `None` once the writing side is shut down.
-    writer: futures_util::lock::Mutex<Option<WriteHalf>>,
+    writer: tokio::sync::Mutex<Option<WriteHalf>>,
     /// Small oneway requests waiting to be written (writer.rs).
     oneways: writer::OnewayQueue,
     /// Requests waiting for their reply (outgoing.rs).
@@ -127,7 +127,7 @@ impl Connection {
             shared: Arc::new(Shared {
                 config,
                 state: CloseState::default(),
-                writer: futures_util::lock::Mutex::new(Some(write)),
+                writer: tokio::sync::Mutex::new(Some(write)),
                 oneways: writer::OnewayQueue::default(),
                 pending: outgoing::Pending::default(),
                 incoming: incoming::Incoming::default(),
@@ -339,7 +339,7 @@ impl Connection {
             // Without a runtime, the write half is dropped (which shuts it down) if no write
             // holds it; a write that does gives up as it sees the state.
             Err(_) => {
-                if let Some(mut w) = self.shared.writer.try_lock() {
+                if let Ok(mut w) = self.shared.writer.try_lock() {
                     w.take();
                 }
                 self.shared.state.finish();

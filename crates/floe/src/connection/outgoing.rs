@@ -118,6 +118,19 @@ impl Pending {
         }
     }
 
+    /// Registers a twoway request under a new id, unless `closed` (asked under the table's
+    /// lock, so that a close failing every request cannot pass in between) gives a reason.
+    fn register(&self, closed: impl FnOnce() -> Option<Error>) -> Result<ReplyWait<'_>> {
+        let mut table = self.0.lock().expect("pending lock");
+        if let Some(reason) = closed() {
+            return Err(reason);
+        }
+        let id = table.allocate();
+        table.map.insert(id, ReplySlot::Waiting(None));
+        table.waiting += 1;
+        Ok(ReplyWait { pending: self, id, taken: false })
+    }
+
     /// Number of requests waiting for their reply.
     pub(super) fn count(&self) -> usize {
         self.0.lock().expect("pending lock").waiting
@@ -155,8 +168,9 @@ impl Future for ReplyWait<'_> {
                 this.taken = true;
                 Poll::Ready(outcome)
             }
-            // Not registered, or already taken: nothing will come.
+            // Only a wait polled again after it completed finds no entry.
             None => {
+                debug_assert!(this.taken, "a pending request's entry vanished before its reply was taken");
                 this.taken = true;
                 Poll::Ready(Err(Error::ConnectionLost("the request's reply slot is gone".into())))
             }
@@ -184,15 +198,7 @@ impl Connection {
 
     /// Registers a twoway request: its id, and the wait for its reply.
     fn register(&self) -> Result<ReplyWait<'_>> {
-        let pending = &self.shared.pending;
-        let mut table = pending.0.lock().expect("pending lock");
-        if self.is_closed() {
-            return Err(self.close_error());
-        }
-        let id = table.allocate();
-        table.map.insert(id, ReplySlot::Waiting(None));
-        table.waiting += 1;
-        Ok(ReplyWait { pending, id, taken: false })
+        self.shared.pending.register(|| self.is_closed().then(|| self.close_error()))
     }
 
     async fn write_request(&self, msg: &mut BytesMut, tail: Option<&[u8]>, compress: Compress) -> Result<()> {
@@ -339,13 +345,19 @@ mod tests {
         Reply { request_id: id, body: ReplyBody::Ok { encoding: EncodingVersion::V1_1, payload: Default::default() } }
     }
 
-    /// Registers a request as `Connection::register` does.
+    /// Registers a request on an open connection.
     fn register(pending: &Pending) -> ReplyWait<'_> {
-        let mut table = pending.0.lock().unwrap();
-        let id = table.allocate();
-        table.map.insert(id, ReplySlot::Waiting(None));
-        table.waiting += 1;
-        ReplyWait { pending, id, taken: false }
+        pending.register(|| None).unwrap()
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountingWaker {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     fn entries(pending: &Pending) -> usize {
@@ -365,12 +377,24 @@ mod tests {
         assert_eq!(second.await.unwrap().request_id, id);
         // A reply that comes while its caller waits wakes it.
         let id = first.id;
-        let (got, completed) = tokio::join!(first, async {
-            tokio::task::yield_now().await;
-            pending.complete(reply(id))
-        });
-        assert!(completed);
+        let woken = std::sync::Arc::new(CountingWaker::default());
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut first = std::pin::pin!(first);
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(woken.0.load(Ordering::SeqCst), 0);
+        assert!(pending.complete(reply(id)));
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "the waiting caller is woken");
+        let Poll::Ready(got) = first.as_mut().poll(&mut cx) else { panic!("the reply is there") };
         assert_eq!(got.unwrap().request_id, id);
+        assert_eq!((pending.count(), entries(&pending)), (0, 0));
+    }
+
+    #[test]
+    fn a_closed_connection_registers_nothing() {
+        let pending = Pending::default();
+        let refused = pending.register(|| Some(Error::ConnectionLost("closed".into())));
+        assert!(matches!(refused, Err(Error::ConnectionLost(_))));
         assert_eq!((pending.count(), entries(&pending)), (0, 0));
     }
 

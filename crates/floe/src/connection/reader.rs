@@ -270,7 +270,10 @@ impl IdleTimer {
                     self.timer.insert(Box::pin(tokio::time::sleep(limit)))
                 }
             };
-            while timer.as_mut().poll(cx).is_ready() {
+            // Outside the task's budget: a poll that tokio refused for want of budget would
+            // leave no waker with the timer, and the polls skipped after it would never see
+            // it fire.
+            while Pin::new(&mut tokio::task::unconstrained(timer.as_mut())).poll(cx).is_ready() {
                 if self.armed_during == wait {
                     return Poll::Ready(None);
                 }
@@ -547,6 +550,30 @@ mod tests {
         assert!(started.elapsed() <= limit + Duration::from_millis(2), "waited {:?}", started.elapsed());
         // The timer serves again after giving up.
         assert_eq!(idle.within(limit, ready_after(Duration::from_millis(10))).await, Some(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_timer_armed_when_the_task_has_no_budget_left_still_fires() {
+        // Ready items whose receiving uses up the task's budget.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u8>();
+        for _ in 0..1000 {
+            tx.send(1).unwrap();
+        }
+        let mut idle = IdleTimer::default();
+        let limit = Duration::from_millis(200);
+        let started = tokio::time::Instant::now();
+        let mut wait = std::pin::pin!(idle.within(limit, std::future::pending::<u8>()));
+        let mut first = true;
+        let gave_up = std::future::poll_fn(|cx| {
+            if std::mem::take(&mut first) {
+                while tokio::task::coop::has_budget_remaining() {
+                    let _ = rx.poll_recv(cx);
+                }
+            }
+            wait.as_mut().poll(cx)
+        });
+        assert_eq!(tokio::time::timeout(Duration::from_secs(10), gave_up).await, Ok(None));
+        assert!(started.elapsed() <= 2 * limit + Duration::from_millis(2), "waited {:?}", started.elapsed());
     }
 
     #[tokio::test(start_paused = true)]

@@ -85,11 +85,11 @@ impl Connection {
     /// connection — stay small.
     pub(super) async fn write_message_parts(&self, msg: &[u8], tail: &[u8]) -> Result<()> {
         match self.shared.writer.try_lock() {
-            Some(guard) => match self.start_write(guard, msg, tail) {
+            Ok(guard) => match self.start_write(guard, msg, tail) {
                 Started::Done(result) => result,
                 Started::Blocked(pending) => Box::pin(self.finish_write(pending)).await,
             },
-            None => {
+            Err(_) => {
                 Box::pin(async {
                     let guard = self.shared.writer.lock().await;
                     match self.start_write(guard, msg, tail) {
@@ -276,10 +276,10 @@ async fn flush_queued(conn: Connection) {
     }
 }
 
-/// The lock on a connection's write half. futures-util's lock rather than tokio's: releasing
-/// it uncontended is one atomic operation, where tokio's takes its waiter list's lock, and
-/// every reply and request releases it once.
-type WriterGuard<'a> = futures_util::lock::MutexGuard<'a, Option<WriteHalf>>;
+/// The lock on a connection's write half. tokio's lock, which is fair: a writer that waits is
+/// served before writers that come later (one that only tries, as a write's fast path does,
+/// fails while anyone waits), so no caller of a busy connection is overtaken for good.
+type WriterGuard<'a> = tokio::sync::MutexGuard<'a, Option<WriteHalf>>;
 
 /// What became of a write's first attempt.
 enum Started<'a> {
