@@ -75,6 +75,9 @@ impl FrameReader {
             let header = Header { size: plain.len(), ..header };
             return Ok(Some(Message { header, body: plain.slice(HEADER_SIZE..) }));
         }
-        Ok(Some(Message { header, body: raw.slice(HEADER_SIZE..) }))
+        // Moved past the header rather than sliced: no reference count to change.
+        let mut body = raw;
+        bytes::Buf::advance(&mut body, HEADER_SIZE);
+        Ok(Some(Message { header, body }))
     }
 }

@@ -61,6 +61,19 @@ pub struct Request {
 impl Request {
     /// Decodes the body of a request message (everything after the 14-byte header).
     pub fn decode(body: Bytes) -> Result<Request, ProtocolError> {
+        // The usual request, read straight from the bytes: no decoder, and the parameters cut
+        // out of the body without touching its reference count.
+        if let Some((id, rest)) = body.split_first_chunk::<4>() {
+            if let Some(usual) = UsualRequest::parse(rest) {
+                if 4 + usual.end == body.len() {
+                    let request_id = i32::from_le_bytes(*id);
+                    let params_at = 4 + usual.params_at;
+                    let mut params = body;
+                    bytes::Buf::advance(&mut params, params_at);
+                    return Ok(usual.into_request(request_id, params));
+                }
+            }
+        }
         let mut dec = Decoder::new(body, EncodingVersion::V1_0);
         let request_id = dec.read_i32()?;
         let request = Self::decode_after_id(&mut dec, request_id)?;
@@ -101,7 +114,46 @@ impl Request {
     /// comes the length of its target (identity, facet, operation and mode bytes).
     #[inline(always)]
     fn decode_usual(dec: &mut Decoder, request_id: i32) -> Option<(Request, usize)> {
-        let bytes = dec.unread();
+        let usual = UsualRequest::parse(dec.unread())?;
+        let base = dec.position();
+        let (target_len, params_at, params_len, end) = (usual.target_len, usual.params_at, usual.params_len, usual.end);
+        dec.consume(end);
+        let params = dec.view(base + params_at, params_len);
+        Some((usual.into_request(request_id, params), target_len))
+    }
+
+    /// A decoder over the parameters, set to their encapsulation's encoding.
+    pub fn params_decoder(&self) -> Decoder {
+        Decoder::new(self.params.clone(), self.encoding)
+    }
+
+    /// True for a oneway (or batched) request, which gets no reply.
+    pub fn is_oneway(&self) -> bool {
+        self.request_id == 0
+    }
+}
+
+/// The fields of a usual request (see [`Request::decode_usual`]) read from the bytes after its
+/// id, and where its parts lie in them.
+struct UsualRequest {
+    name: CompactString,
+    category: CompactString,
+    operation: CompactString,
+    mode: OperationMode,
+    encoding: EncodingVersion,
+    /// The length of the target (identity, facet, operation and mode bytes).
+    target_len: usize,
+    /// Where the parameters' encapsulation body starts, and how long it is.
+    params_at: usize,
+    params_len: usize,
+    /// Where the request ends.
+    end: usize,
+}
+
+impl UsualRequest {
+    /// Reads a usual request from `bytes` (which may go on after it); `None` for any other.
+    #[inline(always)]
+    fn parse(bytes: &[u8]) -> Option<UsualRequest> {
         let mut at = 0;
         let name = short_ascii(bytes, &mut at)?;
         let category = short_ascii(bytes, &mut at)?;
@@ -114,9 +166,14 @@ impl Request {
         let mode = OperationMode::from_u8(*bytes.get(at)?).ok()?;
         let target_len = at + 1;
         let (encoding, params_at, params_len, end) = empty_context_and_params(bytes, target_len)?;
-        let base = dec.position();
-        dec.consume(end);
-        let request = Request {
+        Some(UsualRequest { name, category, operation, mode, encoding, target_len, params_at, params_len, end })
+    }
+
+    /// The request, with `params` the body of its parameters' encapsulation.
+    #[inline(always)]
+    fn into_request(self, request_id: i32, params: Bytes) -> Request {
+        let UsualRequest { name, category, operation, mode, encoding, .. } = self;
+        Request {
             request_id,
             identity: Identity { name, category },
             facet: CompactString::default(),
@@ -124,19 +181,8 @@ impl Request {
             mode,
             context: RequestContext::new(),
             encoding,
-            params: dec.view(base + params_at, params_len),
-        };
-        Some((request, target_len))
-    }
-
-    /// A decoder over the parameters, set to their encapsulation's encoding.
-    pub fn params_decoder(&self) -> Decoder {
-        Decoder::new(self.params.clone(), self.encoding)
-    }
-
-    /// True for a oneway (or batched) request, which gets no reply.
-    pub fn is_oneway(&self) -> bool {
-        self.request_id == 0
+            params,
+        }
     }
 }
 
@@ -687,6 +733,48 @@ mod tests {
                 None => prop_assert_eq!(usual.position(), 0),
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// A whole request body decodes as the general decoder alone decodes it, whichever path
+        /// reads it.
+        #[test]
+        fn a_request_decodes_as_the_general_decoder_reads_it(id in any::<i32>(), body in request_body()) {
+            let mut whole = id.to_le_bytes().to_vec();
+            whole.extend_from_slice(&body);
+            let whole = Bytes::from(whole);
+            let mut general = Decoder::new(whole.clone(), EncodingVersion::V1_0);
+            let id = general.read_i32().expect("an id");
+            let expected = Request::decode_general(&mut general, id).and_then(|r| {
+                if general.is_empty() {
+                    Ok(r)
+                } else {
+                    Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
+                        "data after the parameter encapsulation",
+                    )))
+                }
+            });
+            prop_assert_eq!(Request::decode(whole), expected);
+        }
+    }
+
+    #[test]
+    fn a_usual_request_keeps_its_parameters_in_the_received_body() {
+        let mut whole = 9i32.to_le_bytes().to_vec();
+        put_str(&mut whole, b"obj");
+        put_str(&mut whole, b"");
+        whole.push(0);
+        put_str(&mut whole, b"op");
+        whole.extend_from_slice(&[0, 0]);
+        whole.extend_from_slice(&9i32.to_le_bytes());
+        whole.extend_from_slice(&[1, 1, 7, 8, 9]);
+        let whole = Bytes::from(whole);
+        let request = Request::decode(whole.clone()).unwrap();
+        assert_eq!((request.request_id, request.identity.name.as_str(), request.operation.as_str()), (9, "obj", "op"));
+        assert_eq!(&request.params[..], &[7, 8, 9]);
+        assert_eq!(request.params.as_ptr(), whole[whole.len() - 3..].as_ptr(), "no copy of the parameters");
     }
 
     /// What a batch body decodes to, request by request with the general decoder only: the
