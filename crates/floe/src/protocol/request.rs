@@ -74,23 +74,17 @@ impl Request {
                 }
             }
         }
+        // Anything else (the fast path gives the same request wherever it applies, so it is
+        // not tried again here).
         let mut dec = Decoder::new(body, EncodingVersion::V1_0);
         let request_id = dec.read_i32()?;
-        let request = Self::decode_after_id(&mut dec, request_id)?;
+        let request = Self::decode_general(&mut dec, request_id)?;
         if !dec.is_empty() {
             return Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed(
                 "data after the parameter encapsulation",
             )));
         }
         Ok(request)
-    }
-
-    #[inline]
-    fn decode_after_id(dec: &mut Decoder, request_id: i32) -> Result<Request, ProtocolError> {
-        if let Some((request, _)) = Self::decode_usual(dec, request_id) {
-            return Ok(request);
-        }
-        Self::decode_general(dec, request_id)
     }
 
     /// Decodes a request field by field (after its id), with a typed error for whatever is
