@@ -105,14 +105,16 @@ impl Pending {
         let mut wakers = Vec::new();
         {
             let mut table = self.0.lock().expect("pending lock");
-            let ids: Vec<i32> =
-                table.map.iter().filter(|(_, s)| matches!(s, ReplySlot::Waiting(_))).map(|(id, _)| *id).collect();
-            for id in ids {
-                if let Ok(Some(w)) = table.fill(id, Err(reason.clone())) {
-                    wakers.push(w);
+            let PendingTable { map, waiting, .. } = &mut *table;
+            for slot in map.values_mut() {
+                if let ReplySlot::Waiting(waker) = slot {
+                    wakers.extend(waker.take());
+                    *slot = ReplySlot::Done(Err(reason.clone()));
                 }
             }
+            *waiting = 0;
         }
+        // Woken outside the lock.
         for w in wakers {
             w.wake();
         }
@@ -420,7 +422,13 @@ mod tests {
         let failed = register(&pending);
         assert!(pending.complete(reply(answered.id)));
         assert!(!pending.complete(reply(answered.id)), "one reply per request");
+        // The failed request's caller is waiting: the failure wakes it.
+        let woken = std::sync::Arc::new(CountingWaker::default());
+        let waker = Waker::from(woken.clone());
+        let mut failed = std::pin::pin!(failed);
+        assert!(failed.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
         pending.fail_all(&Error::ConnectionLost("gone".into()));
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "the waiting caller is woken");
         assert_eq!(pending.count(), 0);
         let err = failed.await.unwrap_err();
         assert!(matches!(err, Error::ConnectionLost(ref why) if why == "gone"), "{err:?}");
