@@ -84,12 +84,12 @@ pub struct HoldGate {
 /// A reader's registration with a [`HoldGate`]: it learns of a hold while it waits for bytes
 /// without registering anew for every read (a connection's reader polls it on every wait).
 #[derive(Debug)]
-pub struct HoldWatch(Arc<AtomicWaker>);
+pub(crate) struct HoldWatch(Arc<AtomicWaker>);
 
 impl HoldWatch {
     /// Ready once `gate` (the gate this watch came from) is held; otherwise the task is woken
     /// by the next hold.
-    pub fn poll_held(&self, gate: &HoldGate, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_held(&self, gate: &HoldGate, cx: &mut Context<'_>) -> Poll<()> {
         if gate.is_held() {
             return Poll::Ready(());
         }
@@ -128,7 +128,7 @@ impl HoldGate {
     }
 
     /// Registers a watch for holds ([`HoldWatch::poll_held`]); it ends when dropped.
-    pub fn watch(&self) -> HoldWatch {
+    pub(crate) fn watch(&self) -> HoldWatch {
         let waker = Arc::new(AtomicWaker::new());
         let mut watchers = self.watchers.lock().expect("gate watchers");
         // The watches of closed connections are dropped when the list would grow.

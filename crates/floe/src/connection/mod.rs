@@ -29,7 +29,7 @@ mod writer;
 
 pub use acm::{AcmClose, AcmConfig, AcmHeartbeat};
 pub use config::ConnectionConfig;
-pub use handler::{BoundHandler, HoldGate, HoldWatch, RequestHandler};
+pub use handler::{BoundHandler, HoldGate, RequestHandler};
 pub use outgoing::Compress;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
