@@ -11,9 +11,15 @@
 //! its reads, dispatches and replies happen on that one thread, so a client in a loop and the
 //! thread serving it are woken as a pair, as with a thread per connection, and the kernel can
 //! keep them on one CPU. (docs/adr/0009-connection-runtimes.md has the measurements.)
+//!
+//! The timers connections keep for long stretches (the idle buffer's, an incomplete message's,
+//! the ACM sweep's) are not kept by these runtimes but by the process's **timer thread**
+//! ([`off_runtime_timer`]): a runtime with a timer due sleeps in `epoll_wait` with a timeout,
+//! which costs the kernel a timer armed and cancelled on every wait, once per message of a
+//! busy connection; one without sleeps until its sockets wake it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -38,6 +44,51 @@ static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// The number of the instance runtime this thread belongs to (0: none).
     static RUNTIME_OF_THREAD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The timer thread's runtime (`None` when it could not be started): a current-thread runtime
+/// with a timer driver and nothing else, on a thread of its own (`floe-timer`), started the
+/// first time a timer is made on one of floe's runtime threads and kept until the process ends.
+/// It is shared by every instance and never stopped, so a timer made on it can be polled (or
+/// dropped) at any time, even after its instance is destroyed. It runs no user code: a timer
+/// that fires wakes the task waiting for it, which runs on its own runtime.
+static TIMER_THREAD: OnceLock<Option<tokio::runtime::Handle>> = OnceLock::new();
+
+fn timer_thread() -> Option<&'static tokio::runtime::Handle> {
+    TIMER_THREAD
+        .get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().ok()?;
+            let handle = rt.handle().clone();
+            let started = std::thread::Builder::new()
+                .name("floe-timer".into())
+                .spawn(move || rt.block_on(std::future::pending::<()>()));
+            match started {
+                Ok(_) => Some(handle),
+                Err(e) => {
+                    tracing::warn!(target: "floe::communicator", "cannot start the timer thread: {e}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Calls `make`, which makes tokio timers (`sleep`, `sleep_until`, `interval`), so that on one
+/// of floe's own runtime threads they are kept by the process's timer thread, and elsewhere (a
+/// runtime the program gave, a test's paused clock) by the current runtime, as usual.
+///
+/// For timers that stay due while a connection is busy, so that its runtime's waits have no
+/// timeout (docs/adr/0009, "Timers off the connection runtimes"). When such a timer fires,
+/// waking its task costs a wake-up from the timer thread, which is why short or per-message
+/// timers stay on their runtime.
+pub(crate) fn off_runtime_timer<T>(make: impl FnOnce() -> T) -> T {
+    if RUNTIME_OF_THREAD.with(|r| r.get()) != 0 {
+        if let Some(timers) = timer_thread() {
+            let _entered = timers.enter();
+            return make();
+        }
+    }
+    make()
 }
 
 /// How the one-thread runtimes of an instance are made: busy polling and thread hooks.
@@ -322,3 +373,38 @@ pub(crate) fn default_connection_threads() -> usize {
 
 /// How many connections the connection runtimes serve together by default: four each.
 pub(crate) const DEFAULT_CONNECTIONS_PER_THREAD: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a thread of floe's own runtimes, a timer made through `off_runtime_timer` is kept by
+    /// the timer thread: it fires on a runtime that has no timer driver of its own (where a
+    /// timer made on the runtime itself would panic).
+    #[test]
+    fn timers_of_floe_threads_are_kept_by_the_timer_thread() {
+        std::thread::spawn(|| {
+            RUNTIME_OF_THREAD.with(|r| r.set(u64::MAX));
+            let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+            rt.block_on(async {
+                let started = std::time::Instant::now();
+                off_runtime_timer(|| tokio::time::sleep(Duration::from_millis(20))).await;
+                assert!(started.elapsed() >= Duration::from_millis(20));
+                let mut tick = off_runtime_timer(|| tokio::time::interval(Duration::from_millis(5)));
+                tick.tick().await;
+                tick.tick().await;
+            });
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Elsewhere the current runtime keeps them, on its own clock: an hour passes at once on a
+    /// paused one.
+    #[tokio::test(start_paused = true)]
+    async fn timers_of_other_threads_stay_on_their_runtime() {
+        let started = std::time::Instant::now();
+        off_runtime_timer(|| tokio::time::sleep(Duration::from_secs(3600))).await;
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
+}

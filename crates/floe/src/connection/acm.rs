@@ -233,7 +233,7 @@ async fn run(sweep: Weak<Mutex<Sweep>>, acm: AcmConfig) {
     // Should the task be dropped with its runtime, the next registration starts it again.
     let mut running = NotRunningOnDrop { sweep: sweep.clone(), armed: true };
     let period = (acm.timeout / 4).max(Duration::from_millis(10));
-    let mut tick = tokio::time::interval(period);
+    let mut tick = crate::runtime::off_runtime_timer(|| tokio::time::interval(period));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {

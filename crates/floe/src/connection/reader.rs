@@ -267,7 +267,7 @@ impl IdleTimer {
                 }
                 None => {
                     self.armed_during = wait;
-                    self.timer.insert(Box::pin(tokio::time::sleep(limit)))
+                    self.timer.insert(Box::pin(crate::runtime::off_runtime_timer(|| tokio::time::sleep(limit))))
                 }
             };
             // Outside the task's budget: a poll that tokio refused for want of budget would
@@ -320,8 +320,9 @@ impl Deadline {
                 let now = tokio::time::Instant::now();
                 now.checked_add(limit).unwrap_or_else(|| now + FOREVER)
             });
-            let (timer, at) =
-                self.timer.get_or_insert_with(|| (Box::pin(tokio::time::sleep_until(deadline)), deadline));
+            let (timer, at) = self.timer.get_or_insert_with(|| {
+                (Box::pin(crate::runtime::off_runtime_timer(|| tokio::time::sleep_until(deadline))), deadline)
+            });
             if *at > deadline {
                 timer.as_mut().reset(deadline);
                 *at = deadline;
