@@ -327,7 +327,14 @@ impl WriteJob<'_> {
                 // for TCP this is a no-op.
                 return Pin::new(&mut **w).poll_flush(cx);
             }
-            match Pin::new(&mut **w).poll_write_vectored(cx, &slices[..count]) {
+            // One slice goes out with a plain write: the kernel's vectored path first copies
+            // and checks the array of slices, which a small message's write pays for nothing.
+            let written = if count == 1 {
+                Pin::new(&mut **w).poll_write(cx, &slices[0])
+            } else {
+                Pin::new(&mut **w).poll_write_vectored(cx, &slices[..count])
+            };
+            match written {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => self.written += n,
                 Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
