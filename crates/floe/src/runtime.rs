@@ -404,7 +404,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn timers_of_other_threads_stay_on_their_runtime() {
         let started = std::time::Instant::now();
-        off_runtime_timer(|| tokio::time::sleep(Duration::from_secs(3600))).await;
+        let hour = off_runtime_timer(|| tokio::time::sleep(Duration::from_secs(3600)));
+        // A sleep kept elsewhere would not follow this clock: the paused clock would jump to
+        // the timeout instead, and the test fail rather than hang.
+        let slept = tokio::time::timeout(Duration::from_secs(7200), hour).await;
+        assert!(slept.is_ok(), "the hour's sleep did not follow the paused clock");
         assert!(started.elapsed() < Duration::from_secs(60));
     }
 }
