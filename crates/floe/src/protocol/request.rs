@@ -754,16 +754,25 @@ mod tests {
         }
     }
 
+    /// A usual request's bytes after its id: identity `name` (no category), no facet,
+    /// `operation`, `mode`, no context, and `params` in an encapsulation of encoding 1.1.
+    fn usual_body(name: &[u8], operation: &[u8], mode: u8, params: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        put_str(&mut body, name);
+        put_str(&mut body, b"");
+        body.push(0);
+        put_str(&mut body, operation);
+        body.extend_from_slice(&[mode, 0]);
+        body.extend_from_slice(&(params.len() as i32 + 6).to_le_bytes());
+        body.extend_from_slice(&[1, 1]);
+        body.extend_from_slice(params);
+        body
+    }
+
     #[test]
     fn a_usual_request_keeps_its_parameters_in_the_received_body() {
         let mut whole = 9i32.to_le_bytes().to_vec();
-        put_str(&mut whole, b"obj");
-        put_str(&mut whole, b"");
-        whole.push(0);
-        put_str(&mut whole, b"op");
-        whole.extend_from_slice(&[0, 0]);
-        whole.extend_from_slice(&9i32.to_le_bytes());
-        whole.extend_from_slice(&[1, 1, 7, 8, 9]);
+        whole.extend_from_slice(&usual_body(b"obj", b"op", 0, &[7, 8, 9]));
         let whole = Bytes::from(whole);
         let request = Request::decode(whole.clone()).unwrap();
         assert_eq!((request.request_id, request.identity.name.as_str(), request.operation.as_str()), (9, "obj", "op"));
@@ -917,14 +926,7 @@ mod tests {
 
     #[test]
     fn a_usual_request_takes_the_fast_path() {
-        let mut body = Vec::new();
-        put_str(&mut body, b"a");
-        put_str(&mut body, b"");
-        body.push(0);
-        put_str(&mut body, b"incr");
-        body.extend_from_slice(&[2, 0]);
-        body.extend_from_slice(&9i32.to_le_bytes());
-        body.extend_from_slice(&[1, 1, 5, 6, 7]);
+        let body = usual_body(b"a", b"incr", 2, &[5, 6, 7]);
         let mut dec = Decoder::new(Bytes::from(body), EncodingVersion::V1_0);
         let (request, target_len) = Request::decode_usual(&mut dec, 0).expect("a usual request");
         assert_eq!(target_len, 10);
