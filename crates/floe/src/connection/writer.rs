@@ -20,7 +20,7 @@ use super::Connection;
 use crate::error::{Error, Result};
 use crate::protocol::header::{announced_size, message_type_byte};
 use crate::protocol::{MessageType, HEADER_SIZE};
-use crate::transport::WriteHalf;
+use crate::transport::{busy_poll, WriteHalf};
 
 /// At most this many bytes of oneway requests wait in the queue; beyond it a oneway waits
 /// until the flush task has written some (backpressure on a peer that does not read).
@@ -336,7 +336,12 @@ impl WriteJob<'_> {
             };
             match written {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => self.written += n,
+                Poll::Ready(Ok(n)) => {
+                    self.written += n;
+                    if self.queued.len() + self.msg.len() + self.tail.len() >= busy_poll::LARGE_WRITE {
+                        busy_poll::wrote_large();
+                    }
+                }
                 Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,

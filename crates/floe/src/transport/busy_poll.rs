@@ -21,6 +21,10 @@
 //!   cost nothing; a connection waited on for a reply while another was served (a dispatch
 //!   that calls another server, a router forwarding a request) is among them, and one whose
 //!   peer last sent only oneway requests or batches is not (`peer_not_waiting`);
+//! - a busy period in which the thread wrote part of a large message ([`LARGE_WRITE`] bytes or
+//!   more) ends with a spin of at most [`LARGE_WRITE_BUDGET`]: its peer needs a CPU to read that
+//!   message before it can answer, so a long spin would only take that CPU from it (a router
+//!   forwarding a 500 kB request to a server on the same two CPUs);
 //! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
 //!   spin that found data resets that, so a peer that answers slowly is soon waited for by
 //!   sleeping alone;
@@ -281,6 +285,24 @@ pub fn install_with(
     builder.on_thread_park(move || before_park_with(budget, sharing))
 }
 
+/// A write of a message this large or larger makes the spin that ends its busy period short
+/// ([`LARGE_WRITE_BUDGET`]).
+pub(crate) const LARGE_WRITE: usize = 64 * 1024;
+
+/// The longest spin after a busy period that wrote a large message (see [`wrote_large`]).
+pub const LARGE_WRITE_BUDGET: Duration = Duration::from_micros(50);
+
+thread_local! {
+    /// Set when this thread wrote part of a large message in its current busy period.
+    static WROTE_LARGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Tells this thread that it wrote part of a message of [`LARGE_WRITE`] bytes or more in its
+/// current busy period.
+pub(crate) fn wrote_large() {
+    WROTE_LARGE.with(|w| w.set(true));
+}
+
 thread_local! {
     /// Set by a connection's reader whose last messages were all oneway requests or batches:
     /// the next read on this thread that waits is not watched (see [`peer_not_waiting`]).
@@ -371,6 +393,7 @@ fn spin(s: &mut ThreadState) {
     let period = s.period;
     s.period += 1;
     s.waiters.retain(|w| period - w.period < WATCH_PERIODS);
+    let wrote_large = WROTE_LARGE.with(|w| w.replace(false));
     if s.waiters.is_empty() || s.budget.is_zero() {
         return;
     }
@@ -389,7 +412,11 @@ fn spin(s: &mut ThreadState) {
     let counters = counters.as_deref().expect("made above");
     fds.clear();
     fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
-    let deadline = Instant::now() + *budget;
+    let budget = if wrote_large { (*budget).min(LARGE_WRITE_BUDGET) } else { *budget };
+    if budget.is_zero() {
+        return;
+    }
+    let deadline = Instant::now() + budget;
     loop {
         // SAFETY: `fds` is an initialised array of `fds.len()` pollfd structures that poll(2)
         // may write `revents` into; a zero timeout never blocks.
@@ -580,6 +607,49 @@ mod tests {
         });
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         assert!(!shared.unwrap().take_readable());
+    }
+
+    #[test]
+    fn a_period_that_wrote_a_large_message_spins_briefly_and_the_next_one_fully() {
+        state_with(Duration::from_secs(2));
+        WROTE_LARGE.with(|w| w.set(false));
+        let (_a, b) = pair();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        wrote_large();
+        let started = Instant::now();
+        before_park(Duration::from_secs(2));
+        // LARGE_WRITE_BUDGET (50 µs), with room for a descheduled test thread.
+        assert!(started.elapsed() < Duration::from_millis(500), "a 2 s budget was cut short: {:?}", started.elapsed());
+        assert!(!WROTE_LARGE.with(|w| w.get()), "the mark holds for one busy period");
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            assert_eq!(s.misses, 1, "a short spin that found nothing is a miss");
+            s.skip = 0;
+        });
+        // The next period wrote nothing large: the spin may last its whole budget, and ends at
+        // the data.
+        let (mut a2, b2) = pair();
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let mut shared2 = None;
+        watch(b2.as_raw_fd(), &mut shared2, &Waker::from(counter.clone()));
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            a2.write_all(b"x").unwrap();
+            a2
+        });
+        before_park(Duration::from_secs(2));
+        let _a2 = writer.join().unwrap();
+        // Unless a contended yield ended the spin first (then epoll wakes the reader).
+        if stats_of_this_thread_contended() == 0 {
+            assert_eq!(counter.0.load(Ordering::SeqCst), 1, "a full-budget spin saw data 5 ms in");
+        }
+    }
+
+    /// Spins of this thread that ended because another thread wanted its CPU.
+    fn stats_of_this_thread_contended() -> u64 {
+        STATE.with(|s| s.borrow().counters.as_ref().map_or(0, |c| c.contended.load(Ordering::Relaxed)))
     }
 
     #[test]
