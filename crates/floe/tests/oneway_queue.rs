@@ -141,6 +141,54 @@ fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
 }
 
 #[test]
+fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() {
+    // Oneways too large to queue (200 kB) are written directly. The first that the socket of a
+    // peer that does not read takes only part of returns all the same (the flush task writes
+    // the rest); the next waits for the write half, and giving up there writes nothing. So
+    // the connection stays open and every request that returned arrives whole, in order.
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let (port, peer) = raw_peer(move |mut s| {
+        accepted_tx.send(()).unwrap();
+        let want = go_rx.recv().unwrap();
+        (read_requests(&mut s, want), s)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    accepted_rx.recv().unwrap();
+    let padding = vec![7u8; 200 * 1024];
+    let sent = c.block_on(async {
+        let mut sent = 0;
+        // 2,000 × 200 kB (400 MB) cannot all be buffered: a call waits long before the end.
+        for k in 0..2000i32 {
+            let call = p.invoke("put", OperationMode::Normal, None, |e| {
+                e.write_i32(k);
+                e.write_byte_seq(&padding);
+            });
+            match tokio::time::timeout(Duration::from_millis(500), call).await {
+                Ok(r) => {
+                    r.unwrap();
+                    sent += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    assert!(sent < 2000, "the peer's buffers never filled ({sent} requests accepted)");
+    assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
+    go_tx.send(sent).unwrap();
+    let (got, socket) = peer.join().unwrap();
+    assert_eq!(got.len(), sent);
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
+    drop(socket);
+    c.destroy_blocking();
+}
+
+#[test]
 fn oneways_queued_before_destroy_are_written() {
     let (port, peer) = raw_peer(move |mut s| read_requests(&mut s, 200));
     let c = Communicator::new().unwrap();

@@ -203,21 +203,27 @@ impl Connection {
         self.shared.pending.register(|| self.is_closed().then(|| self.close_error()))
     }
 
-    async fn write_request(&self, msg: &mut BytesMut, tail: Option<&[u8]>, compress: Compress) -> Result<()> {
+    async fn write_request(
+        &self,
+        msg: &mut BytesMut,
+        tail: Option<&[u8]>,
+        compress: Compress,
+        oneway: bool,
+    ) -> Result<()> {
         if let Some(tail) = tail {
             if compress == Compress::No {
-                return self.write_message_parts(msg, tail).await;
+                return self.write_request_parts(msg, tail, oneway).await;
             }
             // Compression needs the whole message in one buffer (`msg` stays as it is, for
             // a retry).
             let mut whole = BytesMut::with_capacity(msg.len() + tail.len());
             whole.extend_from_slice(msg);
             whole.extend_from_slice(tail);
-            return Box::pin(self.write_request(&mut whole, None, compress)).await;
+            return Box::pin(self.write_request(&mut whole, None, compress, oneway)).await;
         }
         if compress == Compress::Yes {
             if let Some(c) = compress_message(msg, self.shared.config.compression_level) {
-                return self.write_message(&c).await;
+                return self.write_request_parts(&c, &[], oneway).await;
             }
             set_compression(msg, CompressionStatus::CompressedReplyAccepted);
         }
@@ -225,7 +231,17 @@ impl Connection {
         if self.coalesce(msg) {
             return Ok(());
         }
-        self.write_message(msg).await
+        self.write_request_parts(msg, &[], oneway).await
+    }
+
+    /// Writes a request's two parts; a oneway's write that blocks part-way may finish in the
+    /// flush task ([`Connection::write_oneway_parts`]).
+    async fn write_request_parts(&self, msg: &[u8], tail: &[u8], oneway: bool) -> Result<()> {
+        if oneway {
+            self.write_oneway_parts(msg, tail).await
+        } else {
+            self.write_message_parts(msg, tail).await
+        }
     }
 
     /// Sends a twoway request (a complete message whose request id is patched here) and
@@ -245,7 +261,7 @@ impl Connection {
     ) -> Result<Reply> {
         let wait = self.register()?;
         set_request_id(msg, wait.id);
-        self.write_request(msg, tail, compress).await?;
+        self.write_request(msg, tail, compress, false).await?;
         wait.await
     }
 
@@ -328,7 +344,12 @@ impl Connection {
                 }
             }
         }
-        self.write_request(msg, tail, compress).await
+        // Written directly: the oneways queued before it (or the rest of one whose write
+        // blocked) go first. Waiting for the flush task to take them writes nothing, so a
+        // caller that gives up meanwhile leaves nothing half-written; and a write that blocks
+        // part-way then holds this request alone, whose rest the flush task can take over.
+        self.oneway_queue_taken().await?;
+        self.write_request(msg, tail, compress, true).await
     }
 
     /// Sends a heartbeat (a ValidateConnection message).

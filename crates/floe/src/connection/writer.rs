@@ -84,22 +84,77 @@ impl Connection {
     /// of its own, boxed, so that the futures that write — the reader task's above all, one per
     /// connection — stay small.
     pub(super) async fn write_message_parts(&self, msg: &[u8], tail: &[u8]) -> Result<()> {
+        self.write_parts(msg, tail, false).await
+    }
+
+    /// Writes a oneway request as [`Connection::write_message_parts`] does, except that when
+    /// the socket takes only part of it and the rest is no larger than the oneway queue, the
+    /// rest goes to the queue's flush task and the call returns: a caller that gives up
+    /// afterwards (a timeout, a dropped future) then abandons nothing half-written, and the
+    /// next oneways wait for room in the queue as those of a burst do.
+    pub(super) async fn write_oneway_parts(&self, msg: &[u8], tail: &[u8]) -> Result<()> {
+        self.write_parts(msg, tail, true).await
+    }
+
+    /// The write of [`Connection::write_message_parts`], handing a blocked write's rest to the
+    /// flush task when `oneway` (see [`Connection::write_oneway_parts`]).
+    async fn write_parts(&self, msg: &[u8], tail: &[u8], oneway: bool) -> Result<()> {
         match self.shared.writer.try_lock() {
             Ok(guard) => match self.start_write(guard, msg, tail) {
                 Started::Done(result) => result,
-                Started::Blocked(pending) => Box::pin(self.finish_write(pending)).await,
+                Started::Blocked(pending) => match self.hand_over(pending, oneway) {
+                    Ok(()) => Ok(()),
+                    Err(pending) => Box::pin(self.finish_write(pending)).await,
+                },
             },
             Err(_) => {
                 Box::pin(async {
                     let guard = self.shared.writer.lock().await;
                     match self.start_write(guard, msg, tail) {
                         Started::Done(result) => result,
-                        Started::Blocked(pending) => self.finish_write(pending).await,
+                        Started::Blocked(pending) => match self.hand_over(pending, oneway) {
+                            Ok(()) => Ok(()),
+                            Err(pending) => self.finish_write(pending).await,
+                        },
                     }
                 })
                 .await
             }
         }
+    }
+
+    /// Puts what is left of a blocked oneway write at the head of the oneway queue, ahead of
+    /// requests queued since, and makes sure the flush task writes it; then releases the write
+    /// half. Whoever takes the write half next writes the queue first (`start_write`, the
+    /// flush task), so nothing comes between the message's two parts. Gives the write back
+    /// when `oneway` is false, when the rest is larger than the queue's limit (the caller keeps
+    /// waiting, as for any large message), or when there is no runtime to run the flush task.
+    fn hand_over<'a>(&self, pending: PendingWrite<'a>, oneway: bool) -> std::result::Result<(), PendingWrite<'a>> {
+        if !oneway || pending.job.remaining() > QUEUE_LIMIT {
+            return Err(pending);
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(pending);
+        };
+        let oneways = &self.shared.oneways;
+        let mut q = oneways.queued.lock().expect("queue lock");
+        let mut rest = BytesMut::with_capacity(pending.job.remaining() + q.bytes.len());
+        pending.job.copy_remaining_to(&mut rest);
+        rest.extend_from_slice(&q.bytes);
+        q.bytes = rest;
+        oneways.has_queued.store(true, Ordering::Release);
+        let spawn = !q.flush_scheduled;
+        q.flush_scheduled = true;
+        drop(q);
+        if self.shared.config.trace_protocol {
+            trace!(target: "floe::protocol", "the rest of a oneway request goes to the flush task");
+        }
+        // Released only now: the next holder of the write half finds the rest queued.
+        drop(pending);
+        if spawn {
+            runtime.spawn(flush_queued(self.clone()));
+        }
+        Ok(())
     }
 
     /// Writes as much of the message as the socket takes now, holding the write half.
@@ -213,6 +268,25 @@ impl Connection {
             && matches!(self.queue_message(msg, true), Queueing::Queued)
     }
 
+    /// Waits until the oneway queue is empty (its bytes taken by a writer) or the connection
+    /// is closed.
+    pub(super) async fn oneway_queue_taken(&self) -> Result<()> {
+        let oneways = &self.shared.oneways;
+        loop {
+            // Registered before looking, so that the queue taken meanwhile is not missed.
+            let taken = oneways.room();
+            tokio::pin!(taken);
+            taken.as_mut().enable();
+            if !oneways.has_queued.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            taken.await;
+            if self.shared.state.is_closed() {
+                return Err(self.close_error());
+            }
+        }
+    }
+
     /// Queues a small oneway request for the flush task. Outside a burst (`in_burst` false)
     /// and with nothing queued, the request is not queued: the caller writes it at once.
     pub(super) fn queue_message(&self, msg: &[u8], in_burst: bool) -> Queueing {
@@ -306,6 +380,24 @@ struct WriteJob<'a> {
 }
 
 impl WriteJob<'_> {
+    /// The parts' bytes not written yet.
+    fn remaining(&self) -> usize {
+        self.queued.len() + self.msg.len() + self.tail.len() - self.written
+    }
+
+    /// Appends the parts' bytes not written yet to `out`.
+    fn copy_remaining_to(&self, out: &mut BytesMut) {
+        let mut skip = self.written;
+        for part in [&self.queued[..], self.msg, self.tail] {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            out.extend_from_slice(&part[skip..]);
+            skip = 0;
+        }
+    }
+
     /// Writes (and flushes) until done, an error, or the socket is full (`Pending`, with the waker in `cx`
     /// registered).
     fn poll_write(&mut self, w: &mut WriteHalf, cx: &mut std::task::Context<'_>) -> Poll<std::io::Result<()>> {
