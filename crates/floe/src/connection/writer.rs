@@ -272,6 +272,10 @@ impl Connection {
     /// is closed.
     pub(super) async fn oneway_queue_taken(&self) -> Result<()> {
         let oneways = &self.shared.oneways;
+        // Most of the time there is nothing queued: no registration.
+        if !oneways.has_queued.load(Ordering::Acquire) {
+            return Ok(());
+        }
         loop {
             // Registered before looking, so that the queue taken meanwhile is not missed.
             let taken = oneways.room();
