@@ -14,7 +14,8 @@
 //!   holds another complete message: a write made by that dispatch is queued.
 //! - [`expect_writes`]: after a batch whose replies completed `n` calls, the next `n - 1`
 //!   small writes of the thread are queued and the `n`-th is written at once with the queue
-//!   (the callers woken by the replies usually write once each).
+//!   (the callers woken by the replies usually write once each); batches read before their
+//!   callers ran add their counts.
 //!
 //! A lone message sets neither, so a call in a loop writes at once as before. A busy-polling
 //! thread forgets the hints when it runs out of work ([`reset`]).
@@ -31,11 +32,17 @@ pub(crate) fn more_follows(yes: bool) {
     MORE_FOLLOWS.with(|m| m.set(yes));
 }
 
-/// The callers that `n` replies just completed are expected to write once each.
+/// The callers that `n` replies just completed are expected to write once each. The counts of
+/// batches read before those callers ran add up: a reader that reads 21 replies and then 79
+/// more before any of their 100 callers writes expects 100 writes, not 79 (which would leave
+/// the last 21 to go out one system call each).
 pub(crate) fn expect_writes(n: u32) {
-    if n >= 2 {
-        EXPECTED.with(|e| e.set(e.get().max(n)));
-    }
+    EXPECTED.with(|e| {
+        let expected = e.get();
+        if n >= 2 || (n == 1 && expected > 0) {
+            e.set(expected.saturating_add(n));
+        }
+    });
 }
 
 /// Whether a small write about to be made on this thread should join its connection's queue
@@ -80,6 +87,16 @@ mod tests {
         reset();
         expect_writes(3);
         assert_eq!([should_queue(), should_queue(), should_queue(), should_queue()], [true, true, false, false]);
+    }
+
+    #[test]
+    fn the_counts_of_batches_read_before_their_callers_ran_add_up() {
+        reset();
+        expect_writes(2);
+        expect_writes(1);
+        expect_writes(3);
+        let queued: Vec<bool> = (0..7).map(|_| should_queue()).collect();
+        assert_eq!(queued, [true, true, true, true, true, false, false]);
     }
 
     #[test]
