@@ -146,6 +146,10 @@ fn start_single(config: &SingleThreadConfig, id: u64, name: &str) -> Result<(Sin
     let mut builder = tokio::runtime::Builder::new_current_thread();
     if !config.busy_poll.is_zero() {
         busy_poll::install_with(&mut builder, config.busy_poll, config.sharing);
+    } else {
+        // Without busy polling the write hints are still forgotten when the thread runs out of
+        // work (`transport::coalesce`).
+        builder.on_thread_park(crate::transport::coalesce::reset);
     }
     install_hooks(&mut builder, id, config.hooks.as_ref());
     let rt = builder.enable_all().build().map_err(cannot)?;

@@ -25,22 +25,38 @@ use std::cell::Cell;
 thread_local! {
     static MORE_FOLLOWS: Cell<bool> = const { Cell::new(false) };
     static EXPECTED: Cell<u32> = const { Cell::new(0) };
+    /// Set on a thread whose runtime forgets the hints when it runs out of work ([`reset`]).
+    static RESETS_AT_PARK: Cell<bool> = const { Cell::new(false) };
 }
+
+/// The most writes expected at once on a thread whose counts add up: a bound on what callers
+/// that did not write (a caller's last call, callers on other threads) leave behind until the
+/// thread next runs out of work.
+const MAX_EXPECTED: u32 = 4096;
 
 /// Sets whether another received message follows the one being dispatched on this thread.
 pub(crate) fn more_follows(yes: bool) {
     MORE_FOLLOWS.with(|m| m.set(yes));
 }
 
-/// The callers that `n` replies just completed are expected to write once each. The counts of
-/// batches read before those callers ran add up: a reader that reads 21 replies and then 79
-/// more before any of their 100 callers writes expects 100 writes, not 79 (which would leave
-/// the last 21 to go out one system call each).
+/// The callers that `n` replies just completed are expected to write once each.
+///
+/// On a thread whose runtime forgets the hints at each park (floe's own one-thread runtimes),
+/// the counts of batches read before those callers ran add up, to at most [`MAX_EXPECTED`]: a
+/// reader that reads 21 replies and then 79 more before any of their 100 callers writes
+/// expects 100 writes, not 79 (which would leave the last 21 to go out one system call each).
+/// Elsewhere (a multi-thread runtime, whose callers may run on other threads and which never
+/// forgets) the larger count is kept, so that what callers leave behind stays bounded by one
+/// batch.
 pub(crate) fn expect_writes(n: u32) {
     EXPECTED.with(|e| {
         let expected = e.get();
-        if n >= 2 || (n == 1 && expected > 0) {
-            e.set(expected.saturating_add(n));
+        if RESETS_AT_PARK.with(Cell::get) {
+            if n >= 2 || (n == 1 && expected > 0) {
+                e.set(expected.saturating_add(n).min(MAX_EXPECTED));
+            }
+        } else if n >= 2 {
+            e.set(expected.max(n));
         }
     });
 }
@@ -64,10 +80,12 @@ pub(crate) fn should_queue() -> bool {
     })
 }
 
-/// Forgets the hints (the thread ran out of work: nothing more of the batch is coming).
+/// Forgets the hints (the thread ran out of work: nothing more of the batch is coming). Called
+/// by a runtime's park hook, which marks the thread as one whose counts may add up.
 pub(crate) fn reset() {
     MORE_FOLLOWS.with(|m| m.set(false));
     EXPECTED.with(|e| e.set(0));
+    RESETS_AT_PARK.with(|r| r.set(true));
 }
 
 #[cfg(test)]
@@ -97,6 +115,28 @@ mod tests {
         expect_writes(3);
         let queued: Vec<bool> = (0..7).map(|_| should_queue()).collect();
         assert_eq!(queued, [true, true, true, true, true, false, false]);
+    }
+
+    #[test]
+    fn without_resets_at_park_the_larger_count_is_kept() {
+        std::thread::spawn(|| {
+            expect_writes(2);
+            expect_writes(3);
+            let queued: Vec<bool> = (0..4).map(|_| should_queue()).collect();
+            assert_eq!(queued, [true, true, false, false]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn added_counts_stop_at_the_bound() {
+        reset();
+        for _ in 0..10 {
+            expect_writes(1000);
+        }
+        assert_eq!(EXPECTED.with(Cell::get), MAX_EXPECTED);
+        reset();
     }
 
     #[test]
