@@ -305,8 +305,11 @@ impl Connection {
     ///
     /// A small oneway request (not a batch) returns once it is queued: the connection writes
     /// queued requests together, with one system call, as soon as the runtime gets to it, and
-    /// ahead of any message written after them. Like an Ice oneway, a queued request whose
-    /// connection fails before it is written is lost without an error to the caller.
+    /// ahead of any message written after them. A oneway request written directly whose
+    /// socket takes only part of it returns too, its rest queued (when the request is no
+    /// larger than the queue's limit). Like an Ice oneway, a queued request whose connection
+    /// fails before it is written is lost without an error to the caller (and is not retried).
+    /// A batch returns once written whole.
     pub(crate) async fn send_oneway_parts(
         &self,
         msg: &mut BytesMut,
@@ -344,10 +347,14 @@ impl Connection {
                 }
             }
         }
-        // Written directly: the oneways queued before it (or the rest of one whose write
-        // blocked) go first. Waiting for the flush task to take them writes nothing, so a
-        // caller that gives up meanwhile leaves nothing half-written; and a write that blocks
-        // part-way then holds this request alone, whose rest the flush task can take over.
+        // A batch keeps its caller until it is written whole, as before.
+        if !is_request(msg) {
+            return self.write_request(msg, tail, compress, false).await;
+        }
+        // A oneway request written directly: what is queued now (perhaps the rest of another
+        // whose write blocked) is first taken by a writer. Waiting for that writes nothing, so a
+        // caller that gives up meanwhile leaves nothing half-written, and each direct write
+        // that hands its rest over waits for the rest before it: the queue stays bounded.
         self.oneway_queue_taken().await?;
         self.write_request(msg, tail, compress, true).await
     }

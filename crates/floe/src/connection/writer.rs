@@ -36,6 +36,10 @@ pub(super) struct OnewayQueue {
     /// True while `queued` holds bytes (changed under its lock): writers that find it false
     /// skip the lock.
     has_queued: AtomicBool,
+    /// Bumped each time a writer takes the queued bytes (or they are dropped), under the
+    /// queue's lock: a oneway to be written directly waits for one take, not for an empty
+    /// queue, which other senders may keep filling.
+    takes: AtomicU64,
     /// Signalled when the flush task has written queued requests (or the connection closed).
     space: Notify,
     /// When the last oneway request was sent (µs since the connection's epoch): a oneway soon
@@ -127,10 +131,15 @@ impl Connection {
     /// requests queued since, and makes sure the flush task writes it; then releases the write
     /// half. Whoever takes the write half next writes the queue first (`start_write`, the
     /// flush task), so nothing comes between the message's two parts. Gives the write back
-    /// when `oneway` is false, when the rest is larger than the queue's limit (the caller keeps
-    /// waiting, as for any large message), or when there is no runtime to run the flush task.
+    /// when `oneway` is false, when only a flush is left, when the message is larger than the
+    /// queue's limit (the caller keeps waiting, as for any large message), or when there is no
+    /// runtime to run the flush task.
     fn hand_over<'a>(&self, pending: PendingWrite<'a>, oneway: bool) -> std::result::Result<(), PendingWrite<'a>> {
-        if !oneway || pending.job.remaining() > QUEUE_LIMIT {
+        // Only a flush may be left (a transport that buffers, TLS or WebSocket, took every
+        // byte): the caller finishes it. The limit is on the message itself: queued bytes it
+        // took along came from the queue and go back to it.
+        let remaining = pending.job.remaining();
+        if !oneway || remaining == 0 || pending.job.msg.len() + pending.job.tail.len() > QUEUE_LIMIT {
             return Err(pending);
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -138,7 +147,7 @@ impl Connection {
         };
         let oneways = &self.shared.oneways;
         let mut q = oneways.queued.lock().expect("queue lock");
-        let mut rest = BytesMut::with_capacity(pending.job.remaining() + q.bytes.len());
+        let mut rest = BytesMut::with_capacity(remaining + q.bytes.len());
         pending.job.copy_remaining_to(&mut rest);
         rest.extend_from_slice(&q.bytes);
         q.bytes = rest;
@@ -237,13 +246,14 @@ impl Connection {
     fn take_queued(&self, ends_flush: bool) -> Option<BytesMut> {
         let oneways = &self.shared.oneways;
         let mut q = oneways.queued.lock().expect("queue lock");
+        oneways.has_queued.store(false, Ordering::Release);
         if q.bytes.is_empty() {
             if ends_flush {
                 q.flush_scheduled = false;
             }
             return None;
         }
-        oneways.has_queued.store(false, Ordering::Release);
+        oneways.takes.fetch_add(1, Ordering::Release);
         Some(q.bytes.split())
     }
 
@@ -255,6 +265,7 @@ impl Connection {
         q.bytes.clear();
         q.flush_scheduled = false;
         oneways.has_queued.store(false, Ordering::Release);
+        oneways.takes.fetch_add(1, Ordering::Release);
         drop(q);
         oneways.wake_waiters();
     }
@@ -268,20 +279,22 @@ impl Connection {
             && matches!(self.queue_message(msg, true), Queueing::Queued)
     }
 
-    /// Waits until the oneway queue is empty (its bytes taken by a writer) or the connection
-    /// is closed.
+    /// Waits until what the oneway queue holds now has been taken by a writer (or dropped),
+    /// or the connection is closed. Bytes queued since may still be there: the caller's write
+    /// takes them along.
     pub(super) async fn oneway_queue_taken(&self) -> Result<()> {
         let oneways = &self.shared.oneways;
         // Most of the time there is nothing queued: no registration.
         if !oneways.has_queued.load(Ordering::Acquire) {
             return Ok(());
         }
+        let takes = oneways.takes.load(Ordering::Acquire);
         loop {
-            // Registered before looking, so that the queue taken meanwhile is not missed.
+            // Registered before looking, so that a take meanwhile is not missed.
             let taken = oneways.room();
             tokio::pin!(taken);
             taken.as_mut().enable();
-            if !oneways.has_queued.load(Ordering::Acquire) {
+            if !oneways.has_queued.load(Ordering::Acquire) || oneways.takes.load(Ordering::Acquire) != takes {
                 return Ok(());
             }
             taken.await;
@@ -338,6 +351,10 @@ async fn flush_queued(conn: Connection) {
             conn.shared.oneways.wake_waiters();
             return;
         };
+        if bytes.len() >= busy_poll::LARGE_WRITE {
+            // A large write (the rest of a large oneway, or many small ones): see `busy_poll`.
+            busy_poll::wrote_large();
+        }
         let result = tokio::select! {
             biased;
             r = async { w.write_all(&bytes).await?; w.flush().await } => r,
