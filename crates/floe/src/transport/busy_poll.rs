@@ -21,10 +21,11 @@
 //!   cost nothing; a connection waited on for a reply while another was served (a dispatch
 //!   that calls another server, a router forwarding a request) is among them, and one whose
 //!   peer last sent only oneway requests or batches is not (`peer_not_waiting`);
-//! - a busy period in which the thread wrote part of a large message ([`LARGE_WRITE`] bytes or
-//!   more) ends with a spin of at most [`LARGE_WRITE_BUDGET`]: its peer needs a CPU to read that
-//!   message before it can answer, so a long spin would only take that CPU from it (a router
-//!   forwarding a 500 kB request to a server on the same two CPUs);
+//! - a busy period in which the thread wrote part of a large write (64 KiB or more: a large
+//!   message, or many queued small ones) ends with a spin of at most [`LARGE_WRITE_BUDGET`]:
+//!   its peer needs a CPU to read those bytes before it can answer, so a long spin would only
+//!   take that CPU from it (a router forwarding a 500 kB request to a server on the same two
+//!   CPUs);
 //! - a spin that found nothing makes the thread skip the next 1, 2, 4, … up to 64 spins, and a
 //!   spin that found data resets that, so a peer that answers slowly is soon waited for by
 //!   sleeping alone;
@@ -285,11 +286,12 @@ pub fn install_with(
     builder.on_thread_park(move || before_park_with(budget, sharing))
 }
 
-/// A write of a message this large or larger makes the spin that ends its busy period short
+/// A write this large or larger makes the spin that ends its busy period short
 /// ([`LARGE_WRITE_BUDGET`]).
 pub(crate) const LARGE_WRITE: usize = 64 * 1024;
 
-/// The longest spin after a busy period that wrote a large message (see [`wrote_large`]).
+/// The longest spin after a busy period in which the thread wrote part of a write of 64 KiB or
+/// more, whatever the budget.
 pub const LARGE_WRITE_BUDGET: Duration = Duration::from_micros(50);
 
 thread_local! {
@@ -297,7 +299,7 @@ thread_local! {
     static WROTE_LARGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Tells this thread that it wrote part of a message of [`LARGE_WRITE`] bytes or more in its
+/// Tells this thread that it wrote part of a write of [`LARGE_WRITE`] bytes or more in its
 /// current busy period.
 pub(crate) fn wrote_large() {
     WROTE_LARGE.with(|w| w.set(true));
@@ -639,10 +641,11 @@ mod tests {
             a2.write_all(b"x").unwrap();
             a2
         });
+        let contended = stats_of_this_thread_contended();
         before_park(Duration::from_secs(2));
         let _a2 = writer.join().unwrap();
         // Unless a contended yield ended the spin first (then epoll wakes the reader).
-        if stats_of_this_thread_contended() == 0 {
+        if stats_of_this_thread_contended() == contended {
             assert_eq!(counter.0.load(Ordering::SeqCst), 1, "a full-budget spin saw data 5 ms in");
         }
     }

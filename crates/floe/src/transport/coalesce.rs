@@ -17,8 +17,12 @@
 //!   (the callers woken by the replies usually write once each); batches read before their
 //!   callers ran add their counts.
 //!
-//! A lone message sets neither, so a call in a loop writes at once as before. A busy-polling
-//! thread forgets the hints when it runs out of work ([`reset`]).
+//! A lone message sets neither, so a call in a loop writes at once as before. The threads of
+//! floe's one-thread runtimes (and of a runtime given `busy_poll::install`) forget the hints
+//! when they run out of work ([`reset`]). On such a thread whose callers write from threads of
+//! their own (`Communicator::block_on` from other threads), the added counts are only used up
+//! by the thread's own small writes, which are then queued (a task hop each) until it next
+//! runs out of work.
 
 use std::cell::Cell;
 
