@@ -188,6 +188,118 @@ fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() 
     c.destroy_blocking();
 }
 
+/// Reads one WebSocket frame a client sent (masked) and returns its payload.
+fn read_ws_frame(s: &mut TcpStream) -> Vec<u8> {
+    let mut head = [0u8; 2];
+    s.read_exact(&mut head).expect("frame header");
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut b = [0u8; 2];
+            s.read_exact(&mut b).unwrap();
+            u16::from_be_bytes(b) as usize
+        }
+        127 => {
+            let mut b = [0u8; 8];
+            s.read_exact(&mut b).unwrap();
+            u64::from_be_bytes(b) as usize
+        }
+        n => n as usize,
+    };
+    let mut mask = [0u8; 4];
+    s.read_exact(&mut mask).unwrap();
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    for (i, b) in payload.iter_mut().enumerate() {
+        *b ^= mask[i & 3];
+    }
+    payload
+}
+
+#[test]
+fn over_websocket_a_oneway_whose_frame_waits_for_its_flush_hands_the_flush_over() {
+    // Over ws the transport takes a whole 200 kB message into one frame at once and only its
+    // flush waits on a peer that does not read: the flush task takes that flush over, later
+    // oneways wait for the write half (and giving up there writes nothing), so the connection
+    // stays open, and once the peer reads every request that returned arrives whole, in order.
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        // The upgrade: read the request's header, answer 101 with the matching key.
+        let mut request = Vec::new();
+        let mut byte = [0u8; 1];
+        while !request.ends_with(b"\r\n\r\n") {
+            s.read_exact(&mut byte).unwrap();
+            request.push(byte[0]);
+        }
+        let text = String::from_utf8(request).unwrap();
+        let key = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key:").or_else(|| l.strip_prefix("sec-websocket-key:")))
+            .expect("a WebSocket key")
+            .trim()
+            .to_string();
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: ice.zeroc.com\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+            floe::transport::ws::accept_key(&key)
+        );
+        s.write_all(answer.as_bytes()).unwrap();
+        let mut frame = vec![0x82, VALIDATE.len() as u8];
+        frame.extend_from_slice(&VALIDATE);
+        s.write_all(&frame).unwrap();
+        accepted_tx.send(()).unwrap();
+        let want = go_rx.recv().unwrap();
+        // Ice's messages out of the client's frames.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut stream = Vec::new();
+        let mut got = Vec::new();
+        while got.len() < want {
+            stream.extend_from_slice(&read_ws_frame(&mut s));
+            while stream.len() >= 14 && got.len() < want {
+                let size = i32::from_le_bytes(stream[10..14].try_into().unwrap()) as usize;
+                if stream.len() < size {
+                    break;
+                }
+                let msg: Vec<u8> = stream.drain(..size).collect();
+                let r = Request::decode(bytes::Bytes::from(msg[14..].to_vec())).expect("request decodes");
+                got.push(Decoder::new(r.params.clone(), r.encoding).read_i32().unwrap());
+            }
+        }
+        (got, s)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:ws -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    accepted_rx.recv().unwrap();
+    let padding = vec![7u8; 200 * 1024];
+    let sent = c.block_on(async {
+        let mut sent = 0;
+        for k in 0..2000i32 {
+            let call = p.invoke("put", OperationMode::Normal, None, |e| {
+                e.write_i32(k);
+                e.write_byte_seq(&padding);
+            });
+            match tokio::time::timeout(Duration::from_millis(500), call).await {
+                Ok(r) => {
+                    r.unwrap();
+                    sent += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    assert!(sent < 2000, "the peer's buffers never filled ({sent} requests accepted)");
+    assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
+    go_tx.send(sent).unwrap();
+    let (got, socket) = peer.join().unwrap();
+    assert_eq!(got, (0..sent as i32).collect::<Vec<_>>());
+    drop(socket);
+    c.destroy_blocking();
+}
+
 #[test]
 fn oneways_queued_before_destroy_are_written() {
     let (port, peer) = raw_peer(move |mut s| read_requests(&mut s, 200));

@@ -130,16 +130,17 @@ impl Connection {
     /// Puts what is left of a blocked oneway write at the head of the oneway queue, ahead of
     /// requests queued since, and makes sure the flush task writes it; then releases the write
     /// half. Whoever takes the write half next writes the queue first (`start_write`, the
-    /// flush task), so nothing comes between the message's two parts. Gives the write back
-    /// when `oneway` is false, when only a flush is left, when the message is larger than the
-    /// queue's limit (the caller keeps waiting, as for any large message), or when there is no
-    /// runtime to run the flush task.
+    /// flush task), so nothing comes between the message's two parts; when only a flush is
+    /// left (a transport that buffers took every byte), the flush task does it. Gives the
+    /// write back when `oneway` is false, when the message is larger than the queue's limit
+    /// (the caller keeps waiting, as for any large message), or when there is no runtime to
+    /// run the flush task.
     fn hand_over<'a>(&self, pending: PendingWrite<'a>, oneway: bool) -> std::result::Result<(), PendingWrite<'a>> {
         // Only a flush may be left (a transport that buffers, TLS or WebSocket, took every
         // byte): the caller finishes it. The limit is on the message itself: queued bytes it
         // took along came from the queue and go back to it.
         let remaining = pending.job.remaining();
-        if !oneway || remaining == 0 || pending.job.msg.len() + pending.job.tail.len() > QUEUE_LIMIT {
+        if !oneway || pending.job.msg.len() + pending.job.tail.len() > QUEUE_LIMIT {
             return Err(pending);
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -147,6 +148,19 @@ impl Connection {
         };
         let oneways = &self.shared.oneways;
         let mut q = oneways.queued.lock().expect("queue lock");
+        if remaining == 0 {
+            // Only a flush is left (TLS or WebSocket took every byte into its own buffer): the
+            // flush task flushes the write half when it finds the queue empty, and any later
+            // write drains that buffer first.
+            let spawn = !q.flush_scheduled;
+            q.flush_scheduled = true;
+            drop(q);
+            drop(pending);
+            if spawn {
+                runtime.spawn(flush_queued(self.clone()));
+            }
+            return Ok(());
+        }
         let mut rest = BytesMut::with_capacity(remaining + q.bytes.len());
         pending.job.copy_remaining_to(&mut rest);
         rest.extend_from_slice(&q.bytes);
@@ -345,6 +359,18 @@ async fn flush_queued(conn: Connection) {
             _ => return conn.drop_queued(),
         };
         let Some(bytes) = conn.take_queued(true) else {
+            // What a transport that buffers (TLS, WebSocket) still holds goes out now: a
+            // oneway whose write left only that flush handed it here. A no-op for TCP.
+            let flushed = tokio::select! {
+                biased;
+                r = w.flush() => r,
+                _ = conn.shared.state.reached(Phase::Closed) => Err(std::io::Error::other("connection closed")),
+            };
+            if let Err(e) = flushed {
+                drop(guard);
+                conn.close_forcefully(Error::lost(e));
+                return conn.drop_queued();
+            }
             // A message written directly may have taken the queue along (`start_write`):
             // those bytes are written now, so callers waiting for room must learn of it, or
             // they would wait for the next flush, which may never come.
