@@ -136,10 +136,8 @@ impl Connection {
     /// (the caller keeps waiting, as for any large message), or when there is no runtime to
     /// run the flush task.
     fn hand_over<'a>(&self, pending: PendingWrite<'a>, oneway: bool) -> std::result::Result<(), PendingWrite<'a>> {
-        // Only a flush may be left (a transport that buffers, TLS or WebSocket, took every
-        // byte): the caller finishes it. The limit is on the message itself: queued bytes it
-        // took along came from the queue and go back to it.
-        let remaining = pending.job.remaining();
+        // The limit is on the message itself: queued bytes its write took along came from the
+        // queue and go back to it.
         if !oneway || pending.job.msg.len() + pending.job.tail.len() > QUEUE_LIMIT {
             return Err(pending);
         }
@@ -148,30 +146,20 @@ impl Connection {
         };
         let oneways = &self.shared.oneways;
         let mut q = oneways.queued.lock().expect("queue lock");
-        if remaining == 0 {
-            // Only a flush is left (TLS or WebSocket took every byte into its own buffer): the
-            // flush task flushes the write half when it finds the queue empty, and any later
-            // write drains that buffer first.
-            let spawn = !q.flush_scheduled;
-            q.flush_scheduled = true;
-            drop(q);
-            drop(pending);
-            if spawn {
-                runtime.spawn(flush_queued(self.clone()));
+        // Nothing left but a flush when a transport that buffers (TLS, WebSocket) took every
+        // byte: the flush task flushes the write half when it finds the queue empty.
+        if pending.job.remaining() > 0 {
+            let mut rest = BytesMut::with_capacity(pending.job.remaining() + q.bytes.len());
+            pending.job.copy_remaining_to(&mut rest);
+            rest.extend_from_slice(&q.bytes);
+            q.bytes = rest;
+            oneways.has_queued.store(true, Ordering::Release);
+            if self.shared.config.trace_protocol {
+                trace!(target: "floe::protocol", "the rest of a oneway request goes to the flush task");
             }
-            return Ok(());
         }
-        let mut rest = BytesMut::with_capacity(remaining + q.bytes.len());
-        pending.job.copy_remaining_to(&mut rest);
-        rest.extend_from_slice(&q.bytes);
-        q.bytes = rest;
-        oneways.has_queued.store(true, Ordering::Release);
-        let spawn = !q.flush_scheduled;
-        q.flush_scheduled = true;
+        let spawn = schedule_flush(&mut q);
         drop(q);
-        if self.shared.config.trace_protocol {
-            trace!(target: "floe::protocol", "the rest of a oneway request goes to the flush task");
-        }
         // Released only now: the next holder of the write half finds the rest queued.
         drop(pending);
         if spawn {
@@ -340,13 +328,18 @@ impl Connection {
         }
         q.bytes.extend_from_slice(msg);
         oneways.has_queued.store(true, Ordering::Release);
-        if !q.flush_scheduled {
-            q.flush_scheduled = true;
+        if schedule_flush(&mut q) {
             drop(q);
             runtime.spawn(flush_queued(self.clone()));
         }
         Queueing::Queued
     }
+}
+
+/// Marks the flush task scheduled; true when it was not, and the caller must spawn it (once the
+/// queue's lock is released).
+fn schedule_flush(q: &mut QueuedWrites) -> bool {
+    !std::mem::replace(&mut q.flush_scheduled, true)
 }
 
 /// Writes the queued oneway requests, and whatever is queued while it writes, then ends.
