@@ -77,6 +77,29 @@ async fn flood(p: &floe::ObjectPrx) -> usize {
     sent
 }
 
+/// Sends 200 kB oneway requests numbered from 0 (too large to queue: each is written directly),
+/// each call under a 500 ms timeout, until one times out; returns how many calls completed.
+/// 2,000 of them (400 MB) cannot all be buffered, so a call waits long before the end.
+async fn flood_large(p: &floe::ObjectPrx) -> usize {
+    let padding = vec![7u8; 200 * 1024];
+    let mut sent = 0;
+    for k in 0..2000i32 {
+        let call = p.invoke("put", OperationMode::Normal, None, |e| {
+            e.write_i32(k);
+            e.write_byte_seq(&padding);
+        });
+        match tokio::time::timeout(Duration::from_millis(500), call).await {
+            Ok(r) => {
+                r.unwrap();
+                sent += 1;
+            }
+            Err(_) => break,
+        }
+    }
+    assert!(sent < 2000, "the peer's buffers never filled ({sent} requests accepted)");
+    sent
+}
+
 #[test]
 fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
     let (port, peer) = raw_peer(move |mut s| {
@@ -157,26 +180,7 @@ fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() 
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
     let conn = c.block_on(p.ice_get_connection()).unwrap();
     accepted_rx.recv().unwrap();
-    let padding = vec![7u8; 200 * 1024];
-    let sent = c.block_on(async {
-        let mut sent = 0;
-        // 2,000 × 200 kB (400 MB) cannot all be buffered: a call waits long before the end.
-        for k in 0..2000i32 {
-            let call = p.invoke("put", OperationMode::Normal, None, |e| {
-                e.write_i32(k);
-                e.write_byte_seq(&padding);
-            });
-            match tokio::time::timeout(Duration::from_millis(500), call).await {
-                Ok(r) => {
-                    r.unwrap();
-                    sent += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        sent
-    });
-    assert!(sent < 2000, "the peer's buffers never filled ({sent} requests accepted)");
+    let sent = c.block_on(flood_large(&p));
     assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
@@ -273,25 +277,7 @@ fn over_websocket_a_oneway_whose_frame_waits_for_its_flush_hands_the_flush_over(
     let p = c.string_to_proxy(&format!("t:ws -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
     let conn = c.block_on(p.ice_get_connection()).unwrap();
     accepted_rx.recv().unwrap();
-    let padding = vec![7u8; 200 * 1024];
-    let sent = c.block_on(async {
-        let mut sent = 0;
-        for k in 0..2000i32 {
-            let call = p.invoke("put", OperationMode::Normal, None, |e| {
-                e.write_i32(k);
-                e.write_byte_seq(&padding);
-            });
-            match tokio::time::timeout(Duration::from_millis(500), call).await {
-                Ok(r) => {
-                    r.unwrap();
-                    sent += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        sent
-    });
-    assert!(sent < 2000, "the peer's buffers never filled ({sent} requests accepted)");
+    let sent = c.block_on(flood_large(&p));
     assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
