@@ -16,7 +16,15 @@ fn main() -> std::process::ExitCode {
     // threads would cost a wake-up each way (docs/router.md). Its thread busy-polls for up to
     // 300 µs rather than 50 before it sleeps: a router's every hop waits on a peer, and Ice
     // programs answer a hop in 60–150 µs, which a 50 µs spin misses (docs/router.md).
-    let defaults = [("Floe.Runtime.ConnectionThreads", "0"), ("Floe.Runtime.BusyPoll", "300")];
+    // It spins whether or not the machine has a CPU to spare: the router sits on two of the
+    // four hops of every call, so a wake-up it saves saves one for the call's both ends, and
+    // its spins still yield to other threads and give way to sleeping when they keep meeting
+    // them (docs/router.md, "The floe pair's tail, and the spare-CPU rule").
+    let defaults = [
+        ("Floe.Runtime.ConnectionThreads", "0"),
+        ("Floe.Runtime.BusyPoll", "300"),
+        ("Floe.Runtime.BusyPoll.SpareCpuOnly", "0"),
+    ];
     let communicator = match Communicator::from_args_with_defaults(std::env::args(), &defaults) {
         Ok((c, _rest)) => c,
         Err(e) => {
