@@ -72,6 +72,9 @@ struct Shared {
     /// The header fields of the WebSocket upgrade, for ws and wss connections.
     ws_headers: Vec<(String, String)>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The runtime the reader runs on: where a flush task goes when the runtime of the caller
+    /// that started it shuts down (writer.rs).
+    home: std::sync::OnceLock<tokio::runtime::Handle>,
     /// The connection's slot in its ACM sweeper (`usize::MAX`: none).
     acm_slot: AtomicUsize,
     /// Called once, when the connection closes.
@@ -140,6 +143,7 @@ impl Connection {
                 cipher,
                 ws_headers,
                 reader: Mutex::new(None),
+                home: std::sync::OnceLock::new(),
                 acm_slot: AtomicUsize::new(usize::MAX),
                 on_closed: Mutex::new(None),
             }),
@@ -242,6 +246,7 @@ impl Connection {
             let slot = self.shared.config.acm_sweeper.register(&self.shared);
             self.shared.acm_slot.store(slot, Ordering::Release);
         }
+        let _ = self.shared.home.set(tokio::runtime::Handle::current());
         let reader = tokio::spawn(reader::run(self.clone(), read));
         *self.shared.reader.lock().expect("reader lock") = Some(reader.abort_handle());
     }

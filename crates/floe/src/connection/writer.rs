@@ -344,10 +344,73 @@ fn schedule_flush(q: &mut QueuedWrites) -> bool {
 
 /// Writes the queued oneway requests, and whatever is queued while it writes, then ends.
 async fn flush_queued(conn: Connection) {
-    let mut guard = conn.shared.writer.lock().await;
+    let mut task = FlushTask { conn: &conn, writer: None, rest: None, done: false };
+    flush_queued_in(&mut task).await;
+    task.done = true;
+}
+
+/// The flush task's state. Dropped before the task is done (the runtime it runs on shut
+/// down: a caller's runtime, which the task was spawned on), it puts the unwritten rest of a
+/// write back at the head of the queue while it still holds the write half, and a new flush
+/// task goes on on the connection's own runtime; where that is the runtime that shut down,
+/// the connection closes rather than leave later writers waiting for a flush.
+struct FlushTask<'a> {
+    conn: &'a Connection,
+    writer: Option<WriterGuard<'a>>,
+    /// Bytes taken from the queue and how many of them are written.
+    rest: Option<(BytesMut, usize)>,
+    done: bool,
+}
+
+impl Drop for FlushTask<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let conn = self.conn;
+        let oneways = &conn.shared.oneways;
+        let mut q = oneways.queued.lock().expect("queue lock");
+        if let Some((bytes, written)) = self.rest.take() {
+            if written < bytes.len() {
+                let mut rest = BytesMut::with_capacity(bytes.len() - written + q.bytes.len());
+                rest.extend_from_slice(&bytes[written..]);
+                rest.extend_from_slice(&q.bytes);
+                q.bytes = rest;
+                oneways.has_queued.store(true, Ordering::Release);
+            }
+        }
+        q.flush_scheduled = false;
+        // Released only now: the next holder of the write half finds the rest queued.
+        self.writer.take();
+        if conn.shared.state.is_closed() {
+            drop(q);
+            return conn.drop_queued();
+        }
+        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+        match conn.shared.home.get() {
+            Some(home) if Some(home.id()) != here => {
+                // Flushes too what a transport that buffers may still hold.
+                q.flush_scheduled = true;
+                drop(q);
+                home.spawn(flush_queued(conn.clone()));
+            }
+            _ => {
+                drop(q);
+                conn.close_forcefully(Error::ConnectionLost(
+                    "the runtime writing the connection's queued requests shut down".into(),
+                ));
+                conn.drop_queued();
+            }
+        }
+    }
+}
+
+async fn flush_queued_in(task: &mut FlushTask<'_>) {
+    let conn = task.conn;
+    task.writer = Some(conn.shared.writer.lock().await);
     loop {
         // After a forceful close nothing more is sent: queued requests are dropped.
-        let w = match guard.as_mut() {
+        let w = match task.writer.as_mut().and_then(|g| g.as_mut()) {
             Some(w) if !conn.shared.state.is_closed() => w,
             _ => return conn.drop_queued(),
         };
@@ -360,7 +423,7 @@ async fn flush_queued(conn: Connection) {
                 _ = conn.shared.state.reached(Phase::Closed) => Err(std::io::Error::other("connection closed")),
             };
             if let Err(e) = flushed {
-                drop(guard);
+                task.writer = None;
                 conn.close_forcefully(Error::lost(e));
                 return conn.drop_queued();
             }
@@ -374,20 +437,35 @@ async fn flush_queued(conn: Connection) {
             // A large write (the rest of a large oneway, or many small ones): see `busy_poll`.
             busy_poll::wrote_large();
         }
+        let rest = task.rest.insert((bytes, 0));
         let result = tokio::select! {
             biased;
-            r = async { w.write_all(&bytes).await?; w.flush().await } => r,
+            r = write_counted(w, rest) => r,
             // A forceful close interrupts a write blocked on a peer that does not read.
             _ = conn.shared.state.reached(Phase::Closed) => Err(std::io::Error::other("connection closed")),
         };
+        task.rest = None;
         if let Err(e) = result {
-            drop(guard);
+            task.writer = None;
             conn.close_forcefully(Error::lost(e));
             return conn.drop_queued();
         }
         conn.shared.activity.touch_write();
         conn.shared.oneways.wake_waiters();
     }
+}
+
+/// Writes `rest.0` from `rest.1` on, counting in `rest.1` what is written, then flushes.
+async fn write_counted(w: &mut WriteHalf, rest: &mut (BytesMut, usize)) -> std::io::Result<()> {
+    let (bytes, written) = rest;
+    while *written < bytes.len() {
+        let n = w.write(&bytes[*written..]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        *written += n;
+    }
+    w.flush().await
 }
 
 /// The lock on a connection's write half. tokio's lock, which is fair: a writer that waits is
