@@ -1,7 +1,9 @@
 //! Oneway requests are queued and written together: they arrive complete and in order, a
 //! twoway request written after them follows them on the wire, and a peer that stops reading
 //! makes oneway callers wait (the queue is bounded) without losing a request, and a caller
-//! that waits goes on when a twoway request took the queue along.
+//! that waits goes on when a twoway request took the queue along. A oneway whose write blocks
+//! part-way hands the rest (or, over ssl and ws, the flush) to the flush task, which finishes
+//! it on the connection's own runtime when the caller's runtime shuts down.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -17,10 +19,15 @@ const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 
 /// Reads Ice messages from a raw socket until `want` requests have arrived; returns each
 /// request's (operation, first int parameter, request id).
 fn read_requests(s: &mut std::net::TcpStream, want: usize) -> Vec<(String, i32, i32)> {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    read_requests_from(s, want)
+}
+
+/// [`read_requests`] from any stream (whose reads the caller bounds in time).
+fn read_requests_from(s: &mut impl Read, want: usize) -> Vec<(String, i32, i32)> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     while out.len() < want {
         let n = s.read(&mut chunk).expect("peer read");
         assert!(n > 0, "client closed after {} requests", out.len());
@@ -192,6 +199,77 @@ fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() 
     c.destroy_blocking();
 }
 
+#[test]
+fn a_flush_left_on_a_runtime_that_shuts_down_goes_on_and_loses_nothing() {
+    // The 200 kB oneways are sent from a runtime of the caller's own, so the rest of the one
+    // whose write blocks part-way goes to a flush task on that runtime. Shutting the runtime
+    // down while the peer does not read drops that task in the middle of its write: the
+    // unwritten rest goes back to the head of the queue and a flush task on the connection's
+    // own runtime writes it. So the connection stays open, the next oneway follows, and every
+    // request that returned arrives whole and in order.
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let (port, peer) = raw_peer(move |mut s| {
+        accepted_tx.send(()).unwrap();
+        let want = go_rx.recv().unwrap();
+        (read_requests(&mut s, want), s)
+    });
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+    // Established on the communicator's runtime: the connection's own.
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    accepted_rx.recv().unwrap();
+    let callers = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let sent = callers.block_on(flood_large(&p));
+    drop(callers);
+    assert!(!conn.is_closed(), "the end of the callers' runtime closed the connection");
+    go_tx.send(sent + 1).unwrap();
+    let last = c.block_on(async {
+        let padding = vec![7u8; 200 * 1024];
+        let call = p.invoke("put", OperationMode::Normal, None, |e| {
+            e.write_i32(sent as i32);
+            e.write_byte_seq(&padding);
+        });
+        tokio::time::timeout(Duration::from_secs(10), call).await
+    });
+    assert!(matches!(last, Ok(Ok(_))), "the oneway after the runtime's end did not go out: {last:?}");
+    let (got, socket) = peer.join().unwrap();
+    assert_eq!(got.len(), sent + 1);
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
+    drop(socket);
+    c.destroy_blocking();
+}
+
+#[test]
+fn a_flush_left_on_the_connections_own_runtime_as_it_shuts_down_closes_the_connection() {
+    // The connection, and the flush task of a oneway whose write blocked part-way, live on a
+    // runtime of the program's own, which then shuts down while the peer does not read: with
+    // no runtime left to finish the write, the connection closes (rather than stay open with
+    // half a request written and later writers waiting for a flush).
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (port, peer) = raw_peer(move |s| {
+        accepted_tx.send(()).unwrap();
+        s
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (c, conn, sent) = rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+        let conn = p.ice_get_connection().await.unwrap();
+        accepted_rx.recv().unwrap();
+        let sent = flood_large(&p).await;
+        (c, conn, sent)
+    });
+    assert!(sent > 0);
+    assert!(!conn.is_closed());
+    drop(rt);
+    assert!(conn.is_closed(), "the connection stayed open with a write left half done");
+    drop(c);
+    drop(peer.join().unwrap());
+}
+
 /// Reads one WebSocket frame a client sent (masked) and returns its payload.
 fn read_ws_frame(s: &mut TcpStream) -> Vec<u8> {
     let mut head = [0u8; 2];
@@ -282,6 +360,64 @@ fn over_websocket_a_oneway_whose_frame_waits_for_its_flush_hands_the_flush_over(
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
     assert_eq!(got, (0..sent as i32).collect::<Vec<_>>());
+    drop(socket);
+    c.destroy_blocking();
+}
+
+/// The rustls server configuration of the test certificates (`../shared/certs`).
+fn tls_server_config() -> std::sync::Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/certs");
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(dir.join("server.pem")).unwrap().map(|c| c.unwrap()).collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server_key.pem")).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    std::sync::Arc::new(config)
+}
+
+#[test]
+fn over_ssl_a_oneway_whose_record_waits_for_its_flush_hands_the_flush_over() {
+    // As over ws: TLS takes a whole 200 kB message into its records at once and only the flush
+    // waits on a peer that does not read. The peer is a hand-made rustls server that answers
+    // the handshake, sends ValidateConnection and then reads nothing until told.
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let tls = rustls::ServerConnection::new(tls_server_config()).unwrap();
+        let mut s = rustls::StreamOwned::new(tls, s);
+        s.write_all(&VALIDATE).unwrap();
+        s.flush().unwrap();
+        accepted_tx.send(()).unwrap();
+        let want = go_rx.recv().unwrap();
+        (read_requests_from(&mut s, want), s)
+    });
+    let props = floe::Properties::new();
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/certs");
+    props.set("IceSSL.DefaultDir", dir.to_str().unwrap());
+    props.set("IceSSL.CAs", "ca.pem");
+    let c = Communicator::with_properties(props).unwrap();
+    let p = c.string_to_proxy(&format!("t:ssl -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
+    let conn = c.block_on(p.ice_get_connection()).unwrap();
+    accepted_rx.recv().unwrap();
+    let sent = c.block_on(flood_large(&p));
+    assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
+    go_tx.send(sent).unwrap();
+    let (got, socket) = peer.join().unwrap();
+    assert_eq!(got.len(), sent);
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
     drop(socket);
     c.destroy_blocking();
 }
