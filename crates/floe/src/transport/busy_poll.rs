@@ -36,7 +36,11 @@
 //! - between two polls the thread yields its CPU (`sched_yield`) to any thread that wants it,
 //!   and a yield after which another thread had run (it took 5 µs or more) ends the spin as
 //!   one that found nothing: where more threads want the CPUs than there are, spinning soon
-//!   gives way to sleeping.
+//!   gives way to sleeping. A spin that started while the machine had a CPU to spare rides out
+//!   the first such yield and ends at the second: the thread that ran is most often the very
+//!   peer this one waits for, woken on this CPU by the message it was sent, which answers in a
+//!   few microseconds and sleeps again (a client, a router and a server on two CPUs); a thread
+//!   that keeps wanting the CPU meets the second yield at once.
 //!
 //! Only current-thread runtimes busy-poll (a communicator with `Floe.Runtime.Threads=1`, or a
 //! runtime built with [`install`]): a task woken here must run on this very thread.
@@ -410,7 +414,7 @@ fn spin(s: &mut ThreadState) {
         return;
     }
     bump(&s.counters().spins);
-    let ThreadState { budget, metrics, waiters, fds, misses, skip, counters, .. } = s;
+    let ThreadState { budget, metrics, waiters, fds, misses, skip, counters, sharing, .. } = s;
     let counters = counters.as_deref().expect("made above");
     fds.clear();
     fds.extend(waiters.iter().map(|w| libc::pollfd { fd: w.fd, events: libc::POLLIN, revents: 0 }));
@@ -419,6 +423,9 @@ fn spin(s: &mut ThreadState) {
         return;
     }
     let deadline = Instant::now() + budget;
+    // Whether the first contended yield is ridden out (see the module's doc): a thread that
+    // spins only with a CPU to spare has just found one.
+    let mut ride_out = *sharing == Sharing::SpareCpuOnly || cpu_to_spare();
     loop {
         // SAFETY: `fds` is an initialised array of `fds.len()` pollfd structures that poll(2)
         // may write `revents` into; a zero timeout never blocks.
@@ -456,9 +463,13 @@ fn spin(s: &mut ThreadState) {
             break;
         }
         if yield_was_contended() {
-            // Another thread ran on this CPU meanwhile: the spin takes time it needs (perhaps
-            // the very peer this thread waits for). Sleep instead, and count a miss: spins
-            // that keep meeting other threads soon give way to sleeping alone.
+            if std::mem::take(&mut ride_out) {
+                // Most often the peer this thread waits for, which has run and is answering.
+                continue;
+            }
+            // Another thread ran on this CPU meanwhile, again: the spin takes time it needs.
+            // Sleep instead, and count a miss: spins that keep meeting other threads soon
+            // give way to sleeping alone.
             back_off(misses, skip);
             bump(&counters.contended);
             break;
@@ -526,6 +537,10 @@ fn parse_runnable(line: &[u8]) -> Option<usize> {
 
 /// Yields this thread's CPU; true when another thread ran meanwhile.
 fn yield_was_contended() -> bool {
+    #[cfg(test)]
+    if let Some(answer) = tests::YIELDS.with(|y| y.borrow_mut().as_mut().map(|f| f())) {
+        return answer;
+    }
     let yielded_at = Instant::now();
     // SAFETY: sched_yield has no preconditions.
     unsafe { libc::sched_yield() };
@@ -544,6 +559,10 @@ mod tests {
         /// What `cpu_to_spare` answers on this thread, when set: the spin tests run beside
         /// other tests, which may keep every CPU busy.
         pub(super) static FORCED_SPARE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+        /// What `yield_was_contended` does on this thread instead of yielding, when set: it
+        /// plays another thread running during the yield.
+        #[allow(clippy::type_complexity)]
+        pub(super) static YIELDS: RefCell<Option<Box<dyn FnMut() -> bool>>> = const { RefCell::new(None) };
     }
 
     struct CountingWaker(AtomicUsize);
@@ -910,8 +929,92 @@ mod tests {
             });
             stop.store(true, Ordering::Relaxed);
             assert_eq!(after, (1, 1), "a miss: the next spin is skipped");
-            assert!(took < Duration::from_millis(500), "the spin ended at the first contended yield: {took:?}");
+            assert!(took < Duration::from_millis(500), "the spin ended at the second contended yield: {took:?}");
         });
+    }
+
+    #[test]
+    fn a_spin_rides_out_one_yield_to_a_peer_that_then_answers() {
+        // The first yield lets the peer run (it took long), and the peer answers meanwhile:
+        // the spin, started with a CPU to spare, goes on past that yield and finds the data.
+        state_with(Duration::from_millis(500));
+        let (a, b) = pair();
+        let woken = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(woken.clone());
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        let yields = Arc::new(AtomicUsize::new(0));
+        let counted = yields.clone();
+        YIELDS.with(|y| {
+            *y.borrow_mut() = Some(Box::new(move || {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    (&a).write_all(b"x").unwrap();
+                    // Until the bytes are readable: the peer has answered before it sleeps.
+                    let mut fd = libc::pollfd { fd: b.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one initialised pollfd; poll writes only its revents.
+                    unsafe { libc::poll(&mut fd, 1, 1000) };
+                    true
+                } else {
+                    false
+                }
+            }))
+        });
+        before_park(Duration::from_millis(500));
+        YIELDS.with(|y| y.borrow_mut().take());
+        let misses = STATE.with(|s| s.borrow().misses);
+        assert_eq!((woken.0.load(Ordering::SeqCst), misses), (1, 0), "the spin found the peer's answer");
+        assert_eq!(yields.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_spin_without_a_cpu_to_spare_ends_at_the_first_contended_yield() {
+        // A thread that spins whatever the load (floe-router's) on a machine with no CPU to
+        // spare gives way at once: the thread that ran may be anyone's.
+        state_with(Duration::from_secs(2));
+        FORCED_SPARE.with(|f| f.set(Some(false)));
+        let (_a, b) = pair();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        let yields = Arc::new(AtomicUsize::new(0));
+        let counted = yields.clone();
+        YIELDS.with(|y| {
+            *y.borrow_mut() = Some(Box::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                true
+            }))
+        });
+        before_park_with(Duration::from_secs(2), Sharing::Always);
+        YIELDS.with(|y| y.borrow_mut().take());
+        assert_eq!(yields.load(Ordering::SeqCst), 1);
+        assert_eq!(STATE.with(|s| s.borrow().misses), 1);
+    }
+
+    #[test]
+    fn a_spin_that_meets_other_threads_twice_ends_as_a_miss() {
+        // Every yield lets another thread run: the first is ridden out, the second ends the
+        // spin as a miss (long before its budget), counted as contended.
+        state_with(Duration::from_secs(2));
+        let (_a, b) = pair();
+        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+        let mut shared = None;
+        watch(b.as_raw_fd(), &mut shared, &waker);
+        let yields = Arc::new(AtomicUsize::new(0));
+        let counted = yields.clone();
+        YIELDS.with(|y| {
+            *y.borrow_mut() = Some(Box::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                true
+            }))
+        });
+        let contended = stats_of_this_thread_contended();
+        let started = Instant::now();
+        before_park(Duration::from_secs(2));
+        YIELDS.with(|y| y.borrow_mut().take());
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(yields.load(Ordering::SeqCst), 2);
+        assert_eq!(STATE.with(|s| (s.borrow().misses, s.borrow().skip)), (1, 1));
+        assert_eq!(stats_of_this_thread_contended(), contended + 1);
     }
 
     #[test]
