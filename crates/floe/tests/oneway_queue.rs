@@ -243,6 +243,30 @@ fn a_flush_left_on_a_runtime_that_shuts_down_goes_on_and_loses_nothing() {
 }
 
 #[test]
+fn oneways_queued_on_a_runtime_that_ends_before_its_flush_task_ran_are_written() {
+    // A burst of small oneways from a runtime of the caller's own: the first is written at
+    // once, the others queued for a flush task spawned on that runtime, and `block_on` returns
+    // before that task ever runs. Dropping the runtime drops the task unpolled; the queue is
+    // then written by a flush task on the connection's own runtime.
+    let (port, peer) = raw_peer(move |mut s| read_requests(&mut s, 10));
+    let c = Communicator::new().unwrap();
+    let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port}")).unwrap().ice_oneway();
+    c.block_on(p.ice_get_connection()).unwrap();
+    let callers = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    callers.block_on(async {
+        for k in 0..10 {
+            p.invoke("put", OperationMode::Normal, None, |e| e.write_i32(k)).await.unwrap();
+        }
+    });
+    drop(callers);
+    let got = peer.join().unwrap();
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
+    c.destroy_blocking();
+}
+
+#[test]
 fn a_flush_left_on_the_connections_own_runtime_as_it_shuts_down_closes_the_connection() {
     // The connection, and the flush task of a oneway whose write blocked part-way, live on a
     // runtime of the program's own, which then shuts down while the peer does not read: with
@@ -266,6 +290,10 @@ fn a_flush_left_on_the_connections_own_runtime_as_it_shuts_down_closes_the_conne
     assert!(!conn.is_closed());
     drop(rt);
     assert!(conn.is_closed(), "the connection stayed open with a write left half done");
+    // Its close completes although the runtime that closed it was gone.
+    let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let finished = other.block_on(async { tokio::time::timeout(Duration::from_secs(5), conn.wait_closed()).await });
+    assert!(finished.is_ok(), "the close never finished");
     drop(c);
     drop(peer.join().unwrap());
 }
@@ -383,10 +411,13 @@ fn tls_server_config() -> std::sync::Arc<rustls::ServerConfig> {
 }
 
 #[test]
-fn over_ssl_a_oneway_whose_record_waits_for_its_flush_hands_the_flush_over() {
-    // As over ws: TLS takes a whole 200 kB message into its records at once and only the flush
-    // waits on a peer that does not read. The peer is a hand-made rustls server that answers
-    // the handshake, sends ValidateConnection and then reads nothing until told.
+fn over_ssl_a_oneway_whose_write_blocks_hands_its_rest_or_flush_over() {
+    // Over ssl a 200 kB message's write that blocks on a peer that does not read leaves either
+    // a rest (rustls holds at most 64 KiB of records) or, when rustls took every byte, only a
+    // flush: both go to the flush task, later oneways wait for the write half (and giving up
+    // there writes nothing), and once the peer reads every request that returned arrives
+    // whole, in order. The peer is a hand-made rustls server that answers the handshake,
+    // sends ValidateConnection and then reads nothing until told.
     let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -337,18 +337,18 @@ impl Connection {
             }
             shared.state.finish();
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
-                h.spawn(shutdown);
+        // A runtime that is shutting down refuses the task at once (it is finished before it
+        // ran): then, as without a runtime, the write half is dropped (which shuts it down) if
+        // no write holds it, and a write that does gives up as it sees the state.
+        let refused = match tokio::runtime::Handle::try_current() {
+            Ok(h) => h.spawn(shutdown).is_finished(),
+            Err(_) => true,
+        };
+        if refused {
+            if let Ok(mut w) = self.shared.writer.try_lock() {
+                w.take();
             }
-            // Without a runtime, the write half is dropped (which shuts it down) if no write
-            // holds it; a write that does gives up as it sees the state.
-            Err(_) => {
-                if let Ok(mut w) = self.shared.writer.try_lock() {
-                    w.take();
-                }
-                self.shared.state.finish();
-            }
+            self.shared.state.finish();
         }
     }
 

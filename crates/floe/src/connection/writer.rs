@@ -163,7 +163,7 @@ impl Connection {
         // Released only now: the next holder of the write half finds the rest queued.
         drop(pending);
         if spawn {
-            runtime.spawn(flush_queued(self.clone()));
+            runtime.spawn(flush_queued(self.clone(), false));
         }
         Ok(())
     }
@@ -330,7 +330,7 @@ impl Connection {
         oneways.has_queued.store(true, Ordering::Release);
         if schedule_flush(&mut q) {
             drop(q);
-            runtime.spawn(flush_queued(self.clone()));
+            runtime.spawn(flush_queued(self.clone(), false));
         }
         Queueing::Queued
     }
@@ -343,56 +343,50 @@ fn schedule_flush(q: &mut QueuedWrites) -> bool {
 }
 
 /// Writes the queued oneway requests, and whatever is queued while it writes, then ends.
-async fn flush_queued(conn: Connection) {
-    let mut task = FlushTask { conn: &conn, writer: None, rest: None, done: false };
-    flush_queued_in(&mut task).await;
-    task.done = true;
+/// `rescue`: the task goes on for one whose runtime shut down (see [`FlushGuard`]).
+fn flush_queued(conn: Connection, rescue: bool) -> impl std::future::Future<Output = ()> + Send + 'static {
+    // Made before the future is first polled: a task dropped unpolled is rescued too.
+    let guard = FlushGuard { conn, rescue, done: false };
+    async move {
+        let mut guard = guard;
+        {
+            let mut task = FlushTask { conn: &guard.conn, writer: None, rest: None };
+            flush_queued_in(&mut task).await;
+        }
+        guard.done = true;
+    }
 }
 
-/// The flush task's state. Dropped before the task is done (the runtime it runs on shut
-/// down: a caller's runtime, which the task was spawned on), it puts the unwritten rest of a
-/// write back at the head of the queue while it still holds the write half, and a new flush
-/// task goes on on the connection's own runtime; where that is the runtime that shut down,
-/// the connection closes rather than leave later writers waiting for a flush.
-struct FlushTask<'a> {
-    conn: &'a Connection,
-    writer: Option<WriterGuard<'a>>,
-    /// Bytes taken from the queue and how many of them are written.
-    rest: Option<(BytesMut, usize)>,
+/// The flush task's promise that the queue is written. Dropped before the task is done (the
+/// runtime it was spawned on, a caller's, shut down, polled or not), it lets a new flush task
+/// go on on the connection's own runtime (the reader's); where that is the runtime that shut
+/// down, or where the task was already such a rescue, the connection closes rather than leave
+/// later writers waiting for a flush that never comes.
+struct FlushGuard {
+    conn: Connection,
+    rescue: bool,
     done: bool,
 }
 
-impl Drop for FlushTask<'_> {
+impl Drop for FlushGuard {
     fn drop(&mut self) {
         if self.done {
             return;
         }
-        let conn = self.conn;
-        let oneways = &conn.shared.oneways;
-        let mut q = oneways.queued.lock().expect("queue lock");
-        if let Some((bytes, written)) = self.rest.take() {
-            if written < bytes.len() {
-                let mut rest = BytesMut::with_capacity(bytes.len() - written + q.bytes.len());
-                rest.extend_from_slice(&bytes[written..]);
-                rest.extend_from_slice(&q.bytes);
-                q.bytes = rest;
-                oneways.has_queued.store(true, Ordering::Release);
-            }
-        }
+        let conn = &self.conn;
+        let mut q = conn.shared.oneways.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         q.flush_scheduled = false;
-        // Released only now: the next holder of the write half finds the rest queued.
-        self.writer.take();
         if conn.shared.state.is_closed() {
             drop(q);
             return conn.drop_queued();
         }
         let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
         match conn.shared.home.get() {
-            Some(home) if Some(home.id()) != here => {
+            Some(home) if !self.rescue && Some(home.id()) != here => {
                 // Flushes too what a transport that buffers may still hold.
                 q.flush_scheduled = true;
                 drop(q);
-                home.spawn(flush_queued(conn.clone()));
+                home.spawn(flush_queued(conn.clone(), true));
             }
             _ => {
                 drop(q);
@@ -405,6 +399,33 @@ impl Drop for FlushTask<'_> {
     }
 }
 
+/// A flush task's write under way. Dropped part-way (its task dropped), it puts the unwritten
+/// rest back at the head of the queue while it still holds the write half, so that whoever
+/// takes the write half next writes it first and nothing comes between the two parts.
+struct FlushTask<'a> {
+    conn: &'a Connection,
+    writer: Option<WriterGuard<'a>>,
+    /// Bytes taken from the queue and how many of them are written.
+    rest: Option<(BytesMut, usize)>,
+}
+
+impl Drop for FlushTask<'_> {
+    fn drop(&mut self) {
+        let Some((bytes, written)) = self.rest.take() else { return };
+        if written < bytes.len() {
+            let oneways = &self.conn.shared.oneways;
+            let mut q = oneways.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut rest = BytesMut::with_capacity(bytes.len() - written + q.bytes.len());
+            rest.extend_from_slice(&bytes[written..]);
+            rest.extend_from_slice(&q.bytes);
+            q.bytes = rest;
+            oneways.has_queued.store(true, Ordering::Release);
+        }
+        // The write half is released after this, as the fields drop.
+    }
+}
+
+/// The flush task's work: takes the queue and writes it, until the queue is empty.
 async fn flush_queued_in(task: &mut FlushTask<'_>) {
     let conn = task.conn;
     task.writer = Some(conn.shared.writer.lock().await);
