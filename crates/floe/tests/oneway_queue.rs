@@ -62,6 +62,31 @@ fn raw_peer<T: Send + 'static>(
     (port, peer)
 }
 
+/// What a stalled peer read once told to, and its socket.
+type Stalled = std::thread::JoinHandle<(Vec<(String, i32, i32)>, TcpStream)>;
+
+/// A raw Ice peer that accepts one connection and then reads nothing until told, on `go`, how
+/// many requests to expect. Returns its port, a receiver that hears once it has accepted, the
+/// `go` sender, and the thread, which returns what it read and its socket.
+fn stalled_peer() -> (u16, std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<usize>, Stalled) {
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
+    let (port, peer) = raw_peer(move |mut s| {
+        accepted_tx.send(()).unwrap();
+        let want = go_rx.recv().unwrap();
+        (read_requests(&mut s, want), s)
+    });
+    (port, accepted_rx, go_tx, peer)
+}
+
+/// Asserts that `got` is exactly `want` `put` requests numbered 0, 1, 2, … in order.
+fn assert_puts_in_order(got: &[(String, i32, i32)], want: usize) {
+    assert_eq!(got.len(), want);
+    for (k, (op, n, _)) in got.iter().enumerate() {
+        assert_eq!((op.as_str(), *n), ("put", k as i32));
+    }
+}
+
 /// Sends 4 KB oneway requests numbered from 0 until a call has waited past two seconds (or
 /// 100,000 were sent); returns how many calls completed.
 async fn flood(p: &floe::ObjectPrx) -> usize {
@@ -140,14 +165,7 @@ fn queued_oneways_arrive_in_order_ahead_of_the_next_twoway() {
 
 #[test]
 fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
-    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
-    let (port, peer) = raw_peer(move |mut s| {
-        accepted_tx.send(()).unwrap();
-        // Read nothing until told how many requests to expect.
-        let want = go_rx.recv().unwrap();
-        (read_requests(&mut s, want), s)
-    });
+    let (port, accepted_rx, go_tx, peer) = stalled_peer();
     let c = Communicator::new().unwrap();
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
     c.block_on(p.ice_get_connection()).unwrap();
@@ -159,9 +177,7 @@ fn a_peer_that_does_not_read_holds_oneway_callers_back_and_loses_nothing() {
     // waited for room wrote nothing.
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
-    for (k, (op, n, _)) in got.iter().enumerate() {
-        assert_eq!((op.as_str(), *n), ("put", k as i32));
-    }
+    assert_puts_in_order(&got, sent);
     assert!(
         !c.block_on(p.ice_get_connection()).unwrap().is_closed(),
         "giving up on a waiting oneway closed the connection"
@@ -176,13 +192,7 @@ fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() 
     // peer that does not read takes only part of returns all the same (the flush task writes
     // the rest); the next waits for the write half, and giving up there writes nothing. So
     // the connection stays open and every request that returned arrives whole, in order.
-    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
-    let (port, peer) = raw_peer(move |mut s| {
-        accepted_tx.send(()).unwrap();
-        let want = go_rx.recv().unwrap();
-        (read_requests(&mut s, want), s)
-    });
+    let (port, accepted_rx, go_tx, peer) = stalled_peer();
     let c = Communicator::new().unwrap();
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
     let conn = c.block_on(p.ice_get_connection()).unwrap();
@@ -191,10 +201,7 @@ fn a_oneway_written_directly_that_blocks_part_way_finishes_without_its_caller() 
     assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
-    assert_eq!(got.len(), sent);
-    for (k, (op, n, _)) in got.iter().enumerate() {
-        assert_eq!((op.as_str(), *n), ("put", k as i32));
-    }
+    assert_puts_in_order(&got, sent);
     drop(socket);
     c.destroy_blocking();
 }
@@ -207,13 +214,7 @@ fn a_flush_left_on_a_runtime_that_shuts_down_goes_on_and_loses_nothing() {
     // unwritten rest goes back to the head of the queue and a flush task on the connection's
     // own runtime writes it. So the connection stays open, the next oneway follows, and every
     // request that returned arrives whole and in order.
-    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<usize>();
-    let (port, peer) = raw_peer(move |mut s| {
-        accepted_tx.send(()).unwrap();
-        let want = go_rx.recv().unwrap();
-        (read_requests(&mut s, want), s)
-    });
+    let (port, accepted_rx, go_tx, peer) = stalled_peer();
     let c = Communicator::new().unwrap();
     let p = c.string_to_proxy(&format!("t:tcp -h 127.0.0.1 -p {port} -t 60000")).unwrap().ice_oneway();
     // Established on the communicator's runtime: the connection's own.
@@ -234,10 +235,7 @@ fn a_flush_left_on_a_runtime_that_shuts_down_goes_on_and_loses_nothing() {
     });
     assert!(matches!(last, Ok(Ok(_))), "the oneway after the runtime's end did not go out: {last:?}");
     let (got, socket) = peer.join().unwrap();
-    assert_eq!(got.len(), sent + 1);
-    for (k, (op, n, _)) in got.iter().enumerate() {
-        assert_eq!((op.as_str(), *n), ("put", k as i32));
-    }
+    assert_puts_in_order(&got, sent + 1);
     drop(socket);
     c.destroy_blocking();
 }
@@ -260,9 +258,7 @@ fn oneways_queued_on_a_runtime_that_ends_before_its_flush_task_ran_are_written()
     });
     drop(callers);
     let got = peer.join().unwrap();
-    for (k, (op, n, _)) in got.iter().enumerate() {
-        assert_eq!((op.as_str(), *n), ("put", k as i32));
-    }
+    assert_puts_in_order(&got, 10);
     c.destroy_blocking();
 }
 
@@ -445,10 +441,7 @@ fn over_ssl_a_oneway_whose_write_blocks_hands_its_rest_or_flush_over() {
     assert!(!conn.is_closed(), "giving up on a oneway closed the connection");
     go_tx.send(sent).unwrap();
     let (got, socket) = peer.join().unwrap();
-    assert_eq!(got.len(), sent);
-    for (k, (op, n, _)) in got.iter().enumerate() {
-        assert_eq!((op.as_str(), *n), ("put", k as i32));
-    }
+    assert_puts_in_order(&got, sent);
     drop(socket);
     c.destroy_blocking();
 }
