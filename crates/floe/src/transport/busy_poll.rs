@@ -933,11 +933,27 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_spin_rides_out_one_yield_to_a_peer_that_then_answers() {
-        // The first yield lets the peer run (it took long), and the peer answers meanwhile:
-        // the spin, started with a CPU to spare, goes on past that yield and finds the data.
-        state_with(Duration::from_millis(500));
+    /// What one spin played by [`spin_with_yields`] came to.
+    struct Played {
+        yields: usize,
+        woken: usize,
+        misses: u32,
+        skip: u32,
+        contended: u64,
+        took: Duration,
+    }
+
+    /// One spin of `budget` over the receiving end of a socket pair, on a machine with a CPU to
+    /// spare or not, each yield played by `on_yield` (given the sending end and the watched
+    /// one; true: another thread ran meanwhile) instead of yielding.
+    fn spin_with_yields(
+        spare: bool,
+        sharing: Sharing,
+        budget: Duration,
+        mut on_yield: impl FnMut(&std::net::TcpStream, &std::net::TcpStream) -> bool + 'static,
+    ) -> Played {
+        state_with(budget);
+        FORCED_SPARE.with(|f| f.set(Some(spare)));
         let (a, b) = pair();
         let woken = Arc::new(CountingWaker(AtomicUsize::new(0)));
         let waker = Waker::from(woken.clone());
@@ -947,97 +963,69 @@ mod tests {
         let counted = yields.clone();
         YIELDS.with(|y| {
             *y.borrow_mut() = Some(Box::new(move || {
-                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
-                    (&a).write_all(b"x").unwrap();
-                    // Until the bytes are readable: the peer has answered before it sleeps.
-                    let mut fd = libc::pollfd { fd: b.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                    // SAFETY: one initialised pollfd; poll writes only its revents.
-                    unsafe { libc::poll(&mut fd, 1, 1000) };
-                    true
-                } else {
-                    false
-                }
+                counted.fetch_add(1, Ordering::SeqCst);
+                on_yield(&a, &b)
             }))
         });
-        before_park(Duration::from_millis(500));
+        let contended = stats_of_this_thread_contended();
+        let started = Instant::now();
+        before_park_with(budget, sharing);
+        let took = started.elapsed();
         YIELDS.with(|y| y.borrow_mut().take());
-        let misses = STATE.with(|s| s.borrow().misses);
-        assert_eq!((woken.0.load(Ordering::SeqCst), misses), (1, 0), "the spin found the peer's answer");
-        assert_eq!(yields.load(Ordering::SeqCst), 1);
+        let (misses, skip) = STATE.with(|s| (s.borrow().misses, s.borrow().skip));
+        Played {
+            yields: yields.load(Ordering::SeqCst),
+            woken: woken.0.load(Ordering::SeqCst),
+            misses,
+            skip,
+            contended: stats_of_this_thread_contended() - contended,
+            took,
+        }
+    }
+
+    #[test]
+    fn a_spin_rides_out_one_yield_to_a_peer_that_then_answers() {
+        // The first yield lets the peer run (it took long), and the peer answers meanwhile:
+        // the spin, started with a CPU to spare, goes on past that yield and finds the data.
+        let mut answered = false;
+        let played = spin_with_yields(true, Sharing::SpareCpuOnly, Duration::from_millis(500), move |a, b| {
+            if std::mem::replace(&mut answered, true) {
+                return false;
+            }
+            (&*a).write_all(b"x").unwrap();
+            // Until the bytes are readable: the peer has answered before it sleeps.
+            let mut fd = libc::pollfd { fd: b.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one initialised pollfd; poll writes only its revents.
+            unsafe { libc::poll(&mut fd, 1, 1000) };
+            true
+        });
+        assert_eq!((played.woken, played.misses), (1, 0), "the spin found the peer's answer");
+        assert_eq!(played.yields, 1);
     }
 
     #[test]
     fn a_spin_without_a_cpu_to_spare_ends_at_the_first_contended_yield() {
         // A thread that spins whatever the load (floe-router's) on a machine with no CPU to
         // spare gives way at once: the thread that ran may be anyone's.
-        state_with(Duration::from_secs(2));
-        FORCED_SPARE.with(|f| f.set(Some(false)));
-        let (_a, b) = pair();
-        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
-        let mut shared = None;
-        watch(b.as_raw_fd(), &mut shared, &waker);
-        let yields = Arc::new(AtomicUsize::new(0));
-        let counted = yields.clone();
-        YIELDS.with(|y| {
-            *y.borrow_mut() = Some(Box::new(move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-                true
-            }))
-        });
-        before_park_with(Duration::from_secs(2), Sharing::Always);
-        YIELDS.with(|y| y.borrow_mut().take());
-        assert_eq!(yields.load(Ordering::SeqCst), 1);
-        assert_eq!(STATE.with(|s| s.borrow().misses), 1);
+        let played = spin_with_yields(false, Sharing::Always, Duration::from_secs(2), |_, _| true);
+        assert_eq!((played.yields, played.misses), (1, 1));
     }
 
     #[test]
     fn a_spin_regardless_of_load_with_a_cpu_to_spare_rides_out_one_yield() {
         // A thread that spins whatever the load (floe-router's), when the machine has a CPU
         // to spare, rides out the first contended yield as others do.
-        state_with(Duration::from_secs(2));
-        let (_a, b) = pair();
-        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
-        let mut shared = None;
-        watch(b.as_raw_fd(), &mut shared, &waker);
-        let yields = Arc::new(AtomicUsize::new(0));
-        let counted = yields.clone();
-        YIELDS.with(|y| {
-            *y.borrow_mut() = Some(Box::new(move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-                true
-            }))
-        });
-        before_park_with(Duration::from_secs(2), Sharing::Always);
-        YIELDS.with(|y| y.borrow_mut().take());
-        assert_eq!(yields.load(Ordering::SeqCst), 2);
-        assert_eq!(STATE.with(|s| s.borrow().misses), 1);
+        let played = spin_with_yields(true, Sharing::Always, Duration::from_secs(2), |_, _| true);
+        assert_eq!((played.yields, played.misses), (2, 1));
     }
 
     #[test]
     fn a_spin_that_meets_other_threads_twice_ends_as_a_miss() {
         // Every yield lets another thread run: the first is ridden out, the second ends the
         // spin as a miss (long before its budget), counted as contended.
-        state_with(Duration::from_secs(2));
-        let (_a, b) = pair();
-        let waker = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
-        let mut shared = None;
-        watch(b.as_raw_fd(), &mut shared, &waker);
-        let yields = Arc::new(AtomicUsize::new(0));
-        let counted = yields.clone();
-        YIELDS.with(|y| {
-            *y.borrow_mut() = Some(Box::new(move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-                true
-            }))
-        });
-        let contended = stats_of_this_thread_contended();
-        let started = Instant::now();
-        before_park(Duration::from_secs(2));
-        YIELDS.with(|y| y.borrow_mut().take());
-        assert!(started.elapsed() < Duration::from_secs(1));
-        assert_eq!(yields.load(Ordering::SeqCst), 2);
-        assert_eq!(STATE.with(|s| (s.borrow().misses, s.borrow().skip)), (1, 1));
-        assert_eq!(stats_of_this_thread_contended(), contended + 1);
+        let played = spin_with_yields(true, Sharing::SpareCpuOnly, Duration::from_secs(2), |_, _| true);
+        assert!(played.took < Duration::from_secs(1));
+        assert_eq!((played.yields, played.misses, played.skip, played.contended), (2, 1, 1, 1));
     }
 
     #[test]
