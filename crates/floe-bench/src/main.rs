@@ -13,6 +13,7 @@ mod pipeline;
 mod ports;
 mod raw;
 mod raw_tester;
+mod relay;
 mod report;
 mod router;
 mod router_client;
@@ -94,6 +95,10 @@ struct Args {
     /// --duration-ms per test, through the Glacier2 router of --router if given.
     #[arg(long, hide = true, value_name = "PROXY")]
     router_client: Option<String>,
+    /// Internal: run the `router` test's copy relay on --port, forwarding to this port
+    /// (`src/relay.rs`).
+    #[arg(long, hide = true, value_name = "TARGET_PORT")]
+    relay: Option<u16>,
     /// Internal: the Glacier2 router of --router-client.
     #[arg(long, hide = true, value_name = "PROXY")]
     router: Option<String>,
@@ -573,6 +578,15 @@ fn main() -> std::process::ExitCode {
             Ok(false) => std::process::ExitCode::from(1),
             Err(e) => {
                 eprintln!("floe-bench --against: {e}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
+    if let Some(target) = args.relay {
+        return match relay::serve(args.port, target) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("floe-bench --relay: {e}");
                 std::process::ExitCode::from(2)
             }
         };

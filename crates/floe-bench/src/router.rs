@@ -13,9 +13,12 @@
 //! `sendByteSeq` (calls/s, latency) and sequential callbacks (`callEcho`: the server calls the
 //! client's `Echo` back, through the router when the client uses one). "Added latency" is a
 //! router run's latency minus the direct run's of the same round. Each round also runs the
-//! asynchronous pings alone through each router and takes the router process's CPU time per
-//! forwarded call, a figure that suffers less from a busy machine than rates do. The tables
-//! give the medians over the rounds and the ratios floe-router / glacier2router, per pair.
+//! client through the copy relay (`src/relay.rs`), which forwards whole messages unchanged
+//! from a thread that never sleeps: what a router that only copies reaches on the host. Each
+//! round also runs the asynchronous pings alone through each router and takes the router
+//! process's CPU time per forwarded call, a figure that suffers less from a busy machine than
+//! rates do. The tables give the medians over the rounds and the ratios floe-router /
+//! glacier2router, per pair.
 
 use std::fmt::Write as _;
 use std::io::Read;
@@ -31,6 +34,8 @@ pub(crate) enum Path3 {
     Direct,
     Floe,
     Glacier2,
+    /// The copy relay (`src/relay.rs`): the client calls the server through it as if directly.
+    Relay,
 }
 
 impl Path3 {
@@ -39,12 +44,13 @@ impl Path3 {
             Path3::Direct => "direct",
             Path3::Floe => "floe-router",
             Path3::Glacier2 => "glacier2router",
+            Path3::Relay => "copy relay",
         }
     }
 }
 
 /// The order each round runs the paths in.
-const PATHS: [Path3; 3] = [Path3::Direct, Path3::Floe, Path3::Glacier2];
+const PATHS: [Path3; 4] = [Path3::Direct, Path3::Floe, Path3::Glacier2, Path3::Relay];
 
 /// The rate figures of the client (name, unit).
 const RATES: [(&str, &str); 5] =
@@ -155,7 +161,7 @@ fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), Strin
             crate::ice_malloc_env(&mut c);
             c
         }
-        Path3::Direct => return Err("no router".into()),
+        Path3::Direct | Path3::Relay => return Err("no router".into()),
     };
     cmd.args(router_args(port));
     let p = start(cmd, path.name())?;
@@ -280,7 +286,16 @@ fn start_server(pair: Pair, tester: &Path) -> Result<(Process, u16), String> {
     Ok((start(cmd, what)?, port))
 }
 
-/// The stage: `runs` rounds of direct, floe-router and glacier2router, for each pair. Returns
+/// Starts the copy relay (`floe-bench --relay`) in front of the server on `target`.
+fn start_relay(target: u16) -> Result<(Process, u16), String> {
+    let port = crate::free_port();
+    let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.args(["--relay", &target.to_string(), "--port", &port.to_string()]);
+    Ok((start(cmd, "copy relay")?, port))
+}
+
+/// The stage: `runs` rounds of direct, floe-router, glacier2router and the copy relay, for
+/// each pair. Returns
 /// the series (rates as measured; `<test>_p50` / `<test>_p99` of the routers as added latency)
 /// and notes.
 pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
@@ -316,6 +331,13 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
             Err(e) => notes.push(e),
         }
     }
+    let mut relays = Vec::new();
+    for (pair, (_, server_port)) in &servers {
+        match start_relay(*server_port) {
+            Ok(r) => relays.push((*pair, r)),
+            Err(e) => notes.push(format!("router test, {}: no copy relay: {e}", pair.title())),
+        }
+    }
     let ms = if quick { 300 } else { 700 };
     let started = Instant::now();
     let mut push = |pair: Pair, path: Path3, name: &str, v: f64| match series
@@ -330,14 +352,19 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
             let (pair, server_port) = (*pair, *server_port);
             let mut direct: Option<Vec<(String, f64)>> = None;
             for path in PATHS {
-                let (router_port, router_pid) = match path {
-                    Path3::Direct => (None, None),
+                let (target_port, router_port, router_pid) = match path {
+                    Path3::Direct => (server_port, None, None),
+                    // The relay is called as the server; its CPU time is a spinning thread's.
+                    Path3::Relay => match relays.iter().find(|(p, _)| *p == pair) {
+                        Some((_, (_, port))) => (*port, None, None),
+                        None => continue,
+                    },
                     p => match routers.iter().find(|(rp, _)| *rp == p) {
-                        Some((_, (process, port))) => (Some(*port), Some(process.child.id())),
+                        Some((_, (process, port))) => (server_port, Some(*port), Some(process.child.id())),
                         None => continue,
                     },
                 };
-                let command = |only| client_command(pair, &client_exe, server_port, router_port, ms, only);
+                let command = |only| client_command(pair, &client_exe, target_port, router_port, ms, only);
                 // The router's CPU time per forwarded call, over asynchronous pings alone.
                 if let Some(pid) = router_pid {
                     let (cpu0, _) = crate::proc_stats(pid);
@@ -408,45 +435,52 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
         );
         // The cap: what a router that cost nothing would reach against glacier2router, i.e.
         // the direct rate over glacier2router's. Where it is below a target ratio, the
-        // client's and server's own time make the target unreachable for any router.
-        s.push_str("| test | unit | direct | floe-router | glacier2router | floe-router / glacier2router | cap (direct / glacier2router) |\n");
-        s.push_str("|---|---|---|---|---|---|---|\n");
+        // client's and server's own time make the target unreachable for any router. The copy
+        // relay's ratio is what a router that only copies, spinning on a CPU of its own,
+        // reaches.
+        s.push_str("| test | unit | direct | floe-router | glacier2router | copy relay | floe-router / glacier2router | cap (direct / glacier2router) | copy relay / glacier2router |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for (name, unit) in RATES {
             let d = median_of(series, pair, Path3::Direct, name);
             let f = median_of(series, pair, Path3::Floe, name);
             let g = median_of(series, pair, Path3::Glacier2, name);
+            let r = median_of(series, pair, Path3::Relay, name);
             let _ = writeln!(
                 s,
-                "| {name} | {unit} | {} | {} | {} | {} | {} |",
+                "| {name} | {unit} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(d),
                 cell(f),
                 cell(g),
+                cell(r),
                 ratio(f, g),
-                ratio(d, g)
+                ratio(d, g),
+                ratio(r, g)
             );
         }
         let f = median_of(series, pair, Path3::Floe, "cpu_per_call");
         let g = median_of(series, pair, Path3::Glacier2, "cpu_per_call");
         let _ = writeln!(
             s,
-            "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | {} | – |",
+            "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | – | {} | – | – |",
             cell(f),
             cell(g),
             ratio(f, g)
         );
-        s.push_str("\n| added latency | direct p50 / p99 (µs) | floe-router p50 / p99 (µs) | glacier2router p50 / p99 (µs) | floe-router / glacier2router p50 / p99 |\n");
-        s.push_str("|---|---|---|---|---|\n");
+        s.push_str("\n| added latency | direct p50 / p99 (µs) | floe-router p50 / p99 (µs) | glacier2router p50 / p99 (µs) | copy relay p50 / p99 (µs) | floe-router / glacier2router p50 / p99 |\n");
+        s.push_str("|---|---|---|---|---|---|\n");
         for (name, what) in LATENCIES {
             let get = |p, q: &str| median_of(series, pair, p, &format!("{name}_{q}"));
             let _ = writeln!(
                 s,
-                "| {what} | {} / {} | +{} / +{} | +{} / +{} | {} / {} |",
+                "| {what} | {} / {} | +{} / +{} | +{} / +{} | +{} / +{} | {} / {} |",
                 cell(get(Path3::Direct, "p50")),
                 cell(get(Path3::Direct, "p99")),
                 cell(get(Path3::Floe, "p50")),
                 cell(get(Path3::Floe, "p99")),
                 cell(get(Path3::Glacier2, "p50")),
                 cell(get(Path3::Glacier2, "p99")),
+                cell(get(Path3::Relay, "p50")),
+                cell(get(Path3::Relay, "p99")),
                 ratio(get(Path3::Floe, "p50"), get(Path3::Glacier2, "p50")),
                 ratio(get(Path3::Floe, "p99"), get(Path3::Glacier2, "p99")),
             );
@@ -502,11 +536,13 @@ mod tests {
             mk(Path3::Direct, "twoway_p50", vec![15.0]),
             mk(Path3::Floe, "twoway_p50", vec![10.0]),
             mk(Path3::Glacier2, "twoway_p50", vec![25.0]),
+            mk(Path3::Relay, "twoway", vec![32_500.0]),
+            mk(Path3::Relay, "twoway_p50", vec![5.0]),
         ];
         let t = table(&series, true, 3, &[]);
-        assert!(t.contains("| twoway | calls/s | 40.0k | 26.0k | 13.0k | 2.00 | 3.08 |"), "{t}");
-        assert!(t.contains("| twoway ping | 15.0 / – | +10.0 / +– | +25.0 / +– | 0.40 / – |"), "{t}");
-        assert_eq!(json_records(&series).len(), 6);
+        assert!(t.contains("| twoway | calls/s | 40.0k | 26.0k | 13.0k | 32.5k | 2.00 | 3.08 | 2.50 |"), "{t}");
+        assert!(t.contains("| twoway ping | 15.0 / – | +10.0 / +– | +25.0 / +– | +5.0 / +– | 0.40 / – |"), "{t}");
+        assert_eq!(json_records(&series).len(), 8);
     }
 }
 
