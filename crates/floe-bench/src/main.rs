@@ -166,6 +166,8 @@ struct Args {
 enum System {
     Floe,
     Raw,
+    /// The bare tokio baseline (`tokio_baseline`), in the twoway tests on the default servers.
+    Tokio,
     Ice,
     Tonic,
 }
@@ -175,6 +177,7 @@ impl System {
         match self {
             System::Floe => "floe",
             System::Raw => "raw",
+            System::Tokio => "tokio",
             System::Ice => "ice-cpp",
             System::Tonic => "tonic",
         }
@@ -218,7 +221,8 @@ fn start_server(
     let port = free_port();
     // The rate tests' servers listen on ssl too when the certificates are there (tonic has
     // no ssl variant here).
-    let ssl_port = (!scale && system != System::Tonic && tls::certs().is_some()).then(free_port);
+    let ssl_port =
+        (!scale && !matches!(system, System::Tonic | System::Tokio) && tls::certs().is_some()).then(free_port);
     let mut cmd = match system {
         System::Ice => {
             let mut c = Command::new(ice_dir.ok_or("no Ice peer")?.join("ice-server"));
@@ -339,6 +343,7 @@ fn measure_one(server: &Server, test: &Test, duration: Duration, ice_dir: Option
     match server.system {
         System::Raw => raw::measure(test, port, duration).map_err(|e| e.to_string()),
         System::Floe => floe_system::measure(test, port, duration).map_err(|e| e.to_string()),
+        System::Tokio => tokio_baseline::measure(test, port, duration).map_err(|e| e.to_string()),
         #[cfg(feature = "tonic")]
         System::Tonic => tonic_system::measure(test, server.port, duration),
         #[cfg(not(feature = "tonic"))]
@@ -729,6 +734,9 @@ fn main() -> std::process::ExitCode {
         }
     }
     let mut systems = vec![System::Floe, System::Raw];
+    if selected.iter().any(tokio_baseline::supports) {
+        systems.push(System::Tokio);
+    }
     if ice_dir.is_some() {
         systems.push(System::Ice);
     }
@@ -754,6 +762,10 @@ fn main() -> std::process::ExitCode {
             if (*s == System::Raw && !started_sizes.is_empty()) || started_sizes.contains(&size) {
                 continue;
             }
+            // The tokio baseline serves the default servers' tests only.
+            if *s == System::Tokio && size != (1, false) {
+                continue;
+            }
             started_sizes.push(size);
             match start_server(*s, size.0, size.1, ice_dir.as_deref(), false) {
                 Ok(srv) => servers.push(srv),
@@ -771,6 +783,9 @@ fn main() -> std::process::ExitCode {
             let want_exact = test.exact_threads();
             for server in &servers {
                 if server.system == System::Ice && !test.ice {
+                    continue;
+                }
+                if server.system == System::Tokio && !tokio_baseline::supports(test) {
                     continue;
                 }
                 #[cfg(feature = "tonic")]

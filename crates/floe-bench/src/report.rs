@@ -100,6 +100,10 @@ fn samples_steps(records: &[Record], system: &str) -> Vec<(f64, f64, f64, f64)> 
     records.iter().filter(|r| r.system == system && r.test == "demarey").filter_map(|r| r.steps).collect()
 }
 
+/// The systems of the rate tables, in their columns' order: floe, the raw-socket baseline, the
+/// bare tokio baseline (`src/tokio_baseline.rs`, twoway tests only), Ice C++ and tonic.
+const SYSTEMS: [&str; 5] = ["floe", "raw", "tokio", "ice-cpp", "tonic"];
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     if v.is_empty() {
@@ -117,7 +121,7 @@ fn median(v: &mut [f64]) -> f64 {
 pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec<Record> {
     let mut out = Vec::new();
     for t in tests {
-        for system in ["floe", "raw", "ice-cpp", "tonic"] {
+        for system in SYSTEMS {
             let s: Vec<&Sample> = samples.iter().filter(|s| s.test == t.name && s.system == system).collect();
             if s.is_empty() {
                 continue;
@@ -199,13 +203,15 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
     );
     let _ = writeln!(
         s,
-        "{:<20} {:>24} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>10} {:>16}",
+        "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>9} {:>10} {:>9} {:>10} {:>10} {:>16}",
         "test",
         "floe",
         "raw socket",
+        "tokio",
         "ice-cpp",
         "tonic",
         "floe/raw",
+        "floe/tokio",
         "floe/ice",
         "floe/tonic",
         "floe Mbit/s",
@@ -228,13 +234,15 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
         let (req, rep) = crate::raw::wire_sizes(t);
         let _ = writeln!(
             s,
-            "{:<20} {:>24} {:>24} {:>24} {:>24} {:>9} {:>9} {:>10} {:>10} {:>16}",
+            "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>9} {:>10} {:>9} {:>10} {:>10} {:>16}",
             t.name,
             cell("floe"),
             cell("raw"),
+            cell("tokio"),
             cell("ice-cpp"),
             cell("tonic"),
             ratio("raw"),
+            ratio("tokio"),
             ratio("ice-cpp"),
             ratio("tonic"),
             mbit,
@@ -242,7 +250,7 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
         );
     }
     let _ = writeln!(s, "\nDemarey method (per-call µs over every step of every series: mean, min, max, std-dev):");
-    for sys in ["floe", "raw", "ice-cpp", "tonic"] {
+    for sys in SYSTEMS {
         let v: Vec<(f64, f64, f64, f64)> = samples_steps(records, sys);
         if let Some((mean, min, max, sd)) = v.first() {
             let _ = writeln!(s, "  {sys:<8} mean {mean:>7.2}  min {min:>7.2}  max {max:>7.2}  std-dev {sd:>6.2}");
@@ -274,7 +282,7 @@ struct ResourceRow {
 
 fn resources(records: &[Record]) -> Vec<ResourceRow> {
     let mut rows = Vec::new();
-    for system in ["floe", "raw", "ice-cpp", "tonic"] {
+    for system in SYSTEMS {
         let rs: Vec<&Record> = records.iter().filter(|r| r.system == system).collect();
         if rs.is_empty() {
             continue;
@@ -347,7 +355,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
     let mut s = String::new();
     s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>");
     let _ = write!(s, "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>", html_escape(machine));
-    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/ice</th><th>floe/tonic</th></tr>");
+    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>tokio</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/tokio</th><th>floe/ice</th><th>floe/tonic</th></tr>");
     for t in tests {
         let f = find(records, t.name, "floe");
         let cell = |sys: &str| find(records, t.name, sys).map(|r| human(r.median)).unwrap_or("-".into());
@@ -357,23 +365,24 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
         };
         let _ = write!(
             s,
-            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             html_escape(t.title),
             html_escape(t.seed),
             t.unit,
             cell("floe"),
             cell("raw"),
+            cell("tokio"),
             cell("ice-cpp"),
             cell("tonic"),
             ratio("raw"),
+            ratio("tokio"),
             ratio("ice-cpp"),
             ratio("tonic")
         );
     }
     s.push_str("</table>");
     for t in tests {
-        let rs: Vec<&Record> =
-            ["floe", "raw", "ice-cpp", "tonic"].iter().filter_map(|sys| find(records, t.name, sys)).collect();
+        let rs: Vec<&Record> = SYSTEMS.iter().filter_map(|sys| find(records, t.name, sys)).collect();
         if rs.is_empty() {
             continue;
         }
@@ -392,6 +401,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
                 "floe" => "#2a7",
                 "raw" => "#888",
                 "tonic" => "#36c",
+                "tokio" => "#a5a",
                 _ => "#c63",
             };
             let _ = write!(
@@ -455,7 +465,7 @@ fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
             t.name.trim_start_matches("send-")
         );
     }
-    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("ice-cpp", "#c63"), ("tonic", "#36c")] {
+    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("tokio", "#a5a"), ("ice-cpp", "#c63"), ("tonic", "#36c")] {
         let pts: Vec<String> = sweep
             .iter()
             .filter_map(|t| find(records, t.name, sys).map(|r| format!("{:.1},{:.1}", x(t.payload), y(mbit(r)))))
@@ -562,22 +572,27 @@ pub(crate) fn markdown(records: &[Record], machine: &str, elapsed: Duration, whe
         (Some(a), Some(b)) if b > 0.0 => three_digits(a / b),
         _ => "–".into(),
     };
-    s.push_str("| test | floe | raw socket | Ice C++ | tonic | floe/raw | floe/Ice | floe/tonic |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str(
+        "| test | floe | raw socket | tokio | Ice C++ | tonic | floe/raw | floe/tokio | floe/Ice | floe/tonic |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for (test, label) in HEADLINE {
         let floe = median(test, "floe");
         if floe.is_none() {
             continue;
         }
         let (raw, ice, tonic) = (median(test, "raw"), median(test, "ice-cpp"), median(test, "tonic"));
+        let tokio = median(test, "tokio");
         let _ = writeln!(
             s,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(floe),
             cell(raw),
+            cell(tokio),
             cell(ice),
             cell(tonic),
             ratio(floe, raw),
+            ratio(floe, tokio),
             ratio(floe, ice),
             ratio(floe, tonic)
         );
@@ -689,6 +704,7 @@ mod markdown_tests {
         let records = vec![
             record("floe", "twoway", 18_200.0),
             record("raw", "twoway", 21_400.0),
+            record("tokio", "twoway", 20_000.0),
             record("ice-cpp", "twoway", 17_300.0),
             record("floe", "batch-send", 230e6),
             record("ice-cpp", "batch-send", 1.65e6),
@@ -697,7 +713,9 @@ mod markdown_tests {
         let md = markdown(&records, "a CPU, 2 cores", Duration::from_secs(600), std::time::UNIX_EPOCH);
         assert!(md.starts_with("floe-bench on a CPU, 2 cores, 1970-01-01, 600 s"), "{md}");
         assert!(
-            md.contains("| twoway `o()` (32 B / 25 B), calls/s | 18.2k | 21.4k | 17.3k | – | 0.85 | 1.05 | – |"),
+            md.contains(
+                "| twoway `o()` (32 B / 25 B), calls/s | 18.2k | 21.4k | 20.0k | 17.3k | – | 0.85 | 0.91 | 1.05 | – |"
+            ),
             "{md}"
         );
         assert!(!md.contains("Demarey"), "a test that did not run has no row:\n{md}");

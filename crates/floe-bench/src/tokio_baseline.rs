@@ -4,10 +4,12 @@
 //! floe's connection runtimes (docs/adr/0009), and each client is one task on a current-thread
 //! runtime that writes a request and reads its reply.
 //!
-//! It is not a peer of the tables: it answers what an epoll-driven async runtime costs per call
-//! on this machine, so that a gap between floe and the raw baseline (blocking sockets, a thread
-//! per connection) can be split into what the async runtime costs and what floe adds
-//! (`bash scripts/clients-cpu tokio tokio 5`). It serves and measures `twoway` only.
+//! It answers what an epoll-driven async runtime costs per call on this machine, so that a gap
+//! between floe and the raw baseline (blocking sockets, a thread per connection) can be split
+//! into what the async runtime costs and what floe adds: the rate tables give it a column
+//! (`tokio`, with `floe/tokio`) in the twoway tests on the servers' defaults (`twoway`,
+//! `clients-2`, `clients-5`), and `bash scripts/clients-cpu tokio tokio 5` splits its CPU time.
+//! It serves and measures those tests only.
 
 use std::time::{Duration, Instant};
 
@@ -71,6 +73,12 @@ async fn serve_connection(mut stream: TcpStream) -> std::io::Result<()> {
             replies.clear();
         }
     }
+}
+
+/// Whether the baseline runs `test`: the twoway exchange over plain TCP, against servers on
+/// their defaults (not the tests of servers of a given size).
+pub(crate) fn supports(test: &Test) -> bool {
+    test.kind() == "twoway" && !test.ssl() && !test.exact_threads()
 }
 
 /// Runs the twoway test against the server on `port` for about `duration`; returns
