@@ -30,7 +30,7 @@ use crate::report::{figure_cell as cell, median_of_values as median, ratio_cell 
 
 /// How a client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Path3 {
+pub(crate) enum RoutePath {
     Direct,
     Floe,
     Glacier2,
@@ -38,19 +38,19 @@ pub(crate) enum Path3 {
     Relay,
 }
 
-impl Path3 {
+impl RoutePath {
     fn name(self) -> &'static str {
         match self {
-            Path3::Direct => "direct",
-            Path3::Floe => "floe-router",
-            Path3::Glacier2 => "glacier2router",
-            Path3::Relay => "copy relay",
+            RoutePath::Direct => "direct",
+            RoutePath::Floe => "floe-router",
+            RoutePath::Glacier2 => "glacier2router",
+            RoutePath::Relay => "copy relay",
         }
     }
 }
 
 /// The order each round runs the paths in.
-const PATHS: [Path3; 4] = [Path3::Direct, Path3::Floe, Path3::Glacier2, Path3::Relay];
+const PATHS: [RoutePath; 4] = [RoutePath::Direct, RoutePath::Floe, RoutePath::Glacier2, RoutePath::Relay];
 
 /// The rate figures of the client (name, unit).
 const RATES: [(&str, &str); 5] =
@@ -94,7 +94,7 @@ const PAIRS: [Pair; 2] = [Pair::Ice, Pair::Floe];
 #[derive(Debug, Clone)]
 pub(crate) struct Series {
     pub(crate) pair: Pair,
-    pub(crate) path: Path3,
+    pub(crate) path: RoutePath,
     pub(crate) name: String,
     pub(crate) values: Vec<f64>,
 }
@@ -145,23 +145,23 @@ fn router_args(port: u16) -> Vec<String> {
     ]
 }
 
-fn start_router(path: Path3, floe_router: &Path) -> Result<(Process, u16), String> {
+fn start_router(path: RoutePath, floe_router: &Path) -> Result<(Process, u16), String> {
     let port = crate::free_port();
     let mut cmd = match path {
-        Path3::Floe => {
+        RoutePath::Floe => {
             let mut c = Command::new(floe_router);
             // `--floe-property` settings apply to floe-router too.
             crate::floe_system::forward_as_program_properties(&mut c);
             c
         }
-        Path3::Glacier2 => {
+        RoutePath::Glacier2 => {
             let mut c = Command::new("glacier2router");
             // glacier2router prints "Glacier2.Client ready" once its client adapter is active.
             c.arg("--Ice.PrintAdapterReady=1");
             crate::ice_malloc_env(&mut c);
             c
         }
-        Path3::Direct | Path3::Relay => return Err("no router".into()),
+        RoutePath::Direct | RoutePath::Relay => return Err("no router".into()),
     };
     cmd.args(router_args(port));
     let p = start(cmd, path.name())?;
@@ -325,7 +325,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
         }
     }
     let mut routers = Vec::new();
-    for path in [Path3::Floe, Path3::Glacier2] {
+    for path in [RoutePath::Floe, RoutePath::Glacier2] {
         match start_router(path, &floe_router) {
             Ok(r) => routers.push((path, r)),
             Err(e) => notes.push(e),
@@ -340,7 +340,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     }
     let ms = if quick { 300 } else { 700 };
     let started = Instant::now();
-    let mut push = |pair: Pair, path: Path3, name: &str, v: f64| match series
+    let mut push = |pair: Pair, path: RoutePath, name: &str, v: f64| match series
         .iter_mut()
         .find(|s| s.pair == pair && s.path == path && s.name == name)
     {
@@ -353,9 +353,9 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
             let mut direct: Option<Vec<(String, f64)>> = None;
             for path in PATHS {
                 let (target_port, router_port, router_pid) = match path {
-                    Path3::Direct => (server_port, None, None),
+                    RoutePath::Direct => (server_port, None, None),
                     // The relay is called as the server; its CPU time is a spinning thread's.
-                    Path3::Relay => match relays.iter().find(|(p, _)| *p == pair) {
+                    RoutePath::Relay => match relays.iter().find(|(p, _)| *p == pair) {
                         Some((_, (_, port))) => (*port, None, None),
                         None => continue,
                     },
@@ -382,7 +382,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
                     Ok(values) => {
                         for (name, v) in &values {
                             if name.ends_with("_p50") || name.ends_with("_p99") {
-                                if path == Path3::Direct {
+                                if path == RoutePath::Direct {
                                     push(pair, path, name, *v);
                                 } else if let Some(d) =
                                     direct.as_ref().and_then(|d| d.iter().find(|(n, _)| n == name)).map(|(_, d)| *d)
@@ -401,7 +401,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
                             path.name(),
                             values.iter().find(|(n, _)| n == "twoway").map_or(0.0, |(_, v)| *v)
                         );
-                        if path == Path3::Direct {
+                        if path == RoutePath::Direct {
                             direct = Some(values);
                         }
                     }
@@ -413,7 +413,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     (series, notes)
 }
 
-fn median_of(series: &[Series], pair: Pair, path: Path3, name: &str) -> Option<f64> {
+fn median_of(series: &[Series], pair: Pair, path: RoutePath, name: &str) -> Option<f64> {
     series.iter().find(|s| s.pair == pair && s.path == path && s.name == name).and_then(|s| median(&s.values))
 }
 
@@ -441,10 +441,10 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
         s.push_str("| test | unit | direct | floe-router | glacier2router | copy relay | floe-router / glacier2router | cap (direct / glacier2router) | copy relay / glacier2router |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for (name, unit) in RATES {
-            let d = median_of(series, pair, Path3::Direct, name);
-            let f = median_of(series, pair, Path3::Floe, name);
-            let g = median_of(series, pair, Path3::Glacier2, name);
-            let r = median_of(series, pair, Path3::Relay, name);
+            let d = median_of(series, pair, RoutePath::Direct, name);
+            let f = median_of(series, pair, RoutePath::Floe, name);
+            let g = median_of(series, pair, RoutePath::Glacier2, name);
+            let r = median_of(series, pair, RoutePath::Relay, name);
             let _ = writeln!(
                 s,
                 "| {name} | {unit} | {} | {} | {} | {} | {} | {} | {} |",
@@ -457,8 +457,8 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
                 ratio(r, g)
             );
         }
-        let f = median_of(series, pair, Path3::Floe, "cpu_per_call");
-        let g = median_of(series, pair, Path3::Glacier2, "cpu_per_call");
+        let f = median_of(series, pair, RoutePath::Floe, "cpu_per_call");
+        let g = median_of(series, pair, RoutePath::Glacier2, "cpu_per_call");
         let _ = writeln!(
             s,
             "| router CPU per forwarded call (ami, user + system) | µs | – | {} | {} | – | {} | – | – |",
@@ -473,16 +473,16 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
             let _ = writeln!(
                 s,
                 "| {what} | {} / {} | +{} / +{} | +{} / +{} | +{} / +{} | {} / {} |",
-                cell(get(Path3::Direct, "p50")),
-                cell(get(Path3::Direct, "p99")),
-                cell(get(Path3::Floe, "p50")),
-                cell(get(Path3::Floe, "p99")),
-                cell(get(Path3::Glacier2, "p50")),
-                cell(get(Path3::Glacier2, "p99")),
-                cell(get(Path3::Relay, "p50")),
-                cell(get(Path3::Relay, "p99")),
-                ratio(get(Path3::Floe, "p50"), get(Path3::Glacier2, "p50")),
-                ratio(get(Path3::Floe, "p99"), get(Path3::Glacier2, "p99")),
+                cell(get(RoutePath::Direct, "p50")),
+                cell(get(RoutePath::Direct, "p99")),
+                cell(get(RoutePath::Floe, "p50")),
+                cell(get(RoutePath::Floe, "p99")),
+                cell(get(RoutePath::Glacier2, "p50")),
+                cell(get(RoutePath::Glacier2, "p99")),
+                cell(get(RoutePath::Relay, "p50")),
+                cell(get(RoutePath::Relay, "p99")),
+                ratio(get(RoutePath::Floe, "p50"), get(RoutePath::Glacier2, "p50")),
+                ratio(get(RoutePath::Floe, "p99"), get(RoutePath::Glacier2, "p99")),
             );
         }
         s.push('\n');
@@ -501,7 +501,7 @@ pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
             let m = median(&s.values)?;
             let latency = s.name.ends_with("_p50") || s.name.ends_with("_p99");
             let unit = if latency {
-                if s.path == Path3::Direct {
+                if s.path == RoutePath::Direct {
                     "us"
                 } else {
                     "us added"
@@ -530,14 +530,14 @@ mod tests {
     fn the_table_gives_rates_added_latencies_and_ratios() {
         let mk = |path, name: &str, values: Vec<f64>| Series { pair: Pair::Ice, path, name: name.into(), values };
         let series = vec![
-            mk(Path3::Direct, "twoway", vec![40_000.0]),
-            mk(Path3::Floe, "twoway", vec![30_000.0, 20_000.0, 26_000.0]),
-            mk(Path3::Glacier2, "twoway", vec![13_000.0]),
-            mk(Path3::Direct, "twoway_p50", vec![15.0]),
-            mk(Path3::Floe, "twoway_p50", vec![10.0]),
-            mk(Path3::Glacier2, "twoway_p50", vec![25.0]),
-            mk(Path3::Relay, "twoway", vec![32_500.0]),
-            mk(Path3::Relay, "twoway_p50", vec![5.0]),
+            mk(RoutePath::Direct, "twoway", vec![40_000.0]),
+            mk(RoutePath::Floe, "twoway", vec![30_000.0, 20_000.0, 26_000.0]),
+            mk(RoutePath::Glacier2, "twoway", vec![13_000.0]),
+            mk(RoutePath::Direct, "twoway_p50", vec![15.0]),
+            mk(RoutePath::Floe, "twoway_p50", vec![10.0]),
+            mk(RoutePath::Glacier2, "twoway_p50", vec![25.0]),
+            mk(RoutePath::Relay, "twoway", vec![32_500.0]),
+            mk(RoutePath::Relay, "twoway_p50", vec![5.0]),
         ];
         let t = table(&series, true, 3, &[]);
         assert!(t.contains("| twoway | calls/s | 40.0k | 26.0k | 13.0k | 32.5k | 2.00 | 3.08 | 2.50 |"), "{t}");
@@ -653,9 +653,9 @@ pub(crate) fn run_sessions(n: usize, quick: bool) -> (Vec<SessionsOutcome>, Vec<
             return (outcomes, notes);
         }
     };
-    let mut routers = vec![Path3::Floe];
+    let mut routers = vec![RoutePath::Floe];
     if !quick {
-        routers.push(Path3::Glacier2);
+        routers.push(RoutePath::Glacier2);
     }
     for (k, path) in routers.into_iter().enumerate() {
         let (router, port) = match start_router(path, &floe_router) {
