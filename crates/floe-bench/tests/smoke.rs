@@ -208,6 +208,47 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The router test, one quick round: for both pairs (Ice C++ and floe client and server), every
+/// figure direct, through floe-router and glacier2router (the workspace's floe-router, which
+/// `cargo test --workspace` builds beside floe-bench) and through the copy relay.
+#[test]
+fn router_gives_every_figure_through_each_router_and_the_copy_relay() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    for binary in ["floe-router", "floe-interop-server"] {
+        let path = exe.with_file_name(binary);
+        assert!(path.exists(), "{} is not built (cargo test --workspace builds it)", path.display());
+    }
+    let dir = std::env::temp_dir().join(format!("floe-bench-router-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(exe)
+        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "router"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "a run failed:\n{stdout}");
+    for test in ["twoway", "ami", "oneway", "bytes", "callback"] {
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&format!("| {test} |"))).collect();
+        assert_eq!(rows.len(), 2, "one row per pair for {test}:\n{stdout}");
+        for row in rows {
+            assert!(!row.contains('–'), "a path has no value for {test}: {row}");
+        }
+    }
+    let text = std::fs::read_to_string(&json).unwrap();
+    for path in ["direct", "floe-router", "glacier2router", "copy relay"] {
+        for test in ["router/bytes", "router-floe/bytes", "router-floe/callback"] {
+            let needle = format!("\"system\": \"{path}\", \"test\": \"{test}\"");
+            assert!(text.contains(&needle), "no JSON record {needle}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The storm test, one quick round: floe-storm (the workspace's, which `cargo test
 /// --workspace` builds beside floe-bench) and ZeroC's IceStorm in icebox, every case giving
 /// both figures for both services.
