@@ -209,11 +209,20 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
 }
 
 /// The router test, one quick round: for both pairs (Ice C++ and floe client and server), every
-/// figure direct, through floe-router and glacier2router (the workspace's floe-router, which
-/// `cargo test --workspace` builds beside floe-bench) and through the copy relay.
+/// figure direct, through floe-router and glacier2router (the workspace's floe-router, built
+/// here beside floe-bench in its profile, as floe-interop-server is) and through the copy relay.
 #[test]
 fn router_gives_every_figure_through_each_router_and_the_copy_relay() {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    // floe-router and floe-interop-server belong to other packages, whose tests may not have
+    // built them yet.
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--quiet", "-p", "floe-router", "-p", "floe-interop"]);
+    build.args(["--bin", "floe-router", "--bin", "floe-interop-server"]);
+    if exe.parent().and_then(|d| d.file_name()).is_some_and(|d| d == "release") {
+        build.arg("--release");
+    }
+    assert!(build.status().expect("cargo runs").success(), "building the router and the server failed");
     for binary in ["floe-router", "floe-interop-server"] {
         let path = exe.with_file_name(binary);
         assert!(path.exists(), "{} is not built (cargo test --workspace builds it)", path.display());
