@@ -203,6 +203,21 @@ impl Drop for Server {
     }
 }
 
+/// Whether the rate tests measure `test` on `server`: the systems that run it, on a server of
+/// the size it wants (the raw baseline's thread per connection serves every size).
+fn serves(server: &Server, test: &Test) -> bool {
+    let supported = match server.system {
+        System::Ice => test.ice,
+        System::Tokio => tokio_baseline::supports(test),
+        #[cfg(feature = "tonic")]
+        System::Tonic => tonic_system::supports(test),
+        _ => true,
+    };
+    supported
+        && (server.system == System::Raw || server.threads == test.clients_and_threads().1)
+        && (server.system != System::Floe || server.exact == test.exact_threads())
+}
+
 /// A loopback port for a server floe-bench starts (`ports`).
 pub(crate) fn free_port() -> u16 {
     ports::free_port()
@@ -775,29 +790,11 @@ fn main() -> std::process::ExitCode {
     }
     let started = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
-    let total = runs * selected.len() * systems.len();
+    let total = runs * selected.iter().map(|t| servers.iter().filter(|s| serves(s, t)).count()).sum::<usize>();
     let mut done = 0;
     for run in 0..runs {
         for test in &selected {
-            let want_threads = test.clients_and_threads().1;
-            let want_exact = test.exact_threads();
-            for server in &servers {
-                if server.system == System::Ice && !test.ice {
-                    continue;
-                }
-                if server.system == System::Tokio && !tokio_baseline::supports(test) {
-                    continue;
-                }
-                #[cfg(feature = "tonic")]
-                if server.system == System::Tonic && !tonic_system::supports(test) {
-                    continue;
-                }
-                if server.system != System::Raw && server.threads != want_threads {
-                    continue;
-                }
-                if server.system == System::Floe && server.exact != want_exact {
-                    continue;
-                }
+            for server in servers.iter().filter(|s| serves(s, test)) {
                 done += 1;
                 let (cpu0, _) = proc_stats(server.child.id());
                 // The 48 payload variants of the batched oneways get shorter measurements, so
