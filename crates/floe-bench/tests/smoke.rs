@@ -91,28 +91,14 @@ fn quick_run_produces_a_table_and_json() {
 /// checking the server's certificate.
 #[test]
 fn ssl_variants_run_for_floe_raw_tls_and_ice() {
-    let dir = std::env::temp_dir().join(format!("floe-bench-ssl-smoke-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_floe-bench"))
-        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "ssl-twoway,ssl-bytes-send,ssl-bytes-recv"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--html")
-        .arg(dir.join("report.html"))
-        .output()
-        .expect("floe-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!stdout.contains("note:"), "a measurement failed or was skipped:\n{stdout}");
-    let text = std::fs::read_to_string(&json).unwrap();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    let (_, text) = quick_ice_run(exe, "ssl-twoway,ssl-bytes-send,ssl-bytes-recv");
     for test in ["ssl-twoway", "ssl-bytes-send", "ssl-bytes-recv"] {
         for system in ["floe", "raw", "ice-cpp"] {
             let needle = format!("\"system\": \"{system}\", \"test\": \"{test}\"");
             assert!(text.contains(&needle), "no record for {system}/{test} in {text}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `connections` test end to end at a small scale: 300 connections spread over three load
@@ -152,6 +138,30 @@ fn connections_smoke_run_opens_every_connection_and_reports_latencies() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs floe-bench with the Ice peer on `tests` (`--quick --runs 1 --peers ice --tests TESTS`),
+/// checks that it succeeded with no note (nothing failed or was skipped), and returns its
+/// standard output and its JSON records.
+fn quick_ice_run(exe: &std::path::Path, tests: &str) -> (String, String) {
+    let tag = tests.replace(',', "_");
+    let dir = std::env::temp_dir().join(format!("floe-bench-{tag}-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(exe)
+        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", tests])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "something failed or was skipped:\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (stdout, text)
+}
+
 /// Each side alone, one quick round: Ice C++'s and floe's clients against floe's and Ice's
 /// Tester servers, every pair giving every test a value. floe's server is the workspace's
 /// `floe-interop-server`, which `cargo test --workspace` builds beside floe-bench.
@@ -164,21 +174,7 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
         "{} is not built: run `cargo build -p floe-interop --bin floe-interop-server` (cargo test --workspace does)",
         server.display()
     );
-    let dir = std::env::temp_dir().join(format!("floe-bench-cross-smoke-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let out = Command::new(exe)
-        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "cross"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--html")
-        .arg(dir.join("report.html"))
-        .output()
-        .expect("floe-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!stdout.contains("note:"), "a pair failed:\n{stdout}");
-    let text = std::fs::read_to_string(&json).unwrap();
+    let (stdout, text) = quick_ice_run(exe, "cross");
     for test in [
         "twoway",
         "oneway",
@@ -205,7 +201,6 @@ fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
             assert!(text.contains(&needle), "no JSON record {needle}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The router test, one quick round: for both pairs (Ice C++ and floe client and server), every
@@ -227,20 +222,7 @@ fn router_gives_every_figure_through_each_router_and_the_copy_relay() {
         let path = exe.with_file_name(binary);
         assert!(path.exists(), "{} is not built (cargo test --workspace builds it)", path.display());
     }
-    let dir = std::env::temp_dir().join(format!("floe-bench-router-smoke-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let out = Command::new(exe)
-        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "router"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--html")
-        .arg(dir.join("report.html"))
-        .output()
-        .expect("floe-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!stdout.contains("note:"), "a run failed:\n{stdout}");
+    let (stdout, text) = quick_ice_run(exe, "router");
     for test in ["twoway", "ami", "oneway", "bytes", "callback"] {
         let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&format!("| {test} |"))).collect();
         assert_eq!(rows.len(), 2, "one row per pair for {test}:\n{stdout}");
@@ -248,14 +230,12 @@ fn router_gives_every_figure_through_each_router_and_the_copy_relay() {
             assert!(!row.contains('–'), "a path has no value for {test}: {row}");
         }
     }
-    let text = std::fs::read_to_string(&json).unwrap();
     for path in ["direct", "floe-router", "glacier2router", "copy relay"] {
         for test in ["router/bytes", "router-floe/bytes", "router-floe/callback"] {
             let needle = format!("\"system\": \"{path}\", \"test\": \"{test}\"");
             assert!(text.contains(&needle), "no JSON record {needle}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The storm test, one quick round: floe-storm (the workspace's, which `cargo test
@@ -270,26 +250,12 @@ fn storm_gives_rates_and_latencies_for_floe_storm_and_icestorm() {
         "{} is not built: run `cargo build -p floe-storm --bin floe-storm` (cargo test --workspace does)",
         storm.display()
     );
-    let dir = std::env::temp_dir().join(format!("floe-bench-storm-smoke-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("out.json");
-    let out = Command::new(exe)
-        .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", "storm"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--html")
-        .arg(dir.join("report.html"))
-        .output()
-        .expect("floe-bench runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!stdout.contains("note:"), "a case failed:\n{stdout}");
+    let (stdout, text) = quick_ice_run(exe, "storm");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| ") && l.contains(" sub, ")).collect();
     assert_eq!(rows.len(), 12, "{stdout}");
     for row in rows {
         assert!(!row.contains('–'), "a case has no value: {row}");
     }
-    let text = std::fs::read_to_string(&json).unwrap();
     for service in ["floe-storm", "IceStorm"] {
         for case in ["1-oneway-16", "3-twoway-1024", "10-oneway-1024", "10-twoway-16"] {
             for metric in ["events", "p99"] {
@@ -298,7 +264,6 @@ fn storm_gives_rates_and_latencies_for_floe_storm_and_icestorm() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--floe-property` reaches the communicator of floe's client in `--against` and
