@@ -11,10 +11,13 @@
 //! routing table), callbacks included, since they come back over the same connection.
 //!
 //! The thread of a connection spins until either side closes it, so the relay costs a CPU per
-//! open connection: it serves the `router` test's clients, one at a time, and nothing else.
+//! open connection: it serves the `router` test's clients, one at a time, and nothing else. A
+//! peer that stops in the middle of a message, or stops reading what is written to it, for
+//! [`STALL_LIMIT`] ends the connection rather than holding the thread.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
 
 /// The size of an Ice message header.
 const HEADER: usize = 14;
@@ -25,6 +28,18 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// The room of a first read: whole small messages, and a large message's first part.
 const READ_ROOM: usize = 1 << 20;
 
+/// How long the rest of a begun message may take to arrive, or a write to find room, before
+/// the connection is given up.
+const STALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// When a spin that has made no progress since `since` has waited too long: `Err(TimedOut)`.
+fn check_stall(since: &mut Option<Instant>, limit: Duration, what: &str) -> io::Result<()> {
+    if since.get_or_insert_with(Instant::now).elapsed() > limit {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, format!("{what} for {limit:?}")));
+    }
+    Ok(())
+}
+
 /// Serves until killed; prints `ready` once it accepts connections.
 pub(crate) fn serve(port: u16, target: u16) -> io::Result<()> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
@@ -33,7 +48,7 @@ pub(crate) fn serve(port: u16, target: u16) -> io::Result<()> {
         let Ok(client) = accepted else { continue };
         let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else { continue };
         std::thread::spawn(move || {
-            if let Err(e) = forward(client, server) {
+            if let Err(e) = forward(client, server, STALL_LIMIT) {
                 eprintln!("relay: connection ended: {e}");
             }
         });
@@ -41,14 +56,15 @@ pub(crate) fn serve(port: u16, target: u16) -> io::Result<()> {
     Ok(())
 }
 
-/// Forwards both directions of one connection until either side closes it.
-fn forward(client: TcpStream, server: TcpStream) -> io::Result<()> {
+/// Forwards both directions of one connection until either side closes it, or stalls for
+/// `stall_limit` (see [`STALL_LIMIT`]).
+fn forward(client: TcpStream, server: TcpStream, stall_limit: Duration) -> io::Result<()> {
     for s in [&client, &server] {
         s.set_nodelay(true)?;
         s.set_nonblocking(true)?;
     }
-    let mut up = Direction { from: client.try_clone()?, to: server.try_clone()?, buf: vec![0; READ_ROOM] };
-    let mut down = Direction { from: server, to: client, buf: vec![0; READ_ROOM] };
+    let mut up = Direction { from: client.try_clone()?, to: server.try_clone()?, buf: vec![0; READ_ROOM], stall_limit };
+    let mut down = Direction { from: server, to: client, buf: vec![0; READ_ROOM], stall_limit };
     let result = loop {
         match up.step().and_then(|open| Ok(open && down.step()?)) {
             Ok(true) => {}
@@ -62,18 +78,19 @@ fn forward(client: TcpStream, server: TcpStream) -> io::Result<()> {
     result
 }
 
-/// One direction of a connection, with the buffer its messages pass through.
+/// One direction of a connection, with the buffer its messages pass through (at least
+/// [`READ_ROOM`] bytes; it grows to the largest message forwarded).
 struct Direction {
     from: TcpStream,
     to: TcpStream,
     buf: Vec<u8>,
+    stall_limit: Duration,
 }
 
 impl Direction {
     /// Forwards what `from` has: every message begun in what one read returned, completed
     /// (waiting for its rest), in one write. False once `from` has closed.
     fn step(&mut self) -> io::Result<bool> {
-        self.buf.resize(READ_ROOM.max(self.buf.len()), 0);
         let mut have = match self.from.read(&mut self.buf) {
             Ok(0) => return Ok(false),
             Ok(n) => n,
@@ -100,21 +117,24 @@ impl Direction {
             }
             at += size;
         }
-        write_all_spinning(&mut self.to, &self.buf[..have])?;
+        write_all_spinning(&mut self.to, &self.buf[..have], self.stall_limit)?;
         Ok(true)
     }
 
-    /// Reads exactly `n` bytes into the buffer at `at`, spinning while none are there; returns `n`.
+    /// Reads exactly `n` bytes into the buffer at `at`, spinning while none are there; returns
+    /// `n`. Fails with `TimedOut` when no byte comes for the stall limit.
     fn read_exact_at(&mut self, at: usize, n: usize) -> io::Result<usize> {
         if self.buf.len() < at + n {
             self.buf.resize(at + n, 0);
         }
-        let mut got = 0;
+        let (mut got, mut waiting) = (0, None);
         while got < n {
             match self.from.read(&mut self.buf[at + got..at + n]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(k) => got += k,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(k) => (got, waiting) = (got + k, None),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    check_stall(&mut waiting, self.stall_limit, "no more of a begun message")?
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -122,13 +142,17 @@ impl Direction {
     }
 }
 
-/// Writes all of `bytes` to a non-blocking socket, spinning while it is full.
-fn write_all_spinning(to: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+/// Writes all of `bytes` to a non-blocking socket, spinning while it is full; fails with
+/// `TimedOut` when it stays full for `stall_limit`.
+fn write_all_spinning(to: &mut TcpStream, mut bytes: &[u8], stall_limit: Duration) -> io::Result<()> {
+    let mut waiting = None;
     while !bytes.is_empty() {
         match to.write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Ok(n) => (bytes, waiting) = (&bytes[n..], None),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                check_stall(&mut waiting, stall_limit, "a peer that reads nothing")?
+            }
             Err(e) => return Err(e),
         }
     }
@@ -181,5 +205,30 @@ mod tests {
         let mut rest = Vec::new();
         far.read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn a_message_whose_rest_never_comes_ends_the_connection_after_the_stall_limit() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let server_side = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let to_server = TcpStream::connect(server_side.local_addr().unwrap()).unwrap();
+        let (mut far, _) = server_side.accept().unwrap();
+        let limit = Duration::from_millis(200);
+        let relay = std::thread::spawn(move || forward(accepted, to_server, limit));
+        // The head and a part of a 1,000-byte message, and nothing more.
+        client.write_all(&message(1_000, 3)[..100]).unwrap();
+        let started = Instant::now();
+        let err = relay.join().unwrap().expect_err("a stalled message ends the connection");
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "gave up after {:?}", started.elapsed());
+        // Nothing of the incomplete message was forwarded, and both sides are closed.
+        let mut rest = Vec::new();
+        far.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{} bytes forwarded", rest.len());
+        let mut back = Vec::new();
+        client.read_to_end(&mut back).unwrap();
+        assert!(back.is_empty());
     }
 }
