@@ -11,7 +11,10 @@
 //!   succeeds) and the receive submitted together, and the wait for the receive in the same
 //!   call;
 //! - tokio, a current-thread runtime per thread (the shape of floe's connection runtimes and of
-//!   the `tokio` column of `floe-bench`).
+//!   the `tokio` column of `floe-bench`);
+//! - the same with the client split into two tasks, as floe's client is: the caller writes its
+//!   request and waits to be woken, and the connection's reader task reads the reply and wakes
+//!   it (a `Notify`), which costs a task wake-up and a second task poll per call.
 //!
 //! Each rate is a median of interleaved runs, shown with its ratio to blocking sockets: the
 //! rungs between the raw baseline and a tokio-based implementation of the test.
@@ -43,10 +46,11 @@ enum Kind {
     Epoll,
     IoUring,
     Tokio,
+    TokioTwoTasks,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::Blocking, Kind::Epoll, Kind::IoUring, Kind::Tokio];
+    const ALL: [Kind; 5] = [Kind::Blocking, Kind::Epoll, Kind::IoUring, Kind::Tokio, Kind::TokioTwoTasks];
 
     fn describe(self) -> &'static str {
         match self {
@@ -54,6 +58,7 @@ impl Kind {
             Kind::Epoll => "bare epoll loop",
             Kind::IoUring => "io_uring, one enter per message",
             Kind::Tokio => "tokio, current-thread per thread",
+            Kind::TokioTwoTasks => "tokio, caller and reader tasks",
         }
     }
 }
@@ -208,7 +213,7 @@ impl Side for UringSide {
 /// Serves one connection until the client goes.
 fn serve(kind: Kind, stream: TcpStream) {
     let mut request = [0u8; 32];
-    if kind == Kind::Tokio {
+    if matches!(kind, Kind::Tokio | Kind::TokioTwoTasks) {
         current_thread().block_on(async move {
             stream.set_nonblocking(true).unwrap();
             let mut s = tokio::net::TcpStream::from_std(stream).unwrap();
@@ -241,6 +246,26 @@ fn call(kind: Kind, stream: TcpStream, counting: &AtomicBool, stop: &AtomicBool,
                 counted += counting.load(Ordering::Relaxed) as u64;
             }
         });
+    } else if kind == Kind::TokioTwoTasks {
+        current_thread().block_on(async {
+            stream.set_nonblocking(true).unwrap();
+            let (mut read, mut write) = tokio::net::TcpStream::from_std(stream).unwrap().into_split();
+            let replied = Arc::new(tokio::sync::Notify::new());
+            let reader = tokio::spawn({
+                let replied = replied.clone();
+                async move {
+                    while read.read_exact(&mut reply).await.is_ok() {
+                        replied.notify_one();
+                    }
+                }
+            });
+            while !stop.load(Ordering::Relaxed) {
+                write.write_all(&REQUEST).await.unwrap();
+                replied.notified().await;
+                counted += counting.load(Ordering::Relaxed) as u64;
+            }
+            reader.abort();
+        });
     } else {
         let mut side = side(kind, stream);
         while !stop.load(Ordering::Relaxed) {
@@ -256,7 +281,7 @@ fn side(kind: Kind, stream: TcpStream) -> Box<dyn Side> {
         Kind::Blocking => Box::new(BlockingSide(stream)),
         Kind::Epoll => Box::new(EpollSide::new(stream)),
         Kind::IoUring => Box::new(UringSide::new(stream)),
-        Kind::Tokio => unreachable!("tokio runs its own loop"),
+        Kind::Tokio | Kind::TokioTwoTasks => unreachable!("tokio runs its own loop"),
     }
 }
 
