@@ -262,38 +262,54 @@ fn batches_flush_themselves_at_the_size_limit() {
 }
 
 /// Ice 3.8's idle timeout: heartbeat while nothing is written, abort after hearing nothing.
+/// The peer first keeps the connection alive with heartbeats of its own for two timeouts
+/// (the connection must stay open and keep sending heartbeats), then goes silent (the
+/// connection must be aborted about one timeout later).
 #[test]
 fn idle_timeout_heartbeats_and_aborts_a_silent_peer() {
+    const LIVE_FOR: Duration = Duration::from_secs(2);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let peer = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         s.write_all(&floe::protocol::header::VALIDATE_CONNECTION).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
-        let mut heartbeats = 0;
+        let mut writer = s.try_clone().unwrap();
+        let talking = std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < LIVE_FOR {
+                std::thread::sleep(Duration::from_millis(200));
+                writer.write_all(&floe::protocol::header::VALIDATE_CONNECTION).unwrap();
+            }
+            Instant::now()
+        });
+        s.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+        let mut heard = Vec::new();
         let mut h = [0u8; 14];
         while s.read_exact(&mut h).is_ok() {
             if h == floe::protocol::header::VALIDATE_CONNECTION {
-                heartbeats += 1;
+                heard.push(Instant::now());
             }
         }
-        heartbeats
+        (talking.join().unwrap(), heard)
     });
     let (c, _) = Communicator::from_args(["--Ice.Connection.IdleTimeout=1"]).unwrap();
     let p = c.string_to_proxy(&format!("x:tcp -h 127.0.0.1 -p {port}")).unwrap();
     let conn = c.block_on(p.ice_get_connection()).unwrap();
     let start = Instant::now();
-    while !conn.is_closed() && start.elapsed() < Duration::from_secs(5) {
+    while !conn.is_closed() && start.elapsed() < LIVE_FOR + Duration::from_secs(4) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let closed_after = start.elapsed();
+    let closed_at = Instant::now();
     assert!(conn.is_closed(), "the silent connection was not aborted");
+    let (silent_from, heard) = peer.join().unwrap();
+    let closed_after = closed_at.saturating_duration_since(silent_from);
     assert!(
         closed_after >= Duration::from_millis(700) && closed_after < Duration::from_millis(2500),
-        "{closed_after:?}"
+        "aborted {closed_after:?} after the peer went silent"
     );
-    let heartbeats = peer.join().unwrap();
-    assert!(heartbeats >= 2, "{heartbeats} heartbeats");
+    // A heartbeat every quarter timeout (every half at worst) while the peer was talking.
+    let while_talking = heard.iter().filter(|t| **t <= silent_from).count();
+    assert!(while_talking >= 3, "{while_talking} heartbeats in {LIVE_FOR:?}");
 }
 
 #[test]

@@ -320,11 +320,16 @@ fn check(conn: Connection) {
             return;
         }
     }
+    // The sweeper ticks every quarter timeout, so a connection that wrote its last heartbeat
+    // just after one tick has written nothing for a little less than a quarter at the next:
+    // a sixteenth of slack (against a coarse clock and a late tick) keeps a heartbeat on every
+    // tick instead of every other one.
+    let due = unwritten + acm.timeout / 16 >= acm.timeout / 4;
     let send = match acm.heartbeat {
         AcmHeartbeat::Off => false,
         AcmHeartbeat::Always => true,
-        AcmHeartbeat::OnDispatch => dispatching && unwritten >= acm.timeout / 4,
-        AcmHeartbeat::OnIdle => unwritten >= acm.timeout / 4,
+        AcmHeartbeat::OnDispatch => dispatching && due,
+        AcmHeartbeat::OnIdle => due,
     };
     // A held adapter's connections stay silent, as with Ice. One heartbeat at a time: on a
     // peer that stops reading, a heartbeat waits for the writer, and a new one every tick
