@@ -111,7 +111,7 @@ fn lex(text: &str) -> Source {
             b'\'' => {
                 // A character literal ('a', '\n', '\u{7f}'), or else a lifetime.
                 if b.get(i + 1) == Some(&b'\\') {
-                    let end = text[i + 2..].find('\'').map_or(b.len(), |e| i + 2 + e);
+                    let end = text.get(i + 3..).and_then(|t| t.find('\'')).map_or(b.len(), |e| i + 3 + e);
                     blank(&mut bare, i + 1, end);
                     i = end + 1;
                 } else if let Some(c) = text[i + 1..].chars().next() {
@@ -596,7 +596,7 @@ fn the_checkers_see_what_they_check() {
         "use crate::{a::b, c, d::{e, f}};\n",
         "// use crate::commented;\n",
         "let s = \"crate::in_a_string\";\n",
-        "let c = '\"'; let l: &'static str = super::super::g::h();\n",
+        "let c = '\"'; let q = '\\''; let l: &'static str = super::super::g::h();\n",
         "/* block\n crate::nope */\n",
         "#[cfg(test)]\nmod tests {\n    use super::tested;\n}\n",
         "#[cfg(test)]\nmod extra;\nmod kept;\n",
@@ -616,4 +616,28 @@ fn the_checkers_see_what_they_check() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].0, ["a", "b", "c", "a"]);
     assert_eq!(found[0].1, ["a", "b", "c"]);
+}
+
+#[test]
+fn the_dag_check_sees_cycles_between_the_files_of_a_module() {
+    let dir = std::env::temp_dir().join(format!("floe-structure-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    let write = |path: &str, text: &str| std::fs::write(src.join(path), text).unwrap();
+    write("lib.rs", "//! Root.\nmod a;\nmod b;\n#[cfg(test)]\nmod t;\n");
+    write("a/mod.rs", "//! A.\nmod x;\nmod y;\nuse crate::b::B;\n");
+    write("a/x.rs", "use super::y::Y;\npub struct X;\n");
+    write("a/y.rs", "use crate::a::x::X;\npub struct Y;\n");
+    write("b.rs", "pub struct B;\n");
+    write("t.rs", "use crate::a::x::X;\n");
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"t\"\n").unwrap();
+    let crates = crates_of(&dir, "t");
+    assert_eq!(crates.len(), 1);
+    let modules: Vec<String> = crates[0].modules.keys().map(|m| m.join("::")).collect();
+    assert_eq!(modules, ["", "a", "a::x", "a::y", "b"]);
+    let graphs = graphs(&crates[0]);
+    assert!(cycles(&graphs[&Vec::new()]).is_empty());
+    let found = cycles(&graphs[&vec!["a".to_string()]]);
+    assert_eq!(found.iter().map(|(c, _)| c.join(" -> ")).collect::<Vec<_>>(), ["x -> y -> x"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
