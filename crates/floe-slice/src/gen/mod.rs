@@ -15,7 +15,7 @@
 //!
 //! | file | what |
 //! | --- | --- |
-//! | `mod.rs` | [`generate`] and [`Options`], the walk over modules and definitions, writing lines, indentation and doc comments |
+//! | `mod.rs` | [`generate`] and [`Options`], the walk over modules and definitions, writing lines, indentation and doc comments, formatting the output |
 //! | `names.rs` | identifiers: snake_case, CamelCase, Rust keywords, absolute names, Rust paths |
 //! | `types.rs` | the Rust type of each Slice type, and properties of types (sizes, layouts, keys, classes) |
 //! | `codec.rs` | encoding and decoding snippets: members, optional (tagged) values, defaults, class instances |
