@@ -1,6 +1,10 @@
 //! Proxies: [`ObjectPrx`], the untyped proxy every generated proxy wraps, with the `ice_*`
 //! factory methods, the built-in operations and the invocation paths (twoway, oneway,
 //! batched oneway, batched twoway).
+//!
+//! This file holds `ObjectPrx` itself, [`Outcome`], the built-in operations and the [`Proxy`]
+//! trait; `factories` holds the `ice_*` copies, `invoke` the invocation paths, `batch` the
+//! [`BatchWriter`], `locate` where requests go (own endpoints, a locator's, a router's).
 
 mod batch;
 mod factories;
