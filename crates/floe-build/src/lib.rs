@@ -39,6 +39,8 @@ pub enum Error {
     Io(std::io::Error),
     /// `OUT_DIR` is not set and no output directory was given.
     NoOutDir,
+    /// The generated Rust does not parse (a bug of the generator).
+    Generate(floe_slice::GenerateError),
 }
 
 impl std::fmt::Display for Error {
@@ -47,6 +49,7 @@ impl std::fmt::Display for Error {
             Error::Slice(d) => write!(f, "Slice compilation failed:\n{d}"),
             Error::Io(e) => write!(f, "cannot write generated code: {e}"),
             Error::NoOutDir => write!(f, "OUT_DIR is not set; call out_dir()"),
+            Error::Generate(e) => write!(f, "{e}"),
         }
     }
 }
@@ -117,7 +120,7 @@ impl Builder {
         let Some(unit) = c.unit.as_ref() else {
             return Err(Error::Slice(c.render_diagnostics()));
         };
-        let code = floe_slice::generate(unit, &self.options());
+        let code = floe_slice::generate(unit, &self.options()).map_err(Error::Generate)?;
         std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
         std::fs::write(out_dir.join(file_name), code).map_err(Error::Io)
     }
@@ -141,7 +144,7 @@ impl Builder {
             let Some(unit) = c.unit.as_ref() else {
                 return Err(Error::Slice(c.render_diagnostics()));
             };
-            let code = floe_slice::generate(unit, &options);
+            let code = floe_slice::generate(unit, &options).map_err(Error::Generate)?;
             let stem = file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
             std::fs::create_dir_all(&out_dir).map_err(Error::Io)?;
             std::fs::write(out_dir.join(format!("{stem}.rs")), code).map_err(Error::Io)?;

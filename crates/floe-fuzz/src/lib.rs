@@ -121,13 +121,17 @@ pub fn proxy_string(data: &[u8]) {
     }
 }
 
-/// Slice source text: compiled, and generated when it checks.
+/// Slice source text: compiled, and generated when it checks (generated code that does not
+/// parse is a failure).
 pub fn slice(data: &[u8]) {
     if let Ok(s) = std::str::from_utf8(data) {
         let c = floe_slice::compile_str("fuzz.ice", s, &[]);
         let _ = c.render_diagnostics();
         if let Some(u) = &c.unit {
-            let _ = floe_slice::generate(u, &Default::default());
+            // A checked unit always generates Rust that parses; an error is a generator bug.
+            if let Err(e) = floe_slice::generate(u, &Default::default()) {
+                panic!("{e}");
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub use check::Unit;
 pub use diag::{Code, Diagnostic, Severity, Span};
+pub use gen::GenerateError;
 
 /// One loaded source file.
 #[derive(Debug, Clone)]
@@ -93,7 +94,8 @@ pub fn compile_str(name: &str, text: &str, include_dirs: &[PathBuf]) -> Compilat
 }
 
 /// Generates Rust for the definitions of a checked unit that come from the files given to
-/// [`compile`] (not from included files).
-pub fn generate(unit: &Unit, options: &gen::Options) -> String {
+/// [`compile`] (not from included files), formatted. An error means the generator wrote Rust
+/// that does not parse: a bug of the generator.
+pub fn generate(unit: &Unit, options: &gen::Options) -> Result<String, gen::GenerateError> {
     gen::generate(unit, options)
 }

@@ -144,7 +144,8 @@ proptest! {
     fn arbitrary_text_never_panics(src in ".{0,300}") {
         let c = compile_str("fuzz.ice", &src, &[]);
         if let Some(u) = &c.unit {
-            let _ = floe_slice::generate(u, &Default::default());
+            let generated = floe_slice::generate(u, &Default::default());
+            prop_assert!(generated.is_ok(), "{}", generated.unwrap_err());
         }
     }
 
@@ -156,7 +157,8 @@ proptest! {
         let src = format!("{}{}{}", &base[..cut], insert, &base[cut..]);
         let c = compile_str("fuzz.ice", &src, &[]);
         if let Some(u) = &c.unit {
-            let _ = floe_slice::generate(u, &Default::default());
+            let generated = floe_slice::generate(u, &Default::default());
+            prop_assert!(generated.is_ok(), "{}", generated.unwrap_err());
         }
     }
 }

@@ -14,7 +14,7 @@ fn generated_code_matches_the_golden_file() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let c = floe_slice::compile(&[dir.join("Golden.ice")], &[]);
     assert!(!c.has_errors(), "{}", c.render_diagnostics());
-    let code = floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default());
+    let code = floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default()).expect("the generated code parses");
     let golden = dir.join("Golden.rs");
     if std::env::var_os("FLOE_BLESS").is_some() {
         std::fs::write(&golden, &code).unwrap();

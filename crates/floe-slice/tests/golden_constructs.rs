@@ -39,7 +39,8 @@ fn generated_code_matches_the_construct_golden_files() {
     for name in CONSTRUCTS {
         let c = floe_slice::compile(&[dir.join(format!("{name}.ice"))], &[]);
         assert!(!c.has_errors(), "{name}.ice: {}", c.render_diagnostics());
-        let code = floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default());
+        let code =
+            floe_slice::generate(c.unit.as_ref().unwrap(), &Default::default()).expect("the generated code parses");
         let golden = dir.join(format!("{name}.rs"));
         if bless {
             std::fs::write(&golden, &code).unwrap();

@@ -57,7 +57,14 @@ fn main() -> ExitCode {
         if args.check {
             continue;
         }
-        let code = floe_slice::generate(&unit, &options);
+        let code = match floe_slice::generate(&unit, &options) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                failed = true;
+                continue;
+            }
+        };
         let stem = file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
         let out = args.output_dir.join(format!("{stem}.rs"));
         if let Err(e) = std::fs::create_dir_all(&args.output_dir).and_then(|_| std::fs::write(&out, code)) {

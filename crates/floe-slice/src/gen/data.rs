@@ -183,8 +183,8 @@ impl Gen<'_> {
         self.line("}");
         self.line("");
         if layout.is_some() {
-            self.line("// SAFETY: #[repr(C)], fields in wire order, no padding (checked by the generator), and");
-            self.line("// every bit pattern of every field is valid.");
+            self.line("/// SAFETY: #[repr(C)], fields in wire order, no padding (checked by the generator), and");
+            self.line("/// every bit pattern of every field is valid.");
             self.line(&format!("unsafe impl {f}::encoding::WireLayout for {name} {{}}"));
             self.line("");
         }

@@ -1,3 +1,6 @@
+//! The [`Decoder`]: reads Slice values from a byte buffer, with the encapsulation, slice and
+//! optional-member framing of both encodings.
+
 use bytes::Bytes;
 
 use super::error::{DecodeError, Result};

@@ -1,3 +1,6 @@
+//! The [`Encoder`]: writes Slice values into a byte buffer, with the encapsulation, slice and
+//! optional-member framing of both encodings.
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::exception::FormatType;

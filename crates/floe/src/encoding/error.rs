@@ -1,3 +1,5 @@
+//! [`DecodeError`]: why a byte buffer could not be decoded.
+
 use thiserror::Error;
 
 /// Why a byte buffer could not be decoded. Every decoder in floe returns this instead of

@@ -1,3 +1,6 @@
+//! What classes and exceptions share on the wire: the [`FormatType`], the [`SliceHeader`] of
+//! each slice, and [`UserExceptionSlices`], how a user exception writes and reads its slices.
+
 use super::error::Result;
 use super::{Decoder, Encoder};
 

@@ -1,3 +1,6 @@
+//! Object identities ([`Identity`]) and request contexts ([`Context`], [`RequestContext`])
+//! with their encoding.
+
 use std::collections::BTreeMap;
 
 use compact_str::CompactString;

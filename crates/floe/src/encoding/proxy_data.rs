@@ -1,3 +1,6 @@
+//! The marshaled form of a proxy: [`ProxyData`], its endpoints ([`EndpointData`]) and its
+//! [`InvocationMode`].
+
 use super::error::{DecodeError, Result};
 use super::{Decode, Decoder, Encode, Encoder, EncodingVersion, Identity, ProtocolVersion};
 

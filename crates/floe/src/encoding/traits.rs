@@ -1,3 +1,6 @@
+//! The [`Encode`] and [`Decode`] traits, their implementations for the built-in types, and the
+//! bulk copy of sequences of fixed-layout types ([`WireLayout`]).
+
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash};
 

@@ -1,3 +1,5 @@
+//! [`ProtocolError`]: why a message could not be framed, decompressed or parsed.
+
 use thiserror::Error;
 
 use crate::encoding::DecodeError;
