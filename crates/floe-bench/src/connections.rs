@@ -445,10 +445,6 @@ impl Suite for Connections {
         "Connections"
     }
 
-    fn selected(&self, ctx: &Context) -> bool {
-        ctx.args.runs_suite("connections")
-    }
-
     fn systems(&self, ctx: &Context) -> Vec<String> {
         systems(ctx).iter().map(|s| s.name().to_string()).collect()
     }

@@ -492,7 +492,7 @@ impl Suite for Cross {
 
     fn selected(&self, ctx: &Context) -> bool {
         // Each side alone needs the Ice peer: it runs where Ice C++ is a peer.
-        ctx.args.peer("ice") && ctx.args.runs_suite("cross")
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
     }
 
     fn systems(&self, _ctx: &Context) -> Vec<String> {

@@ -326,7 +326,7 @@ async fn measure(locator: &LocatorPrx, call: Call, duration: Duration) -> Result
         return Err("no call completed".into());
     }
     all.sort_unstable();
-    let pct = |p: f64| f64::from(all[((all.len() - 1) as f64 * p).round() as usize]);
+    let pct = |p: f64| crate::stats::percentile(&all, p).map_or(0.0, f64::from);
     Ok(Sample { rate: all.len() as f64 / elapsed, p50_us: pct(0.50), p99_us: pct(0.99) })
 }
 
@@ -502,10 +502,6 @@ impl Suite for Locate {
 
     fn title(&self) -> &'static str {
         "Locate"
-    }
-
-    fn selected(&self, ctx: &Context) -> bool {
-        ctx.args.runs_suite("locate")
     }
 
     fn systems(&self, _ctx: &Context) -> Vec<String> {

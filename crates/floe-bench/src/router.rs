@@ -550,7 +550,7 @@ impl Suite for Router {
     }
 
     fn selected(&self, ctx: &Context) -> bool {
-        ctx.args.peer("ice") && ctx.args.runs_suite("router")
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
     }
 
     fn systems(&self, _ctx: &Context) -> Vec<String> {

@@ -310,7 +310,7 @@ impl Suite for RouterSessions {
     }
 
     fn selected(&self, ctx: &Context) -> bool {
-        ctx.args.names_suite("router-sessions")
+        ctx.args.names_suite(self.name())
     }
 
     fn systems(&self, ctx: &Context) -> Vec<String> {

@@ -34,6 +34,12 @@ pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
     Some(sorted[((sorted.len() - 1) as f64 * p).round() as usize])
 }
 
+/// The value of rank `len × num / den` (rounded down) of the sorted `sorted`: the p99 of the
+/// storm test is `rank(v, 99, 100)`. `None` for no values.
+pub fn rank<T: Copy>(sorted: &[T], num: usize, den: usize) -> Option<T> {
+    sorted.get(sorted.len() * num / den).copied()
+}
+
 /// The smallest and the largest of `v` ((+∞, 0) for no values, as the rate records had them).
 pub fn spread(v: &[f64]) -> (f64, f64) {
     let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -100,6 +106,9 @@ mod tests {
         assert_eq!(percentile(&sorted, 0.5), Some(51));
         assert_eq!(percentile(&sorted, 0.99), Some(99));
         assert_eq!(percentile::<u32>(&[], 0.99), None);
+        assert_eq!(rank(&sorted, 99, 100), Some(100));
+        assert_eq!(rank(&sorted, 1, 2), Some(51));
+        assert_eq!(rank::<u32>(&[], 1, 2), None);
         assert_eq!(spread(&[2.0, 5.0, 1.0]), (1.0, 5.0));
         assert_eq!(round_to(1.23456, 3), 1.235);
     }

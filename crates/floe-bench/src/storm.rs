@@ -515,8 +515,8 @@ fn publish(
     seen.timing.store(false, Ordering::Relaxed);
     let mut lat = std::mem::take(&mut *seen.latencies_ns.lock().expect("latencies"));
     lat.sort_unstable();
-    let p99_us = lat.get(lat.len() * 99 / 100).copied().unwrap_or(0) as f64 / 1000.0;
-    let p50_us = lat.get(lat.len() / 2).copied().unwrap_or(0) as f64 / 1000.0;
+    let p99_us = crate::stats::rank(&lat, 99, 100).unwrap_or(0) as f64 / 1000.0;
+    let p50_us = crate::stats::rank(&lat, 1, 2).unwrap_or(0) as f64 / 1000.0;
 
     // Throughput: n events as fast as the publisher can write them.
     let n = events_per_burst(case, quick);
@@ -720,7 +720,7 @@ impl Suite for Storm {
     }
 
     fn selected(&self, ctx: &RunContext) -> bool {
-        ctx.args.peer("ice") && ctx.args.runs_suite("storm")
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
     }
 
     fn systems(&self, _ctx: &RunContext) -> Vec<String> {

@@ -70,8 +70,11 @@ pub trait Suite {
     /// The heading of the suite's section in the HTML report.
     fn title(&self) -> &'static str;
 
-    /// Whether this run includes the suite.
-    fn selected(&self, ctx: &Context) -> bool;
+    /// Whether this run includes the suite: by default, when `--tests` names it or is not
+    /// given.
+    fn selected(&self, ctx: &Context) -> bool {
+        ctx.args.runs_suite(self.name())
+    }
 
     /// The systems the suite measures in this run (servers, clients, registries, routers or
     /// services), by the names its table and records give them.
