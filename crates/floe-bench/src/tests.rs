@@ -434,9 +434,8 @@ pub const ALL: &[Test] = &[
 ];
 
 /// Requests per round of a sender-side batched-oneway test: one million, as cxRmi TEST1 batches,
-/// for the full-length `batch-send`; 100,000 for the shorter measurements of the payload
-/// variants and of `--quick` runs (Ice queues about 1.2 million a second here, so a round of a
-/// million would take longer than those measurements are meant to).
+/// for the full-length `batch-send` (measurements of 500 ms or more); 100,000 for the shorter
+/// measurements of the payload variants and of `--quick` runs, so that one round fits in them.
 pub fn sender_round(duration: std::time::Duration) -> u64 {
     if duration >= std::time::Duration::from_millis(500) {
         1_000_000
