@@ -61,6 +61,13 @@ macro_rules! suites {
             $(done.extend(suite::run_suite($module::$suite, ctx));)*
             suite::write_outputs(ctx, &done);
         }
+
+        /// Each suite's name, whether the run selects it, and its systems.
+        #[cfg(test)]
+        fn suite_plan(ctx: &suite::Context) -> Vec<(&'static str, bool, Vec<String>)> {
+            use suite::Suite as _;
+            vec![$(($module::$suite.name(), $module::$suite.selected(ctx), $module::$suite.systems(ctx))),*]
+        }
     };
 }
 
@@ -95,4 +102,32 @@ pub fn run(args: cli::Args) -> ExitCode {
     }
     run_suites(&suite::Context::new(args));
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use clap::Parser;
+
+    #[test]
+    fn the_suites_run_in_order_and_as_tests_and_peers_select_them() {
+        let ctx = |argv: &[&str]| {
+            let mut all = vec!["floe-bench", "--peers", "none"];
+            all.extend(argv);
+            crate::suite::Context::new(crate::cli::Args::parse_from(all))
+        };
+        let plan = crate::suite_plan(&ctx(&[]));
+        let names: Vec<&str> = plan.iter().map(|(n, _, _)| *n).collect();
+        assert_eq!(names, ["rates", "cross", "locate", "router", "storm", "router-sessions", "connections"]);
+        // Without the Ice peer: the rate tests, locate and connections; router-sessions only
+        // when named.
+        let selected: Vec<&str> = plan.iter().filter(|(_, s, _)| *s).map(|(n, _, _)| *n).collect();
+        assert_eq!(selected, ["rates", "locate", "connections"]);
+        let plan = crate::suite_plan(&ctx(&["--tests", "twoway,router-sessions"]));
+        let selected: Vec<&str> = plan.iter().filter(|(_, s, _)| *s).map(|(n, _, _)| *n).collect();
+        assert_eq!(selected, ["rates", "router-sessions"]);
+        let systems = |name: &str| plan.iter().find(|(n, _, _)| *n == name).map(|(_, _, s)| s.clone()).unwrap();
+        assert_eq!(systems("rates"), ["floe", "raw", "tokio"]);
+        assert_eq!(systems("connections"), ["floe", "raw"]);
+        assert_eq!(systems("locate").len(), 3);
+    }
 }
