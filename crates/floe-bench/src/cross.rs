@@ -27,8 +27,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::against::TESTS;
 use crate::report::ratio_cell as ratio;
+use crate::stats::round_to;
+use crate::suite::{Context, Suite};
 
 /// One side of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,27 +75,19 @@ pub(crate) struct Series {
 
 impl Series {
     fn median(&self) -> Option<f64> {
-        let mut v = self.values.clone();
-        v.sort_by(f64::total_cmp);
-        (!v.is_empty()).then(|| v[v.len() / 2])
+        crate::stats::middle(&self.values)
     }
 }
 
 /// Builds the Ice C++ Tester peer (`peers/ice-tester`) into target/floe-bench/ice-tester.
 pub(crate) fn build_tester_peer() -> Result<PathBuf, String> {
-    crate::build_cpp_peer("ice-tester", "Ice C++ Tester peer")
+    crate::proc::build_cpp_peer("ice-tester", "Ice C++ Tester peer")
 }
 
 /// floe's interop server, built beside this binary (`cargo build --release -p floe-interop`,
 /// which `scripts/bench` does).
 pub(crate) fn floe_server_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name("floe-interop-server");
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!("{} is not built (cargo build --release -p floe-interop)", path.display()))
-    }
+    crate::proc::beside_exe("floe-interop-server", "cargo build --release -p floe-interop")
 }
 
 /// A server that is killed when dropped.
@@ -108,7 +104,7 @@ impl Drop for Server {
 }
 
 fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, String> {
-    let port = crate::free_port();
+    let port = crate::proc::free_port();
     let mut cmd = match side {
         Side::Floe => {
             let mut c = Command::new(floe_server);
@@ -119,12 +115,12 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
         }
         Side::Ice => {
             let mut c = Command::new(ice_dir.join("ice-tester-server"));
-            crate::ice_malloc_env(&mut c);
+            crate::proc::ice_malloc_env(&mut c);
             c.arg(port.to_string());
             c
         }
         Side::Raw => {
-            let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            let mut c = Command::new(crate::proc::helper_exe()?);
             c.args(["--serve", "raw-tester", "--port", &port.to_string()]);
             c
         }
@@ -133,7 +129,7 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
     let child = cmd.spawn().map_err(|e| format!("cannot start the {} server: {e}", side.name()))?;
     // Killed when dropped, on the error paths too.
     let mut server = Server { child, port };
-    let line = crate::first_line(&mut server.child, crate::READY_LIMIT)
+    let line = crate::proc::first_line(&mut server.child, crate::proc::READY_LIMIT)
         .map_err(|e| format!("the {} server: {e}", side.name()))?;
     if !line.contains("ready") {
         return Err(format!("the {} server did not start: {line:?}", side.name()));
@@ -180,19 +176,19 @@ impl SteppedClient {
         let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
         let mut cmd = match side {
             Side::Floe => {
-                let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+                let mut c = Command::new(crate::proc::helper_exe()?);
                 c.args(["--against", &proxy]);
                 crate::floe_system::forward_properties(&mut c);
                 c
             }
             Side::Ice => {
                 let mut c = Command::new(ice_dir.join("ice-tester-client"));
-                crate::ice_malloc_env(&mut c);
+                crate::proc::ice_malloc_env(&mut c);
                 c.arg(&proxy);
                 c
             }
             Side::Raw => {
-                let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+                let mut c = Command::new(crate::proc::helper_exe()?);
                 c.args(["--raw-against", &port.to_string()]);
                 c
             }
@@ -445,24 +441,100 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// The JSON record of one pair and test.
+#[derive(Debug, Serialize)]
+struct Record {
+    system: String,
+    test: String,
+    metric: &'static str,
+    client: &'static str,
+    server: &'static str,
+    unit: &'static str,
+    median: f64,
+    runs: usize,
+}
+
 /// JSON records, one per pair and test, for the report's array.
-pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
+pub(crate) fn json_records(series: &[Series]) -> Vec<serde_json::Value> {
     series
         .iter()
         .filter_map(|s| {
             let median = s.median()?;
-            Some(format!(
-                "{{\"system\": \"{} client → {} server\", \"test\": \"cross/{}\", \"metric\": \"cross\", \"client\": \"{}\", \"server\": \"{}\", \"unit\": \"{}\", \"median\": {median:.3}, \"runs\": {}}}",
-                s.client.name(),
-                s.server.name(),
-                s.test,
-                s.client.name(),
-                s.server.name(),
-                s.unit,
-                s.values.len()
-            ))
+            Some(crate::json::record(&Record {
+                system: format!("{} client → {} server", s.client.name(), s.server.name()),
+                test: format!("cross/{}", s.test),
+                metric: "cross",
+                client: s.client.name(),
+                server: s.server.name(),
+                unit: s.unit,
+                median: round_to(median, 3),
+                runs: s.values.len(),
+            }))
         })
         .collect()
+}
+
+/// The cross pairs, with the Ice peer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cross;
+
+impl Suite for Cross {
+    /// The series and notes, or why the stage could not run.
+    type Results = Result<(Vec<Series>, Vec<String>), String>;
+
+    fn name(&self) -> &'static str {
+        "cross"
+    }
+
+    fn title(&self) -> &'static str {
+        "Each side alone"
+    }
+
+    fn selected(&self, ctx: &Context) -> bool {
+        // Each side alone needs the Ice peer: it runs where Ice C++ is a peer.
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
+    }
+
+    fn systems(&self, _ctx: &Context) -> Vec<String> {
+        PAIRS.iter().map(|(c, s)| format!("{} client → {} server", c.name(), s.name())).collect()
+    }
+
+    fn run(&self, ctx: &Context) -> Self::Results {
+        let dir = build_tester_peer()?;
+        Ok(run(ctx.args.quick, ctx.stage_rounds(), &dir))
+    }
+
+    fn table(&self, ctx: &Context, r: &Self::Results) -> String {
+        match r {
+            Ok((series, notes)) => table(series, ctx.args.quick, ctx.stage_rounds(), notes),
+            Err(_) => String::new(),
+        }
+    }
+
+    fn terminal(&self, ctx: &Context, r: &Self::Results) -> String {
+        match r {
+            Ok(_) => format!("\n{}\n", self.table(ctx, r)),
+            Err(e) => format!("note: cross pairs skipped: {e}\n"),
+        }
+    }
+
+    fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
+        match r {
+            Ok(_) => crate::suite::section(self.title(), &self.table(ctx, r)),
+            Err(_) => String::new(),
+        }
+    }
+
+    fn records(&self, r: &Self::Results) -> Vec<serde_json::Value> {
+        r.as_ref().map(|(series, _)| json_records(series)).unwrap_or_default()
+    }
+
+    fn markdown(&self, ctx: &Context, r: &Self::Results) -> String {
+        match r {
+            Ok(_) => format!("\n{}", self.table(ctx, r)),
+            Err(_) => String::new(),
+        }
+    }
 }
 
 #[cfg(test)]

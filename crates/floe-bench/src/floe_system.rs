@@ -9,7 +9,8 @@ use floe::protocol::OperationMode;
 use floe::{Communicator, Current, Identity, ObjectPrx, Properties, Proxy};
 
 use crate::bench::*;
-use crate::tests::Test;
+use crate::stats::Steps;
+use crate::tests::{Kind, Measured, Test};
 
 struct PerfI {
     communicator: Communicator,
@@ -191,10 +192,10 @@ pub(crate) fn serve(port: u16, threads: Option<usize>, exact: bool, ssl_port: Op
 }
 
 /// Runs `test` against a server on `port` (its ssl port for an ssl test) for about
-/// `duration`; returns `(operations, seconds)`.
-pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<(u64, f64)> {
+/// `duration`; returns the operations done and the seconds they took.
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<Measured> {
     let props = properties(Some(1));
-    let transport = if test.ssl() {
+    let transport = if test.ssl {
         crate::tls::floe_client_properties(&props);
         "ssl"
     } else {
@@ -217,15 +218,15 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Resul
 /// The request a batched-oneway test queues: `o()` for the sender side, `incr()` when delivery
 /// is counted, or a payload variant (which counts too).
 fn batch_call(test: &Test) -> floe::Result<fn(&mut PerfBatch)> {
-    match test.kind() {
-        "batch-send" => Ok(|b: &mut PerfBatch| b.o()),
-        "batch-delivered" => Ok(|b: &mut PerfBatch| b.incr()),
+    match test.kind {
+        Kind::BatchSend => Ok(|b: &mut PerfBatch| b.o()),
+        Kind::BatchDelivered => Ok(|b: &mut PerfBatch| b.incr()),
         _ => payload_call(test.payload_variant())
             .ok_or_else(|| floe::Error::Io(format!("unknown payload variant in {}", test.name))),
     }
 }
 
-async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64, f64)> {
+async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<Measured> {
     for _ in 0..100 {
         p.o().await?;
     }
@@ -234,8 +235,8 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
     let mut ops: u64 = 0;
     let start = Instant::now();
     let deadline = start + duration;
-    match test.kind() {
-        "twoway" => {
+    match test.kind {
+        Kind::Twoway => {
             while Instant::now() < deadline {
                 for _ in 0..100 {
                     p.o().await?;
@@ -243,8 +244,8 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 ops += 100;
             }
         }
-        "demarey" => {
-            let mut steps = crate::report::Steps::default();
+        Kind::Demarey => {
+            let mut steps = Steps::default();
             for _ in 0..1000 {
                 p.o().await?;
             }
@@ -257,10 +258,9 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 steps.push(s0.elapsed(), param as u64);
                 ops += param as u64;
             }
-            crate::report::record_steps(steps);
-            return Ok((ops, start.elapsed().as_secs_f64()));
+            return Ok(Measured { ops, secs: start.elapsed().as_secs_f64(), steps: Some(steps.stats()) });
         }
-        "oneway" => {
+        Kind::Oneway => {
             let o = p.ice_oneway();
             while Instant::now() < deadline {
                 for _ in 0..1000 {
@@ -270,7 +270,7 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             }
             p.o().await?;
         }
-        "batch-send" | "batch-send-payload" => {
+        Kind::BatchSend | Kind::BatchSendPayload => {
             // cxRmi TEST1 times only the batching: rounds of queuing through the typed batch
             // writer (which packs requests into messages of Ice.BatchAutoFlushSize and does no
             // I/O); each round is then flushed and confirmed by a twoway call, untimed.
@@ -288,9 +288,9 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 b.flush().await?;
                 p.o().await?;
             }
-            return Ok((ops, queuing.as_secs_f64()));
+            return Ok(Measured::new(ops, queuing.as_secs_f64()));
         }
-        "batch-delivered" | "batch-delivered-payload" => {
+        Kind::BatchDelivered | Kind::BatchDeliveredPayload => {
             let queue = batch_call(test)?;
             p.reset().await?;
             let mut b = p.batch_writer();
@@ -315,7 +315,7 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 }
             }
         }
-        "batch-twoway" => {
+        Kind::BatchTwoway => {
             let obj: &ObjectPrx = floe::Proxy::as_object(p);
             while Instant::now() < deadline {
                 let outcomes = obj
@@ -331,47 +331,47 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
                 ops += param as u64;
             }
         }
-        "ami" => {
+        Kind::Ami => {
             ops = crate::pipeline::pipelined(deadline, n, || {
                 let q = p.clone();
                 async move { q.o().await }
             })
             .await?;
         }
-        "bytes-send" => {
+        Kind::BytesSend => {
             let b = Bytes::from(vec![0u8; n]);
             while Instant::now() < deadline {
                 p.send_byte_seq(&b).await?;
                 ops += 1;
             }
         }
-        "bytes-recv" => {
+        Kind::BytesRecv => {
             while Instant::now() < deadline {
                 p.recv_byte_seq(param).await?;
                 ops += 1;
             }
         }
-        "fixed-send" => {
+        Kind::FixedSend => {
             let v = vec![Fixed { i: 1, j: 2, d: 3.0 }; n];
             while Instant::now() < deadline {
                 p.send_fixed_seq(&v).await?;
                 ops += 1;
             }
         }
-        "fixed-recv" => {
+        Kind::FixedRecv => {
             while Instant::now() < deadline {
                 p.recv_fixed_seq(param).await?;
                 ops += 1;
             }
         }
-        "strings-send" => {
+        Kind::StringsSend => {
             let v = vec![StringDouble { s: "hello".into(), d: 3.14 }; n];
             while Instant::now() < deadline {
                 p.send_string_double_seq(&v).await?;
                 ops += 1;
             }
         }
-        "strings-recv" => {
+        Kind::StringsRecv => {
             while Instant::now() < deadline {
                 p.recv_string_double_seq(param).await?;
                 ops += 1;
@@ -384,5 +384,5 @@ async fn run(test: &Test, p: &PerfPrx, duration: Duration) -> floe::Result<(u64,
             }
         }
     }
-    Ok((ops, start.elapsed().as_secs_f64()))
+    Ok(Measured::new(ops, start.elapsed().as_secs_f64()))
 }

@@ -18,6 +18,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use floe::{Communicator, Identity, Properties, Proxy};
+use serde::Serialize;
+
+use crate::stats::round_to;
+use crate::suite::{Context, Suite};
 
 /// The Rust mapping of Ice's `Ice/Locator.ice`, generated at build time.
 #[allow(missing_docs, unreachable_pub, dead_code, clippy::all)]
@@ -98,9 +102,8 @@ pub(crate) struct Series {
     samples: Vec<Sample>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
+fn median(v: Vec<f64>) -> Option<f64> {
+    crate::stats::middle(&v)
 }
 
 impl Series {
@@ -154,13 +157,7 @@ struct Running {
 /// floe-registry, built beside this binary (`cargo build --release -p floe-registry`, which
 /// `scripts/bench` does).
 fn floe_registry_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name("floe-registry");
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!("{} is not built (cargo build --release -p floe-registry)", path.display()))
-    }
+    crate::proc::beside_exe("floe-registry", "cargo build --release -p floe-registry")
 }
 
 /// Starts `cmd` and waits until it prints a line containing `marker`; the rest of its output
@@ -183,7 +180,7 @@ fn start_until(mut cmd: Command, marker: &str, what: &str) -> Result<Process, St
             line.clear();
         }
     });
-    rx.recv_timeout(crate::READY_LIMIT).map_err(|_| format!("{what} did not get ready"))?;
+    rx.recv_timeout(crate::proc::READY_LIMIT).map_err(|_| format!("{what} did not get ready"))?;
     Ok(process)
 }
 
@@ -193,7 +190,7 @@ fn start_etcd(dir: &Path) -> Result<(Process, String), String> {
     if !etcd.exists() {
         return Err("/usr/bin/etcd is missing (Debian etcd-server, see scripts/install-deps)".into());
     }
-    let (client, peer) = (crate::free_port(), crate::free_port());
+    let (client, peer) = (crate::proc::free_port(), crate::proc::free_port());
     let url = format!("http://127.0.0.1:{client}");
     let mut cmd = Command::new(etcd);
     cmd.args([
@@ -215,7 +212,7 @@ fn start_etcd(dir: &Path) -> Result<(Process, String), String> {
 
 fn start(registry: Registry) -> Result<Running, String> {
     let data = TempDir::new(registry.key())?;
-    let port = crate::free_port();
+    let port = crate::proc::free_port();
     let common = [
         format!("--IceGrid.InstanceName={INSTANCE}"),
         format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"),
@@ -329,7 +326,7 @@ async fn measure(locator: &LocatorPrx, call: Call, duration: Duration) -> Result
         return Err("no call completed".into());
     }
     all.sort_unstable();
-    let pct = |p: f64| f64::from(all[((all.len() - 1) as f64 * p).round() as usize]);
+    let pct = |p: f64| crate::stats::percentile(&all, p).map_or(0.0, f64::from);
     Ok(Sample { rate: all.len() as f64 / elapsed, p50_us: pct(0.50), p99_us: pct(0.99) })
 }
 
@@ -455,22 +452,73 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// The JSON record of one registry and call.
+#[derive(Debug, Serialize)]
+struct Record {
+    system: &'static str,
+    test: String,
+    metric: &'static str,
+    unit: &'static str,
+    median: f64,
+    p50_us: f64,
+    p99_us: f64,
+    runs: usize,
+}
+
 /// JSON records, one per registry and call, for the report's array.
-pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
+pub(crate) fn json_records(series: &[Series]) -> Vec<serde_json::Value> {
     series
         .iter()
         .filter_map(|s| {
-            Some(format!(
-                "{{\"system\": \"{}\", \"test\": \"locate/{}\", \"metric\": \"locate\", \"unit\": \"calls/s\", \"median\": {:.1}, \"p50_us\": {:.1}, \"p99_us\": {:.1}, \"runs\": {}}}",
-                s.registry.key(),
-                s.call.name(),
-                s.rate()?,
-                s.p50()?,
-                s.p99()?,
-                s.samples.len()
-            ))
+            Some(crate::json::record(&Record {
+                system: s.registry.key(),
+                test: format!("locate/{}", s.call.name()),
+                metric: "locate",
+                unit: "calls/s",
+                median: round_to(s.rate()?, 1),
+                p50_us: round_to(s.p50()?, 1),
+                p99_us: round_to(s.p99()?, 1),
+                runs: s.samples.len(),
+            }))
         })
         .collect()
+}
+
+/// The locate test.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Locate;
+
+/// The rounds of the locate test: `--runs`, or 5 (3 with `--quick`).
+fn rounds(ctx: &Context) -> usize {
+    ctx.args.runs.unwrap_or(if ctx.args.quick { 3 } else { 5 }).max(1)
+}
+
+impl Suite for Locate {
+    type Results = (Vec<Series>, Vec<String>);
+
+    fn name(&self) -> &'static str {
+        "locate"
+    }
+
+    fn title(&self) -> &'static str {
+        "Locate"
+    }
+
+    fn systems(&self, _ctx: &Context) -> Vec<String> {
+        REGISTRIES.iter().map(|r| r.key().to_string()).collect()
+    }
+
+    fn run(&self, ctx: &Context) -> Self::Results {
+        run(ctx.args.quick, rounds(ctx))
+    }
+
+    fn table(&self, ctx: &Context, (series, notes): &Self::Results) -> String {
+        table(series, ctx.args.quick, rounds(ctx), notes)
+    }
+
+    fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {
+        json_records(series)
+    }
 }
 
 #[cfg(test)]

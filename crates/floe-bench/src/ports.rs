@@ -24,7 +24,7 @@ const LOWEST: u16 = 30_000;
 const DEFAULT_EPHEMERAL_LOW: u16 = 32_768;
 
 /// A loopback port that is free now and that this process has not handed out before.
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     match window() {
         Some(first) => port_in_window(first).unwrap_or_else(ephemeral_port),
         None => ephemeral_port(),

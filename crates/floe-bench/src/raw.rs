@@ -11,7 +11,8 @@ use floe::encoding::{Encode, EncodingVersion, Identity};
 use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
 
-use crate::tests::Test;
+use crate::stats::Steps;
+use crate::tests::{Kind, Measured, Test};
 use crate::tls::Buffered;
 
 /// A reply message with status OK and `payload` as its encapsulation's contents.
@@ -232,9 +233,9 @@ fn serve_connection<S: Read + Write>(stream: S, counter: &AtomicI64) -> std::io:
 /// The request a batched-oneway test sends (as a whole message; a batch shares its first 18
 /// bytes): `o()`, `incr()`, or a cxRmi payload variant such as `d4` with parameters 1, 2, 3, 4.
 fn batched_request(test: &Test) -> Vec<u8> {
-    match test.kind() {
-        "batch-send" => message("o", |_| {}),
-        "batch-delivered" => message("incr", |_| {}),
+    match test.kind {
+        Kind::BatchSend => message("o", |_| {}),
+        Kind::BatchDelivered => message("incr", |_| {}),
         _ => {
             let variant = test.payload_variant();
             let count: i32 = variant[1..].parse().unwrap_or(0);
@@ -294,28 +295,28 @@ pub(crate) fn wire_sizes(test: &Test) -> (usize, usize) {
     let param = test.param;
     let n = param.max(0) as usize;
     let empty_reply = reply_ok(1, &[]).len();
-    match test.kind() {
-        "twoway" | "demarey" | "ami" | "batch-twoway" => (message("o", |_| {}).len(), empty_reply),
-        "oneway" => (message("o", |_| {}).len(), 0),
+    match test.kind {
+        Kind::Twoway | Kind::Demarey | Kind::Ami | Kind::BatchTwoway => (message("o", |_| {}).len(), empty_reply),
+        Kind::Oneway => (message("o", |_| {}).len(), 0),
         // Per request inside a batch message (its 18-byte header and count are shared).
-        "batch-send" | "batch-delivered" | "batch-send-payload" | "batch-delivered-payload" => {
+        Kind::BatchSend | Kind::BatchDelivered | Kind::BatchSendPayload | Kind::BatchDeliveredPayload => {
             (batched_request(test).len() - 18, 0)
         }
-        "bytes-send" => (message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])).len(), empty_reply),
-        "bytes-recv" => {
+        Kind::BytesSend => (message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])).len(), empty_reply),
+        Kind::BytesRecv => {
             (message("recvByteSeq", |e| param.encode(e)).len(), reply_ok(1, &payload_for("recvByteSeq", param)).len())
         }
-        "fixed-send" => {
+        Kind::FixedSend => {
             (message("sendFixedSeq", |e| e.write_raw(&payload_for("recvFixedSeq", param))).len(), empty_reply)
         }
-        "fixed-recv" => {
+        Kind::FixedRecv => {
             (message("recvFixedSeq", |e| param.encode(e)).len(), reply_ok(1, &payload_for("recvFixedSeq", param)).len())
         }
-        "strings-send" => (
+        Kind::StringsSend => (
             message("sendStringDoubleSeq", |e| e.write_raw(&payload_for("recvStringDoubleSeq", param))).len(),
             empty_reply,
         ),
-        "strings-recv" => (
+        Kind::StringsRecv => (
             message("recvStringDoubleSeq", |e| param.encode(e)).len(),
             reply_ok(1, &payload_for("recvStringDoubleSeq", param)).len(),
         ),
@@ -366,16 +367,16 @@ impl<S: Read + Write> Conn<S> {
 }
 
 /// Runs `test` against the raw server on `port` (its TLS port for an ssl test) for about
-/// `duration`; returns `(operations, seconds)`.
-pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<(u64, f64)> {
-    if test.ssl() {
+/// `duration`; returns the operations done and the seconds they took.
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<Measured> {
+    if test.ssl {
         let stream = crate::tls::raw_connect(port, crate::tls::raw_client_config()?)?;
         return run(test, Conn::validated(stream)?, duration);
     }
     run(test, Conn::open(port)?, duration)
 }
 
-fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std::io::Result<(u64, f64)> {
+fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std::io::Result<Measured> {
     let o = twoway_request();
     for _ in 0..100 {
         c.call(&o)?;
@@ -384,8 +385,8 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
     let mut ops: u64 = 0;
     let start = Instant::now();
     let deadline = start + duration;
-    match test.kind() {
-        "twoway" => {
+    match test.kind {
+        Kind::Twoway => {
             while Instant::now() < deadline {
                 for _ in 0..100 {
                     c.call(&o)?;
@@ -393,8 +394,8 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 ops += 100;
             }
         }
-        "demarey" => {
-            let mut steps = crate::report::Steps::default();
+        Kind::Demarey => {
+            let mut steps = Steps::default();
             for _ in 0..1000 {
                 c.call(&o)?;
             }
@@ -407,10 +408,9 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 steps.push(s0.elapsed(), param as u64);
                 ops += param as u64;
             }
-            crate::report::record_steps(steps);
-            return Ok((ops, start.elapsed().as_secs_f64()));
+            return Ok(Measured { ops, secs: start.elapsed().as_secs_f64(), steps: Some(steps.stats()) });
         }
-        "oneway" => {
+        Kind::Oneway => {
             let mut ow = o.clone();
             ow[14..18].copy_from_slice(&0i32.to_le_bytes());
             while Instant::now() < deadline {
@@ -421,7 +421,7 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
             }
             c.call(&o)?;
         }
-        "batch-send" | "batch-send-payload" => {
+        Kind::BatchSend | Kind::BatchSendPayload => {
             // cxRmi TEST1 times only the batching: rounds of requests copied into batch
             // messages of at most Ice.BatchAutoFlushSize (1 MB); each round is then written and
             // confirmed by a twoway call, untimed.
@@ -446,9 +446,9 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 }
                 c.call(&o)?;
             }
-            return Ok((ops, queuing.as_secs_f64()));
+            return Ok(Measured::new(ops, queuing.as_secs_f64()));
         }
-        "batch-delivered" | "batch-delivered-payload" => {
+        Kind::BatchDelivered | Kind::BatchDeliveredPayload => {
             let req = batched_request(test);
             let body = &req[18..];
             c.call(&message("reset", |_| {}))?;
@@ -465,7 +465,7 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 }
             }
         }
-        "batch-twoway" => {
+        Kind::BatchTwoway => {
             let mut all = Vec::with_capacity(o.len() * param as usize);
             for k in 0..param {
                 let mut m = o.clone();
@@ -480,7 +480,7 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 ops += param as u64;
             }
         }
-        "ami" => {
+        Kind::Ami => {
             let mut inflight = 0;
             while Instant::now() < deadline {
                 for _ in 0..100 {
@@ -497,19 +497,19 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
                 c.read_reply()?;
             }
         }
-        name => {
+        kind => {
             let n = param.max(0) as usize;
-            let msg = match name {
-                "bytes-send" => message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])),
-                "bytes-recv" => message("recvByteSeq", |e| param.encode(e)),
-                "fixed-send" => message("sendFixedSeq", |e| {
+            let msg = match kind {
+                Kind::BytesSend => message("sendByteSeq", |e| e.write_byte_seq(&vec![0u8; n])),
+                Kind::BytesRecv => message("recvByteSeq", |e| param.encode(e)),
+                Kind::FixedSend => message("sendFixedSeq", |e| {
                     e.write_raw(&payload_for("recvFixedSeq", param));
                 }),
-                "fixed-recv" => message("recvFixedSeq", |e| param.encode(e)),
-                "strings-send" => message("sendStringDoubleSeq", |e| {
+                Kind::FixedRecv => message("recvFixedSeq", |e| param.encode(e)),
+                Kind::StringsSend => message("sendStringDoubleSeq", |e| {
                     e.write_raw(&payload_for("recvStringDoubleSeq", param));
                 }),
-                "strings-recv" => message("recvStringDoubleSeq", |e| param.encode(e)),
+                Kind::StringsRecv => message("recvStringDoubleSeq", |e| param.encode(e)),
                 _ => message("work", |e| param.encode(e)),
             };
             while Instant::now() < deadline {
@@ -518,7 +518,7 @@ fn run<S: Read + Write>(test: &Test, mut c: Conn<S>, duration: Duration) -> std:
             }
         }
     }
-    Ok((ops, start.elapsed().as_secs_f64()))
+    Ok(Measured::new(ops, start.elapsed().as_secs_f64()))
 }
 
 #[cfg(test)]

@@ -176,7 +176,7 @@ mod tests {
     fn messages_pass_whole_both_ways_and_garbage_ends_the_connection() {
         let server = TcpListener::bind(("127.0.0.1", 0)).unwrap();
         let target = server.local_addr().unwrap().port();
-        let port = crate::free_port();
+        let port = crate::proc::free_port();
         std::thread::spawn(move || serve(port, target));
         let mut client = loop {
             if let Ok(c) = TcpStream::connect(("127.0.0.1", port)) {

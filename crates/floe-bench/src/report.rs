@@ -1,43 +1,14 @@
-//! Medians, ratios, and the three outputs: terminal table, JSON records, HTML with SVG plots.
+//! The rate tests' reports: their records (medians and ranges per system × test), the
+//! terminal table, the JSON records, the HTML table and SVG charts, and the README's Markdown
+//! tables; and the cells the other suites' tables share.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::tests::Test;
+use serde::Serialize;
 
-/// Per-call latencies (µs) of the steps of one Demarey series.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Steps(pub(crate) Vec<f64>);
-
-impl Steps {
-    /// Adds a step of `calls` calls that took `elapsed`.
-    pub(crate) fn push(&mut self, elapsed: std::time::Duration, calls: u64) {
-        self.0.push(elapsed.as_secs_f64() * 1e6 / calls.max(1) as f64);
-    }
-
-    /// (mean, min, max, standard deviation).
-    pub(crate) fn stats(&self) -> (f64, f64, f64, f64) {
-        let n = self.0.len().max(1) as f64;
-        let mean = self.0.iter().sum::<f64>() / n;
-        let min = self.0.iter().cloned().fold(f64::INFINITY, f64::min);
-        let max = self.0.iter().cloned().fold(0.0, f64::max);
-        let var = self.0.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-        (mean, min, max, var.sqrt())
-    }
-}
-
-/// Hands the steps of the measurement just made to the orchestrator (floe's measurement runs
-/// on its runtime thread, so this goes through a global).
-pub(crate) fn record_steps(steps: Steps) {
-    *STEPS.lock().expect("steps") = Some(steps);
-}
-
-static STEPS: std::sync::Mutex<Option<Steps>> = std::sync::Mutex::new(None);
-
-/// Takes the steps recorded by the last Demarey measurement.
-pub(crate) fn take_steps() -> Option<Steps> {
-    STEPS.lock().expect("steps").take()
-}
+use crate::stats::{median, pooled_steps, round_to, spread, StepStats};
+use crate::tests::{Kind, Test};
 
 /// One measurement.
 #[derive(Debug, Clone)]
@@ -53,7 +24,7 @@ pub(crate) struct Sample {
     /// Server peak RSS so far, kB.
     pub(crate) server_peak_rss_kb: u64,
     /// Demarey statistics of the series: per-call µs (mean, min, max, std-dev).
-    pub(crate) steps: Option<(f64, f64, f64, f64)>,
+    pub(crate) steps: Option<StepStats>,
 }
 
 /// Summary of one system × test.
@@ -82,7 +53,7 @@ pub(crate) struct Record {
     /// Bytes on the wire for one request and its reply.
     pub(crate) wire: (usize, usize),
     /// Demarey statistics over all series (mean, min, max, std-dev of per-call µs).
-    pub(crate) steps: Option<(f64, f64, f64, f64)>,
+    pub(crate) steps: Option<StepStats>,
     /// What the client process used (measured for the twoway test).
     pub(crate) client: Option<ClientResources>,
 }
@@ -96,7 +67,7 @@ pub(crate) struct ClientResources {
     pub(crate) peak_rss_kb: u64,
 }
 
-fn samples_steps(records: &[Record], system: &str) -> Vec<(f64, f64, f64, f64)> {
+fn samples_steps(records: &[Record], system: &str) -> Vec<StepStats> {
     records.iter().filter(|r| r.system == system && r.test == "demarey").filter_map(|r| r.steps).collect()
 }
 
@@ -104,21 +75,8 @@ fn samples_steps(records: &[Record], system: &str) -> Vec<(f64, f64, f64, f64)> 
 /// bare tokio baseline (`src/tokio_baseline.rs`, twoway tests only), Ice C++ and tonic.
 const SYSTEMS: [&str; 5] = ["floe", "raw", "tokio", "ice-cpp", "tonic"];
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    if v.is_empty() {
-        return 0.0;
-    }
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 /// Medians and ranges per system × test.
-pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec<Record> {
+pub(crate) fn summarize(tests: &[Test], samples: &[Sample]) -> Vec<Record> {
     let mut out = Vec::new();
     for t in tests {
         for system in SYSTEMS {
@@ -126,38 +84,24 @@ pub(crate) fn summarize(tests: &[Test], samples: &[Sample], _runs: usize) -> Vec
             if s.is_empty() {
                 continue;
             }
-            let mut rates: Vec<f64> = s.iter().map(|x| x.rate).collect();
-            let mut cpu: Vec<f64> = s.iter().map(|x| x.server_cpu_per_100k).collect();
-            let min = rates.iter().cloned().fold(f64::INFINITY, f64::min);
-            let max = rates.iter().cloned().fold(0.0, f64::max);
+            let rates: Vec<f64> = s.iter().map(|x| x.rate).collect();
+            let cpu: Vec<f64> = s.iter().map(|x| x.server_cpu_per_100k).collect();
+            let (min, max) = spread(&rates);
+            let steps: Vec<StepStats> = s.iter().filter_map(|x| x.steps).collect();
             out.push(Record {
                 system,
                 test: t.name,
                 unit: t.unit,
-                median: median(&mut rates),
+                median: median(&rates),
                 min,
                 max,
                 runs: s.len(),
-                cpu_per_100k: median(&mut cpu),
+                cpu_per_100k: median(&cpu),
                 peak_rss_kb: s.iter().map(|x| x.server_peak_rss_kb).max().unwrap_or(0),
                 payload: t.payload,
                 wire: crate::raw::wire_sizes(t),
-                steps: {
-                    // Pool every step of every series (each sample carries its series' stats as
-                    // mean/min/max/std; combine them conservatively).
-                    let st: Vec<(f64, f64, f64, f64)> = s.iter().filter_map(|x| x.steps).collect();
-                    if st.is_empty() {
-                        None
-                    } else {
-                        let n = st.len() as f64;
-                        let mean = st.iter().map(|x| x.0).sum::<f64>() / n;
-                        let min = st.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-                        let max = st.iter().map(|x| x.2).fold(0.0, f64::max);
-                        // Within-series variance plus the spread of the series means.
-                        let var = st.iter().map(|x| x.3 * x.3 + (x.0 - mean) * (x.0 - mean)).sum::<f64>() / n;
-                        Some((mean, min, max, var.sqrt()))
-                    }
-                },
+                // Every step of every series pooled.
+                steps: pooled_steps(&steps),
                 client: None,
             });
         }
@@ -251,7 +195,7 @@ pub(crate) fn table(tests: &[Test], records: &[Record], machine: &str, elapsed: 
     }
     let _ = writeln!(s, "\nDemarey method (per-call µs over every step of every series: mean, min, max, std-dev):");
     for sys in SYSTEMS {
-        let v: Vec<(f64, f64, f64, f64)> = samples_steps(records, sys);
+        let v: Vec<StepStats> = samples_steps(records, sys);
         if let Some((mean, min, max, sd)) = v.first() {
             let _ = writeln!(s, "  {sys:<8} mean {mean:>7.2}  min {min:>7.2}  max {max:>7.2}  std-dev {sd:>6.2}");
         }
@@ -318,42 +262,59 @@ fn resources_table(s: &mut String, records: &[Record]) {
     s.push_str("</table>");
 }
 
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+/// The JSON record of one system × test.
+#[derive(Debug, Serialize)]
+struct JsonRecord<'a> {
+    system: &'a str,
+    test: &'a str,
+    metric: &'a str,
+    unit: &'a str,
+    median: f64,
+    min: f64,
+    max: f64,
+    runs: usize,
+    server_cpu_s_per_100k: f64,
+    server_peak_rss_kb: u64,
+    client_cpu_s_per_100k: Option<f64>,
+    client_peak_rss_kb: Option<u64>,
+    payload_bytes: usize,
+    request_bytes: usize,
+    reply_bytes: usize,
 }
 
 /// One JSON record per system × test.
-pub(crate) fn json(records: &[Record]) -> String {
-    let mut s = String::from("[\n");
-    for (i, r) in records.iter().enumerate() {
-        let _ = write!(
-            s,
-            "  {{\"system\": \"{}\", \"test\": \"{}\", \"metric\": \"rate\", \"unit\": \"{}\", \"median\": {:.3}, \"min\": {:.3}, \"max\": {:.3}, \"runs\": {}, \"server_cpu_s_per_100k\": {:.4}, \"server_peak_rss_kb\": {}, \"client_cpu_s_per_100k\": {}, \"client_peak_rss_kb\": {}, \"payload_bytes\": {}, \"request_bytes\": {}, \"reply_bytes\": {}}}",
-            esc(r.system),
-            esc(r.test),
-            esc(r.unit),
-            r.median,
-            r.min,
-            r.max,
-            r.runs,
-            r.cpu_per_100k,
-            r.peak_rss_kb,
-            r.client.map_or("null".to_string(), |c| format!("{:.4}", c.cpu_per_100k)),
-            r.client.map_or("null".to_string(), |c| c.peak_rss_kb.to_string()),
-            r.payload,
-            r.wire.0,
-            r.wire.1
-        );
-        s.push_str(if i + 1 < records.len() { ",\n" } else { "\n" });
-    }
-    s.push_str("]\n");
-    s
+pub(crate) fn json_records(records: &[Record]) -> Vec<serde_json::Value> {
+    records
+        .iter()
+        .map(|r| {
+            crate::json::record(&JsonRecord {
+                system: r.system,
+                test: r.test,
+                metric: "rate",
+                unit: r.unit,
+                median: round_to(r.median, 3),
+                min: round_to(r.min, 3),
+                max: round_to(r.max, 3),
+                runs: r.runs,
+                server_cpu_s_per_100k: round_to(r.cpu_per_100k, 4),
+                server_peak_rss_kb: r.peak_rss_kb,
+                client_cpu_s_per_100k: r.client.map(|c| round_to(c.cpu_per_100k, 4)),
+                client_peak_rss_kb: r.client.map(|c| c.peak_rss_kb),
+                payload_bytes: r.payload,
+                request_bytes: r.wire.0,
+                reply_bytes: r.wire.1,
+            })
+        })
+        .collect()
 }
 
-/// An HTML page with the table and one bar chart per test (median with min–max whiskers).
+/// The start of the HTML report, up to its body.
+pub(crate) const HTML_HEAD: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>";
+
+/// The rate tests' part of the HTML report: the table, one bar chart per test (median with
+/// min–max whiskers), the throughput against message size, the resources and the notes.
 pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[String]) -> String {
     let mut s = String::new();
-    s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>");
     let _ = write!(s, "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>", html_escape(machine));
     s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>tokio</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/tokio</th><th>floe/ice</th><th>floe/tonic</th></tr>");
     for t in tests {
@@ -429,13 +390,12 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
         }
         s.push_str("</ul>");
     }
-    s.push_str("</body></html>\n");
     s
 }
 
 /// Throughput (Mbit/s of payload) against message size, one line per system, log-scale x.
 fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
-    let sweep: Vec<&Test> = tests.iter().filter(|t| t.is_sweep() && t.payload > 0).collect();
+    let sweep: Vec<&Test> = tests.iter().filter(|t| t.sweep && t.payload > 0).collect();
     if sweep.len() < 2 {
         return;
     }
@@ -443,7 +403,11 @@ fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
     let xmin = (sweep.iter().map(|t| t.payload).min().unwrap_or(1) as f64).log2();
     let xmax = (sweep.iter().map(|t| t.payload).max().unwrap_or(2) as f64).log2();
     let mbit = |r: &Record| r.median * r.payload as f64 * 8.0 / 1e6;
-    let ymax = records.iter().filter(|r| r.payload > 0 && r.test.starts_with("send-")).map(mbit).fold(1.0, f64::max);
+    let ymax = records
+        .iter()
+        .filter(|r| r.payload > 0 && sweep.iter().any(|t| t.name == r.test))
+        .map(mbit)
+        .fold(1.0, f64::max);
     let _ = write!(
         s,
         "<h2>Throughput against message size</h2><svg width=\"{}\" height=\"{}\">",
@@ -599,7 +563,7 @@ pub(crate) fn markdown(records: &[Record], machine: &str, elapsed: Duration, whe
     }
     let payload_rows: Vec<(&str, usize, String, String)> =
         std::iter::once(("v", 0, "batch-send".into(), "batch-delivered".into()))
-            .chain(crate::tests::PAYLOAD_TESTS.iter().filter(|t| t.name.starts_with("batch-send-")).map(|t| {
+            .chain(crate::tests::PAYLOAD_TESTS.iter().filter(|t| t.kind == Kind::BatchSendPayload).map(|t| {
                 let v = t.payload_variant();
                 (v, t.payload, t.name.to_string(), format!("batch-delivered-{v}"))
             }))
@@ -628,13 +592,6 @@ pub(crate) fn markdown(records: &[Record], machine: &str, elapsed: Duration, whe
         }
     }
     s
-}
-
-/// The median of `v`, if it has any value (the stages' series).
-pub(crate) fn median_of_values(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
 }
 
 /// A figure for the stages' tables: `1.23M`, `45.6k`, `789`, `12.3`, or `–` for none.

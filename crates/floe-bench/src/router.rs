@@ -26,7 +26,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::report::{figure_cell as cell, median_of_values as median, ratio_cell as ratio};
+use serde::Serialize;
+
+use crate::report::{figure_cell as cell, ratio_cell as ratio};
+use crate::stats::{middle as median, round_to};
+use crate::suite::{Context, Suite};
 
 /// How a client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +43,8 @@ pub(crate) enum RoutePath {
 }
 
 impl RoutePath {
-    fn name(self) -> &'static str {
+    /// The path's name in tables and records.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RoutePath::Direct => "direct",
             RoutePath::Floe => "floe-router",
@@ -101,19 +106,14 @@ pub(crate) struct Series {
 
 /// floe-router, built beside this binary (`cargo build --release -p floe-router`, which
 /// `scripts/bench` does).
-fn floe_router_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name("floe-router");
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!("{} is not built (cargo build --release -p floe-router)", path.display()))
-    }
+pub(crate) fn floe_router_binary() -> Result<PathBuf, String> {
+    crate::proc::beside_exe("floe-router", "cargo build --release -p floe-router")
 }
 
 /// A process killed when dropped.
-struct Process {
-    child: Child,
+pub(crate) struct Process {
+    /// The process.
+    pub(crate) child: Child,
 }
 
 impl Drop for Process {
@@ -124,11 +124,11 @@ impl Drop for Process {
 }
 
 /// Starts `cmd` and waits for a stdout line containing `ready`.
-fn start(mut cmd: Command, what: &str) -> Result<Process, String> {
+pub(crate) fn start(mut cmd: Command, what: &str) -> Result<Process, String> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     let child = cmd.spawn().map_err(|e| format!("cannot start {what}: {e}"))?;
     let mut p = Process { child };
-    let line = crate::first_line(&mut p.child, crate::READY_LIMIT).map_err(|e| format!("{what}: {e}"))?;
+    let line = crate::proc::first_line(&mut p.child, crate::proc::READY_LIMIT).map_err(|e| format!("{what}: {e}"))?;
     if !line.contains("ready") {
         return Err(format!("{what} did not start: {line:?}"));
     }
@@ -145,8 +145,8 @@ fn router_args(port: u16) -> Vec<String> {
     ]
 }
 
-fn start_router(path: RoutePath, floe_router: &Path) -> Result<(Process, u16), String> {
-    let port = crate::free_port();
+pub(crate) fn start_router(path: RoutePath, floe_router: &Path) -> Result<(Process, u16), String> {
+    let port = crate::proc::free_port();
     let mut cmd = match path {
         RoutePath::Floe => {
             let mut c = Command::new(floe_router);
@@ -158,7 +158,7 @@ fn start_router(path: RoutePath, floe_router: &Path) -> Result<(Process, u16), S
             let mut c = Command::new("glacier2router");
             // glacier2router prints "Glacier2.Client ready" once its client adapter is active.
             c.arg("--Ice.PrintAdapterReady=1");
-            crate::ice_malloc_env(&mut c);
+            crate::proc::ice_malloc_env(&mut c);
             c
         }
         RoutePath::Direct | RoutePath::Relay => return Err("no router".into()),
@@ -179,7 +179,7 @@ fn start_router(path: RoutePath, floe_router: &Path) -> Result<(Process, u16), S
 
 /// The command of `pair`'s client: the Ice C++ one at `ice_exe`, or this binary's
 /// `--router-client`.
-fn client_command(
+pub(crate) fn client_command(
     pair: Pair,
     ice_exe: &Path,
     server_port: u16,
@@ -192,7 +192,7 @@ fn client_command(
     Ok(match pair {
         Pair::Ice => {
             let mut cmd = Command::new(ice_exe);
-            crate::ice_malloc_env(&mut cmd);
+            crate::proc::ice_malloc_env(&mut cmd);
             cmd.arg(proxy).arg(ms.to_string());
             if let Some(test) = only {
                 cmd.arg(format!("--only={test}"));
@@ -203,7 +203,7 @@ fn client_command(
             cmd
         }
         Pair::Floe => {
-            let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+            let mut cmd = Command::new(crate::proc::helper_exe()?);
             cmd.args(["--router-client", &proxy, "--duration-ms", &ms.to_string()]);
             if let Some(test) = only {
                 cmd.args(["--tests", test]);
@@ -218,7 +218,7 @@ fn client_command(
 }
 
 /// Runs a client once; returns its RESULT values by name.
-fn client(mut cmd: Command, ms: u64) -> Result<Vec<(String, f64)>, String> {
+pub(crate) fn client(mut cmd: Command, ms: u64) -> Result<Vec<(String, f64)>, String> {
     let mut child =
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("router client: {e}"))?;
     let mut stdout = child.stdout.take().ok_or("no stdout")?;
@@ -265,11 +265,11 @@ fn client(mut cmd: Command, ms: u64) -> Result<Vec<(String, f64)>, String> {
 /// A server of the stage: `ice-tester-server` for the Ice pair, `floe-interop-server` for
 /// floe's.
 fn start_server(pair: Pair, tester: &Path) -> Result<(Process, u16), String> {
-    let port = crate::free_port();
+    let port = crate::proc::free_port();
     let cmd = match pair {
         Pair::Ice => {
             let mut c = Command::new(tester.join("ice-tester-server"));
-            crate::ice_malloc_env(&mut c);
+            crate::proc::ice_malloc_env(&mut c);
             c.arg(port.to_string());
             c
         }
@@ -288,8 +288,8 @@ fn start_server(pair: Pair, tester: &Path) -> Result<(Process, u16), String> {
 
 /// Starts the copy relay (`floe-bench --relay`) in front of the server on `target`.
 fn start_relay(target: u16) -> Result<(Process, u16), String> {
-    let port = crate::free_port();
-    let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    let port = crate::proc::free_port();
+    let mut cmd = Command::new(crate::proc::helper_exe()?);
     cmd.args(["--relay", &target.to_string(), "--port", &port.to_string()]);
     Ok((start(cmd, "copy relay")?, port))
 }
@@ -303,7 +303,7 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
     let mut series: Vec<Series> = Vec::new();
     let setup = (|| {
         let tester = crate::cross::build_tester_peer()?;
-        let client = crate::build_cpp_peer("ice-router", "Ice C++ router client")?.join("ice-router-client");
+        let client = crate::proc::build_cpp_peer("ice-router", "Ice C++ router client")?.join("ice-router-client");
         let floe_router = floe_router_binary()?;
         if Command::new("glacier2router").arg("--version").output().is_err() {
             return Err("glacier2router is not installed (Debian: zeroc-glacier2)".to_string());
@@ -367,9 +367,9 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
                 let command = |only| client_command(pair, &client_exe, target_port, router_port, ms, only);
                 // The router's CPU time per forwarded call, over asynchronous pings alone.
                 if let Some(pid) = router_pid {
-                    let (cpu0, _) = crate::proc_stats(pid);
+                    let (cpu0, _) = crate::proc::proc_stats(pid);
                     if let Ok(values) = command(Some("ami")).and_then(|c| client(c, ms)) {
-                        let (cpu1, _) = crate::proc_stats(pid);
+                        let (cpu1, _) = crate::proc::proc_stats(pid);
                         if let Some((_, rate)) = values.iter().find(|(n, _)| n == "ami") {
                             let calls = rate * ms as f64 / 1000.0;
                             if calls > 0.0 {
@@ -493,8 +493,19 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// The JSON record of one path and figure.
+#[derive(Debug, Serialize)]
+struct Record {
+    system: &'static str,
+    test: String,
+    metric: &'static str,
+    unit: &'static str,
+    median: f64,
+    runs: usize,
+}
+
 /// JSON records, one per path and figure, for the report's array.
-pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
+pub(crate) fn json_records(series: &[Series]) -> Vec<serde_json::Value> {
     series
         .iter()
         .filter_map(|s| {
@@ -511,15 +522,52 @@ pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
             } else {
                 RATES.iter().find(|(n, _)| *n == s.name).map_or("", |(_, u)| *u)
             };
-            Some(format!(
-                "{{\"system\": \"{}\", \"test\": \"{}/{}\", \"metric\": \"router\", \"unit\": \"{unit}\", \"median\": {m:.3}, \"runs\": {}}}",
-                s.path.name(),
-                s.pair.json_test(),
-                s.name,
-                s.values.len()
-            ))
+            Some(crate::json::record(&Record {
+                system: s.path.name(),
+                test: format!("{}/{}", s.pair.json_test(), s.name),
+                metric: "router",
+                unit,
+                median: round_to(m, 3),
+                runs: s.values.len(),
+            }))
         })
         .collect()
+}
+
+/// The router test, with the Ice peer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Router;
+
+impl Suite for Router {
+    type Results = (Vec<Series>, Vec<String>);
+
+    fn name(&self) -> &'static str {
+        "router"
+    }
+
+    fn title(&self) -> &'static str {
+        "Router"
+    }
+
+    fn selected(&self, ctx: &Context) -> bool {
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
+    }
+
+    fn systems(&self, _ctx: &Context) -> Vec<String> {
+        PATHS.iter().map(|p| p.name().to_string()).collect()
+    }
+
+    fn run(&self, ctx: &Context) -> Self::Results {
+        run(ctx.args.quick, ctx.stage_rounds())
+    }
+
+    fn table(&self, ctx: &Context, (series, notes): &Self::Results) -> String {
+        table(series, ctx.args.quick, ctx.stage_rounds(), notes)
+    }
+
+    fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {
+        json_records(series)
+    }
 }
 
 #[cfg(test)]
@@ -544,270 +592,4 @@ mod tests {
         assert!(t.contains("| twoway ping | 15.0 / – | +10.0 / +– | +25.0 / +– | +5.0 / +– | 0.40 / – |"), "{t}");
         assert_eq!(json_records(&series).len(), 8);
     }
-}
-
-/// What the `router-sessions` test measured for one router.
-#[derive(Debug, Clone)]
-pub(crate) struct SessionsOutcome {
-    /// The router's name.
-    pub(crate) router: &'static str,
-    /// Sessions asked for (after lowering to the router's file limit).
-    pub(crate) n: usize,
-    /// Sessions created (`createSession` answered with success).
-    pub(crate) created: usize,
-    /// Seconds from the first connect to the last session created.
-    pub(crate) create_s: f64,
-    /// The router's RSS before and with the sessions, in kB.
-    pub(crate) rss_kb: (u64, u64),
-    /// The Ice C++ client's twoway ping (calls/s, p50 µs) and callback (calls/s) through the
-    /// router, before the sessions were created and while they are held.
-    pub(crate) probe_before: Option<(f64, f64, f64)>,
-    /// The same, while the sessions are held.
-    pub(crate) probe_during: Option<(f64, f64, f64)>,
-    /// Connects or sessions that failed.
-    pub(crate) errors: usize,
-    /// The first of those errors.
-    pub(crate) first_error: Option<String>,
-}
-
-impl SessionsOutcome {
-    fn per_session_bytes(&self) -> f64 {
-        if self.created == 0 {
-            return 0.0;
-        }
-        (self.rss_kb.1.saturating_sub(self.rss_kb.0) * 1024) as f64 / self.created as f64
-    }
-}
-
-/// The `createSession("u<i>", "x")` request of the router on identity `Glacier2/router`.
-fn create_session_request(i: usize) -> Vec<u8> {
-    use floe::encoding::{EncodingVersion, Identity};
-    use floe::protocol::request::encode_request;
-    use floe::protocol::{OperationMode, RequestPrefix};
-    let prefix =
-        RequestPrefix::new(&Identity::with_category("Glacier2", "router"), "", "createSession", OperationMode::Normal);
-    encode_request(1, &prefix, &Default::default(), EncodingVersion::V1_1, |e| {
-        e.write_str(&format!("u{i}"));
-        e.write_str("x");
-    })
-    .to_vec()
-}
-
-/// Opens one connection from `source`, reads the router's ValidateConnection and creates a
-/// session; returns the connection, to be held.
-async fn open_session(port: u16, source: std::net::Ipv4Addr, i: usize) -> Result<tokio::net::TcpStream, String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
-    socket.bind((source, 0).into()).map_err(|e| format!("bind {source}: {e}"))?;
-    let mut s = socket.connect(([127, 0, 0, 1], port).into()).await.map_err(|e| format!("connect: {e}"))?;
-    let _ = s.set_nodelay(true);
-    let mut header = [0u8; 14];
-    s.read_exact(&mut header).await.map_err(|e| format!("validate: {e}"))?;
-    s.write_all(&create_session_request(i)).await.map_err(|e| format!("createSession: {e}"))?;
-    s.read_exact(&mut header).await.map_err(|e| format!("createSession reply: {e}"))?;
-    let size = i32::from_le_bytes([header[10], header[11], header[12], header[13]]);
-    if header[8] != 2 || !(19..=1 << 20).contains(&size) {
-        return Err(format!("createSession: unexpected message {header:?}"));
-    }
-    let mut body = vec![0u8; size as usize - 14];
-    s.read_exact(&mut body).await.map_err(|e| format!("createSession reply: {e}"))?;
-    if body[4] != 0 {
-        return Err(format!("createSession failed: reply status {}", body[4]));
-    }
-    Ok(s)
-}
-
-/// Twoway calls/s, twoway p50 (µs) and callbacks/s of the Ice C++ client through the router.
-fn probe(client_exe: &Path, server_port: u16, router_port: u16) -> Option<(f64, f64, f64)> {
-    let command = client_command(Pair::Ice, client_exe, server_port, Some(router_port), 300, None).ok()?;
-    let values = client(command, 300).ok()?;
-    let get = |n: &str| values.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    Some((get("twoway")?, get("twoway_p50")?, get("callback")?))
-}
-
-/// The `router-sessions` test: `n` sessions on one router (floe-router, then glacier2router),
-/// opened 500 at a time from source addresses 127.<k>.0.x, each with its own connection and
-/// `createSession`, then held while the Ice C++ client measures calls through the router.
-pub(crate) fn run_sessions(n: usize, quick: bool) -> (Vec<SessionsOutcome>, Vec<String>) {
-    let mut notes = Vec::new();
-    let mut outcomes = Vec::new();
-    let setup = (|| {
-        let tester = crate::cross::build_tester_peer()?;
-        let client = crate::build_cpp_peer("ice-router", "Ice C++ router client")?.join("ice-router-client");
-        Ok::<_, String>((tester, client, floe_router_binary()?))
-    })();
-    let (tester, client_exe, floe_router) = match setup {
-        Ok(s) => s,
-        Err(e) => {
-            notes.push(format!("router-sessions skipped: {e}"));
-            return (outcomes, notes);
-        }
-    };
-    let server_port = crate::free_port();
-    let mut server_cmd = Command::new(tester.join("ice-tester-server"));
-    server_cmd.arg(server_port.to_string());
-    let _server = match start(server_cmd, "ice-tester-server") {
-        Ok(s) => s,
-        Err(e) => {
-            notes.push(format!("router-sessions skipped: {e}"));
-            return (outcomes, notes);
-        }
-    };
-    let mut routers = vec![RoutePath::Floe];
-    if !quick {
-        routers.push(RoutePath::Glacier2);
-    }
-    for (k, path) in routers.into_iter().enumerate() {
-        let (router, port) = match start_router(path, &floe_router) {
-            Ok(r) => r,
-            Err(e) => {
-                notes.push(e);
-                continue;
-            }
-        };
-        let pid = router.child.id();
-        let mut n = n;
-        if let Some(limit) = crate::connections::fd_limit_of(pid) {
-            let room = limit.saturating_sub(100) as usize;
-            if n > room {
-                notes.push(format!("{}: {n} sessions asked, its file limit allows {room}", path.name()));
-                n = room;
-            }
-        }
-        let probe_before = probe(&client_exe, server_port, port);
-        std::thread::sleep(Duration::from_millis(300));
-        let rss_before = crate::connections::rss_kb(pid);
-        let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-            Ok(r) => r,
-            Err(e) => {
-                notes.push(e.to_string());
-                continue;
-            }
-        };
-        let second_octet = 100 + 10 * k as u8;
-        let started = Instant::now();
-        let (held, errors, first_error) = runtime.block_on(async {
-            let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(500));
-            let mut tasks = Vec::with_capacity(n);
-            for i in 0..n {
-                // 5,000 connections per source address at most.
-                let source = std::net::Ipv4Addr::new(127, second_octet, 0, 10 + (i / 5_000) as u8);
-                let gate = gate.clone();
-                tasks.push(tokio::spawn(async move {
-                    let _permit = gate.acquire_owned().await;
-                    tokio::time::timeout(Duration::from_secs(30), open_session(port, source, i))
-                        .await
-                        .unwrap_or_else(|_| Err("no session within 30 s".into()))
-                }));
-            }
-            let mut held = Vec::with_capacity(n);
-            let mut errors = 0;
-            let mut first_error = None;
-            for t in tasks {
-                match t.await {
-                    Ok(Ok(s)) => held.push(s),
-                    Ok(Err(e)) => {
-                        errors += 1;
-                        first_error.get_or_insert(e);
-                    }
-                    Err(e) => {
-                        errors += 1;
-                        first_error.get_or_insert(e.to_string());
-                    }
-                }
-            }
-            (held, errors, first_error)
-        });
-        let create_s = started.elapsed().as_secs_f64();
-        std::thread::sleep(Duration::from_millis(500));
-        let rss_after = crate::connections::rss_kb(pid);
-        let probe_during = probe(&client_exe, server_port, port);
-        let outcome = SessionsOutcome {
-            router: path.name(),
-            n,
-            created: held.len(),
-            create_s,
-            rss_kb: (rss_before, rss_after),
-            probe_before,
-            probe_during,
-            errors,
-            first_error,
-        };
-        eprintln!(
-            "router-sessions {}: {}/{} sessions in {:.2} s, RSS {} → {} kB ({:.0} B/session), {} errors",
-            outcome.router,
-            outcome.created,
-            outcome.n,
-            outcome.create_s,
-            rss_before,
-            rss_after,
-            outcome.per_session_bytes(),
-            errors
-        );
-        outcomes.push(outcome);
-        runtime.block_on(async { drop(held) });
-        drop(runtime);
-        drop(router);
-    }
-    (outcomes, notes)
-}
-
-/// The Markdown table of the `router-sessions` test.
-pub(crate) fn sessions_table(outcomes: &[SessionsOutcome], notes: &[String]) -> String {
-    let mut s = String::new();
-    let n = outcomes.iter().map(|o| o.n).max().unwrap_or(0);
-    let _ = writeln!(
-        s,
-        "router sessions: {n} sessions (one connection and createSession each, 500 at a time), held while the Ice C++ client calls through the router\n"
-    );
-    s.push_str("| router | sessions | created in (s) | sessions/s | RSS before → with (MB) | RSS per session (bytes) | twoway calls/s, p50 µs before | with the sessions | callbacks/s before | with the sessions | errors |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    let probe = |p: Option<(f64, f64, f64)>| match p {
-        Some((c, l, _)) => format!("{}, {}", cell(Some(c)), cell(Some(l))),
-        None => "–".into(),
-    };
-    for o in outcomes {
-        let _ = writeln!(
-            s,
-            "| {} | {} / {} | {:.2} | {:.0} | {:.1} → {:.1} | {:.0} | {} | {} | {} | {} | {} |",
-            o.router,
-            o.created,
-            o.n,
-            o.create_s,
-            o.created as f64 / o.create_s.max(1e-9),
-            o.rss_kb.0 as f64 / 1024.0,
-            o.rss_kb.1 as f64 / 1024.0,
-            o.per_session_bytes(),
-            probe(o.probe_before),
-            probe(o.probe_during),
-            cell(o.probe_before.map(|p| p.2)),
-            cell(o.probe_during.map(|p| p.2)),
-            o.errors
-        );
-        if let Some(e) = &o.first_error {
-            let _ = writeln!(s, "note: {}: first error: {e}", o.router);
-        }
-    }
-    for n in notes {
-        let _ = writeln!(s, "note: {n}");
-    }
-    s
-}
-
-/// JSON records of the `router-sessions` test.
-pub(crate) fn sessions_json(outcomes: &[SessionsOutcome]) -> Vec<String> {
-    outcomes
-        .iter()
-        .map(|o| {
-            format!(
-                "{{\"system\": \"{}\", \"test\": \"router-sessions\", \"metric\": \"router-sessions\", \"sessions\": {}, \"created\": {}, \"create_s\": {:.3}, \"rss_per_session_bytes\": {:.0}, \"errors\": {}}}",
-                o.router,
-                o.n,
-                o.created,
-                o.create_s,
-                o.per_session_bytes(),
-                o.errors
-            )
-        })
-        .collect()
 }

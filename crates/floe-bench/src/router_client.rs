@@ -37,13 +37,10 @@ fn result(name: &str, value: f64, unit: &str) {
     println!("RESULT {name} {value:.2} {unit}");
 }
 
-/// The value at fraction `p` of `v` (sorted here).
+/// The value at fraction `p` of `v` (sorted here), 0 for no values.
 fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
     v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
+    crate::stats::percentile(v, p).unwrap_or(0.0)
 }
 
 /// Runs the client; true when every test produced its values.

@@ -38,7 +38,11 @@ use floe::protocol::{OperationMode, RequestPrefix};
 use floe::{Communicator, Context, Proxy};
 use floe_storm::slice::ice_storm::TopicManagerPrx;
 
-use crate::report::{figure_cell as cell, median_of_values as median, ratio_cell as ratio};
+use serde::Serialize;
+
+use crate::report::{figure_cell as cell, ratio_cell as ratio};
+use crate::stats::{middle as median, round_to};
+use crate::suite::{Context as RunContext, Suite};
 
 /// The Ice protocol's validate-connection message, which a server sends first.
 const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
@@ -122,7 +126,7 @@ impl Drop for Running {
     }
 }
 
-/// Starts `cmd` and waits (at most [`crate::READY_LIMIT`]) for a stdout line containing
+/// Starts `cmd` and waits (at most [`crate::proc::READY_LIMIT`]) for a stdout line containing
 /// `marker`; the rest of its output is read and dropped.
 fn start(mut cmd: Command, marker: &'static str, manager: String, what: &str) -> Result<Running, String> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
@@ -146,24 +150,18 @@ fn start(mut cmd: Command, marker: &'static str, manager: String, what: &str) ->
             }
         }
     });
-    rx.recv_timeout(crate::READY_LIMIT).map_err(|_| format!("{what} did not print {marker:?}"))?;
+    rx.recv_timeout(crate::proc::READY_LIMIT).map_err(|_| format!("{what} did not print {marker:?}"))?;
     Ok(running)
 }
 
 /// floe-storm, built beside this binary (`cargo build --release -p floe-storm`, which
 /// `scripts/bench` does).
 fn floe_storm_binary() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let path = exe.with_file_name("floe-storm");
-    if path.exists() {
-        Ok(path)
-    } else {
-        Err(format!("{} is not built (cargo build --release -p floe-storm)", path.display()))
-    }
+    crate::proc::beside_exe("floe-storm", "cargo build --release -p floe-storm")
 }
 
 fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
-    let (manager_port, publish_port) = (crate::free_port(), crate::free_port());
+    let (manager_port, publish_port) = (crate::proc::free_port(), crate::proc::free_port());
     let manager = format!("IceStorm/TopicManager:tcp -h 127.0.0.1 -p {manager_port}");
     let mut cmd = match service {
         Service::Floe => {
@@ -179,7 +177,7 @@ fn start_service(service: Service, dir: &Path) -> Result<Running, String> {
                 .arg("--IceBox.InheritProperties=1")
                 .arg("--IceBox.PrintServicesReady=IceBox")
                 .arg("--IceStorm.LMDB.MapSize=16");
-            crate::ice_malloc_env(&mut c);
+            crate::proc::ice_malloc_env(&mut c);
             c
         }
     };
@@ -517,8 +515,8 @@ fn publish(
     seen.timing.store(false, Ordering::Relaxed);
     let mut lat = std::mem::take(&mut *seen.latencies_ns.lock().expect("latencies"));
     lat.sort_unstable();
-    let p99_us = lat.get(lat.len() * 99 / 100).copied().unwrap_or(0) as f64 / 1000.0;
-    let p50_us = lat.get(lat.len() / 2).copied().unwrap_or(0) as f64 / 1000.0;
+    let p99_us = crate::stats::rank(&lat, 99, 100).unwrap_or(0) as f64 / 1000.0;
+    let p50_us = crate::stats::rank(&lat, 1, 2).unwrap_or(0) as f64 / 1000.0;
 
     // Throughput: n events as fast as the publisher can write them.
     let n = events_per_burst(case, quick);
@@ -675,22 +673,71 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// The JSON record of one figure of a service and case.
+#[derive(Debug, Serialize)]
+struct Record {
+    system: &'static str,
+    test: String,
+    metric: &'static str,
+    unit: &'static str,
+    median: f64,
+    runs: usize,
+}
+
 /// JSON records, two per service and case (events/s and p99), for the report's array.
-pub(crate) fn json_records(series: &[Series]) -> Vec<String> {
+pub(crate) fn json_records(series: &[Series]) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     for s in series {
         for (metric, unit, values) in [("events", "events/s", &s.events_per_s), ("p99", "us", &s.p99_us)] {
             if let Some(m) = median(values) {
-                out.push(format!(
-                    "{{\"system\": \"{}\", \"test\": \"storm/{}/{metric}\", \"metric\": \"storm\", \"unit\": \"{unit}\", \"median\": {m:.3}, \"runs\": {}}}",
-                    s.service.name(),
-                    s.case.key(),
-                    values.len()
-                ));
+                out.push(crate::json::record(&Record {
+                    system: s.service.name(),
+                    test: format!("storm/{}/{metric}", s.case.key()),
+                    metric: "storm",
+                    unit,
+                    median: round_to(m, 3),
+                    runs: values.len(),
+                }));
             }
         }
     }
     out
+}
+
+/// The storm test, with the Ice peer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Storm;
+
+impl Suite for Storm {
+    type Results = (Vec<Series>, Vec<String>);
+
+    fn name(&self) -> &'static str {
+        "storm"
+    }
+
+    fn title(&self) -> &'static str {
+        "Storm"
+    }
+
+    fn selected(&self, ctx: &RunContext) -> bool {
+        ctx.args.peer("ice") && ctx.args.runs_suite(self.name())
+    }
+
+    fn systems(&self, _ctx: &RunContext) -> Vec<String> {
+        [Service::Floe, Service::IceStorm, Service::Relay].iter().map(|s| s.name().to_string()).collect()
+    }
+
+    fn run(&self, ctx: &RunContext) -> Self::Results {
+        run(ctx.args.quick, ctx.stage_rounds())
+    }
+
+    fn table(&self, ctx: &RunContext, (series, notes): &Self::Results) -> String {
+        table(series, ctx.args.quick, ctx.stage_rounds(), notes)
+    }
+
+    fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {
+        json_records(series)
+    }
 }
 
 #[cfg(test)]
@@ -722,7 +769,7 @@ mod tests {
         assert!(t.contains("note: a note"));
         let json = json_records(&series);
         assert_eq!(json.len(), 6);
-        assert!(json[0].contains("\"test\": \"storm/3-twoway-1024/events\"") && json[0].contains("200000.000"));
+        assert!(json[0]["test"] == "storm/3-twoway-1024/events" && json[0]["median"] == 200000.0);
     }
 
     #[test]

@@ -1,321 +1,442 @@
-//! The catalogue of tests, after the seed documents.
+//! The catalogue of the rate tests, after the seed documents: each test's name, what its
+//! client does ([`Kind`]), its parameter and payload, and the clients and server size it runs
+//! with; and [`Measured`], what one measurement of a test gives.
+
+use crate::stats::StepStats;
+
+/// What a test's client does; the systems' measurement loops match on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Sequential twoway `o()`.
+    Twoway,
+    /// Twoway `o()` by the Demarey method: a warm-up, then timed steps.
+    Demarey,
+    /// Oneway `o()`.
+    Oneway,
+    /// Batched oneway `o()`, sender side (cxRmi TEST1).
+    BatchSend,
+    /// Batched oneway `incr()`, delivered (cxRmi TEST2).
+    BatchDelivered,
+    /// Batched oneways of a payload variant, sender side.
+    BatchSendPayload,
+    /// Batched oneways of a payload variant, delivered.
+    BatchDeliveredPayload,
+    /// Batched twoway calls.
+    BatchTwoway,
+    /// Pipelined asynchronous twoway calls.
+    Ami,
+    /// Send a byte sequence.
+    BytesSend,
+    /// Receive a byte sequence.
+    BytesRecv,
+    /// Send a sequence of `{int,int,double}`.
+    FixedSend,
+    /// Receive a sequence of `{int,int,double}`.
+    FixedRecv,
+    /// Send a sequence of `{string,double}`.
+    StringsSend,
+    /// Receive a sequence of `{string,double}`.
+    StringsRecv,
+    /// Twoway calls to a servant busy for `param` µs.
+    Work,
+}
+
+impl Kind {
+    /// The name of the client's work, as the Ice peer's client knows it (the payload kinds go
+    /// by their test's name instead: see [`Test::ice_name`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Twoway => "twoway",
+            Kind::Demarey => "demarey",
+            Kind::Oneway => "oneway",
+            Kind::BatchSend => "batch-send",
+            Kind::BatchDelivered => "batch-delivered",
+            Kind::BatchSendPayload => "batch-send-payload",
+            Kind::BatchDeliveredPayload => "batch-delivered-payload",
+            Kind::BatchTwoway => "batch-twoway",
+            Kind::Ami => "ami",
+            Kind::BytesSend => "bytes-send",
+            Kind::BytesRecv => "bytes-recv",
+            Kind::FixedSend => "fixed-send",
+            Kind::FixedRecv => "fixed-recv",
+            Kind::StringsSend => "strings-send",
+            Kind::StringsRecv => "strings-recv",
+            Kind::Work => "work",
+        }
+    }
+
+    /// A batched-oneway payload variant (`batch-send-<v>`, `batch-delivered-<v>`).
+    pub fn is_payload(self) -> bool {
+        matches!(self, Kind::BatchSendPayload | Kind::BatchDeliveredPayload)
+    }
+
+    /// A sender-side batched-oneway test, which measures rounds of [`sender_round`] requests.
+    pub fn is_batch_send(self) -> bool {
+        matches!(self, Kind::BatchSend | Kind::BatchSendPayload)
+    }
+}
 
 /// One benchmark test.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Test {
-    /// Short name (also the Ice peer's test name).
-    pub(crate) name: &'static str,
+pub struct Test {
+    /// Short name (`--tests` selects by it; the JSON records' `"test"`).
+    pub name: &'static str,
     /// What it measures, for the report.
-    pub(crate) title: &'static str,
+    pub title: &'static str,
+    /// What the client does.
+    pub kind: Kind,
     /// Parameter: payload size, element count, in-flight window or servant microseconds.
-    pub(crate) param: i32,
+    pub param: i32,
     /// Payload bytes moved per operation (for Mbit/s), 0 if not a throughput test.
-    pub(crate) payload: usize,
+    pub payload: usize,
     /// Unit of the rate.
-    pub(crate) unit: &'static str,
+    pub unit: &'static str,
     /// The seed the test comes from.
-    pub(crate) seed: &'static str,
+    pub seed: &'static str,
     /// Whether Ice can run it (batched twoway does not exist in Ice).
-    pub(crate) ice: bool,
+    pub ice: bool,
+    /// Runs over the ssl transport (TLS) rather than tcp.
+    pub ssl: bool,
+    /// Part of the message-size sweep (drawn as throughput against size).
+    pub sweep: bool,
+    /// Concurrent clients, each on its own connection.
+    pub clients: usize,
+    /// The server's exact thread count (floe then runs no connection runtimes beside them, as
+    /// Ice runs a pool of that size); `None` for the servers on their defaults.
+    pub threads: Option<usize>,
+}
+
+impl Test {
+    /// A test of one client against the servers on their defaults, which Ice runs too.
+    pub const fn new(
+        name: &'static str,
+        title: &'static str,
+        kind: Kind,
+        param: i32,
+        payload: usize,
+        unit: &'static str,
+        seed: &'static str,
+    ) -> Test {
+        Test {
+            name,
+            title,
+            kind,
+            param,
+            payload,
+            unit,
+            seed,
+            ice: true,
+            ssl: false,
+            sweep: false,
+            clients: 1,
+            threads: None,
+        }
+    }
+
+    /// The same test over ssl.
+    const fn ssl(self) -> Test {
+        Test { ssl: true, ..self }
+    }
+
+    /// The same test as part of the message-size sweep.
+    const fn sweep(self) -> Test {
+        Test { sweep: true, ..self }
+    }
+
+    /// The same test with `n` clients at once.
+    const fn clients(self, n: usize) -> Test {
+        Test { clients: n, ..self }
+    }
+
+    /// The same test against servers of exactly `t` threads.
+    const fn threads(self, t: usize) -> Test {
+        Test { threads: Some(t), ..self }
+    }
+
+    /// The same test, which Ice cannot run.
+    const fn without_ice(self) -> Test {
+        Test { ice: false, ..self }
+    }
 }
 
 /// Every test, in report order.
-pub(crate) const ALL: &[Test] = &[
-    Test {
-        name: "twoway",
-        title: "twoway void o() (32 B request, 25 B reply)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning latency; TAO twoway; cxRmi TEST5",
-        ice: true,
-    },
-    Test {
-        name: "demarey",
-        title: "twoway o(), Demarey method: 1000 warm-up, 10 steps × 1000 calls",
-        param: 1000,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Demarey et al. 2004",
-        ice: true,
-    },
-    Test {
-        name: "oneway",
-        title: "oneway void o()",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning oneway; TAO oneway",
-        ice: true,
-    },
-    Test {
-        name: "batch-send",
-        title: "batched oneway o(), sender side",
-        param: 0,
-        payload: 0,
-        unit: "requests/s",
-        seed: "cxRmi TEST1; TAO batched oneway",
-        ice: true,
-    },
-    Test {
-        name: "batch-delivered",
-        title: "batched oneway incr(), delivered",
-        param: 0,
-        payload: 0,
-        unit: "requests/s",
-        seed: "cxRmi TEST2",
-        ice: true,
-    },
-    Test {
-        name: "batch-twoway",
-        title: "batched twoway o() (1000 per batch)",
-        param: 1000,
-        payload: 0,
-        unit: "calls/s",
-        seed: "cxRmi TEST3/TEST4",
-        ice: false,
-    },
-    Test {
-        name: "ami",
-        title: "pipelined async twoway o() (100 in flight)",
-        param: 100,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning AMI; TAO twoway AMI",
-        ice: true,
-    },
-    Test {
-        name: "bytes-send",
-        title: "send 500,000-byte sequence",
-        param: 500_000,
-        payload: 500_000,
-        unit: "calls/s",
-        seed: "Henning byte seq; cxRmi TEST6",
-        ice: true,
-    },
-    Test {
-        name: "bytes-recv",
-        title: "receive 500,000-byte sequence",
-        param: 500_000,
-        payload: 500_000,
-        unit: "calls/s",
-        seed: "Henning byte seq",
-        ice: true,
-    },
-    Test {
-        name: "fixed-send",
-        title: "send 50,000 {int,int,double}",
-        param: 50_000,
-        payload: 800_000,
-        unit: "calls/s",
-        seed: "Henning fixed structs; cxRmi TEST7",
-        ice: true,
-    },
-    Test {
-        name: "fixed-recv",
-        title: "receive 50,000 {int,int,double}",
-        param: 50_000,
-        payload: 800_000,
-        unit: "calls/s",
-        seed: "Henning fixed structs",
-        ice: true,
-    },
-    Test {
-        name: "strings-send",
-        title: "send 50,000 {string \"hello\", double}",
-        param: 50_000,
-        payload: 700_000,
-        unit: "calls/s",
-        seed: "Henning string structs",
-        ice: true,
-    },
-    Test {
-        name: "strings-recv",
-        title: "receive 50,000 {string \"hello\", double}",
-        param: 50_000,
-        payload: 700_000,
-        unit: "calls/s",
-        seed: "Henning string structs",
-        ice: true,
-    },
-    Test {
-        name: "work-10",
-        title: "twoway, servant busy 10 µs",
-        param: 10,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning server-side processing",
-        ice: true,
-    },
-    Test {
-        name: "work-150",
-        title: "twoway, servant busy 150 µs",
-        param: 150,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning server-side processing",
-        ice: true,
-    },
-    Test {
-        name: "ssl-twoway",
-        title: "twoway void o() over ssl (TLS 1.3)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning latency, over IceSSL",
-        ice: true,
-    },
-    Test {
-        name: "ssl-bytes-send",
-        title: "send 500,000-byte sequence over ssl (TLS 1.3)",
-        param: 500_000,
-        payload: 500_000,
-        unit: "calls/s",
-        seed: "Henning byte seq, over IceSSL",
-        ice: true,
-    },
-    Test {
-        name: "ssl-bytes-recv",
-        title: "receive 500,000-byte sequence over ssl (TLS 1.3)",
-        param: 500_000,
-        payload: 500_000,
-        unit: "calls/s",
-        seed: "Henning byte seq, over IceSSL",
-        ice: true,
-    },
-    Test {
-        name: "send-0",
-        title: "send 0-byte sequence",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-1k",
-        title: "send 1 KB sequence",
-        param: 1024,
-        payload: 1024,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-4k",
-        title: "send 4 KB sequence",
-        param: 4096,
-        payload: 4096,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-16k",
-        title: "send 16 KB sequence",
-        param: 16384,
-        payload: 16384,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-64k",
-        title: "send 64 KB sequence",
-        param: 65536,
-        payload: 65536,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-256k",
-        title: "send 256 KB sequence",
-        param: 262144,
-        payload: 262144,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "send-1m",
-        title: "send 1 MB sequence",
-        param: 1048576,
-        payload: 1048576,
-        unit: "calls/s",
-        seed: "Henning throughput vs size",
-        ice: true,
-    },
-    Test {
-        name: "clients-2",
-        title: "twoway o() from 2 clients at once, servers on their defaults",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-5",
-        title: "twoway o() from 5 clients at once, servers on their defaults",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-1-threads-1",
-        title: "twoway o() from 1 clients at once, server with 1 thread(s)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-2-threads-1",
-        title: "twoway o() from 2 clients at once, server with 1 thread(s)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-5-threads-1",
-        title: "twoway o() from 5 clients at once, server with 1 thread(s)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-2-threads-4",
-        title: "twoway o() from 2 clients at once, server with 4 thread(s)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
-    Test {
-        name: "clients-5-threads-4",
-        title: "twoway o() from 5 clients at once, server with 4 thread(s)",
-        param: 0,
-        payload: 0,
-        unit: "calls/s",
-        seed: "Henning connection scalability",
-        ice: true,
-    },
+pub const ALL: &[Test] = &[
+    Test::new(
+        "twoway",
+        "twoway void o() (32 B request, 25 B reply)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning latency; TAO twoway; cxRmi TEST5",
+    ),
+    Test::new(
+        "demarey",
+        "twoway o(), Demarey method: 1000 warm-up, 10 steps × 1000 calls",
+        Kind::Demarey,
+        1000,
+        0,
+        "calls/s",
+        "Demarey et al. 2004",
+    ),
+    Test::new("oneway", "oneway void o()", Kind::Oneway, 0, 0, "calls/s", "Henning oneway; TAO oneway"),
+    Test::new(
+        "batch-send",
+        "batched oneway o(), sender side",
+        Kind::BatchSend,
+        0,
+        0,
+        "requests/s",
+        "cxRmi TEST1; TAO batched oneway",
+    ),
+    Test::new(
+        "batch-delivered",
+        "batched oneway incr(), delivered",
+        Kind::BatchDelivered,
+        0,
+        0,
+        "requests/s",
+        "cxRmi TEST2",
+    ),
+    Test::new(
+        "batch-twoway",
+        "batched twoway o() (1000 per batch)",
+        Kind::BatchTwoway,
+        1000,
+        0,
+        "calls/s",
+        "cxRmi TEST3/TEST4",
+    )
+    .without_ice(),
+    Test::new(
+        "ami",
+        "pipelined async twoway o() (100 in flight)",
+        Kind::Ami,
+        100,
+        0,
+        "calls/s",
+        "Henning AMI; TAO twoway AMI",
+    ),
+    Test::new(
+        "bytes-send",
+        "send 500,000-byte sequence",
+        Kind::BytesSend,
+        500_000,
+        500_000,
+        "calls/s",
+        "Henning byte seq; cxRmi TEST6",
+    ),
+    Test::new(
+        "bytes-recv",
+        "receive 500,000-byte sequence",
+        Kind::BytesRecv,
+        500_000,
+        500_000,
+        "calls/s",
+        "Henning byte seq",
+    ),
+    Test::new(
+        "fixed-send",
+        "send 50,000 {int,int,double}",
+        Kind::FixedSend,
+        50_000,
+        800_000,
+        "calls/s",
+        "Henning fixed structs; cxRmi TEST7",
+    ),
+    Test::new(
+        "fixed-recv",
+        "receive 50,000 {int,int,double}",
+        Kind::FixedRecv,
+        50_000,
+        800_000,
+        "calls/s",
+        "Henning fixed structs",
+    ),
+    Test::new(
+        "strings-send",
+        "send 50,000 {string \"hello\", double}",
+        Kind::StringsSend,
+        50_000,
+        700_000,
+        "calls/s",
+        "Henning string structs",
+    ),
+    Test::new(
+        "strings-recv",
+        "receive 50,000 {string \"hello\", double}",
+        Kind::StringsRecv,
+        50_000,
+        700_000,
+        "calls/s",
+        "Henning string structs",
+    ),
+    Test::new("work-10", "twoway, servant busy 10 µs", Kind::Work, 10, 0, "calls/s", "Henning server-side processing"),
+    Test::new(
+        "work-150",
+        "twoway, servant busy 150 µs",
+        Kind::Work,
+        150,
+        0,
+        "calls/s",
+        "Henning server-side processing",
+    ),
+    Test::new(
+        "ssl-twoway",
+        "twoway void o() over ssl (TLS 1.3)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning latency, over IceSSL",
+    )
+    .ssl(),
+    Test::new(
+        "ssl-bytes-send",
+        "send 500,000-byte sequence over ssl (TLS 1.3)",
+        Kind::BytesSend,
+        500_000,
+        500_000,
+        "calls/s",
+        "Henning byte seq, over IceSSL",
+    )
+    .ssl(),
+    Test::new(
+        "ssl-bytes-recv",
+        "receive 500,000-byte sequence over ssl (TLS 1.3)",
+        Kind::BytesRecv,
+        500_000,
+        500_000,
+        "calls/s",
+        "Henning byte seq, over IceSSL",
+    )
+    .ssl(),
+    Test::new("send-0", "send 0-byte sequence", Kind::BytesSend, 0, 0, "calls/s", "Henning throughput vs size").sweep(),
+    Test::new("send-1k", "send 1 KB sequence", Kind::BytesSend, 1024, 1024, "calls/s", "Henning throughput vs size")
+        .sweep(),
+    Test::new("send-4k", "send 4 KB sequence", Kind::BytesSend, 4096, 4096, "calls/s", "Henning throughput vs size")
+        .sweep(),
+    Test::new(
+        "send-16k",
+        "send 16 KB sequence",
+        Kind::BytesSend,
+        16384,
+        16384,
+        "calls/s",
+        "Henning throughput vs size",
+    )
+    .sweep(),
+    Test::new(
+        "send-64k",
+        "send 64 KB sequence",
+        Kind::BytesSend,
+        65536,
+        65536,
+        "calls/s",
+        "Henning throughput vs size",
+    )
+    .sweep(),
+    Test::new(
+        "send-256k",
+        "send 256 KB sequence",
+        Kind::BytesSend,
+        262144,
+        262144,
+        "calls/s",
+        "Henning throughput vs size",
+    )
+    .sweep(),
+    Test::new(
+        "send-1m",
+        "send 1 MB sequence",
+        Kind::BytesSend,
+        1048576,
+        1048576,
+        "calls/s",
+        "Henning throughput vs size",
+    )
+    .sweep(),
+    Test::new(
+        "clients-2",
+        "twoway o() from 2 clients at once, servers on their defaults",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(2),
+    Test::new(
+        "clients-5",
+        "twoway o() from 5 clients at once, servers on their defaults",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(5),
+    Test::new(
+        "clients-1-threads-1",
+        "twoway o() from 1 clients at once, server with 1 thread(s)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(1)
+    .threads(1),
+    Test::new(
+        "clients-2-threads-1",
+        "twoway o() from 2 clients at once, server with 1 thread(s)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(2)
+    .threads(1),
+    Test::new(
+        "clients-5-threads-1",
+        "twoway o() from 5 clients at once, server with 1 thread(s)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(5)
+    .threads(1),
+    Test::new(
+        "clients-2-threads-4",
+        "twoway o() from 2 clients at once, server with 4 thread(s)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(2)
+    .threads(4),
+    Test::new(
+        "clients-5-threads-4",
+        "twoway o() from 5 clients at once, server with 4 thread(s)",
+        Kind::Twoway,
+        0,
+        0,
+        "calls/s",
+        "Henning connection scalability",
+    )
+    .clients(5)
+    .threads(4),
 ];
 
 /// Requests per round of a sender-side batched-oneway test: one million, as cxRmi TEST1 batches,
-/// for the full-length `batch-send`; 100,000 for the shorter measurements of the payload
-/// variants and of `--quick` runs (Ice queues about 1.2 million a second here, so a round of a
-/// million would take longer than those measurements are meant to).
-pub(crate) fn sender_round(duration: std::time::Duration) -> u64 {
+/// for the full-length `batch-send` (measurements of 500 ms or more); 100,000 for the shorter
+/// measurements of the payload variants and of `--quick` runs, so that one round fits in them.
+pub fn sender_round(duration: std::time::Duration) -> u64 {
     if duration >= std::time::Duration::from_millis(500) {
         1_000_000
     } else {
@@ -328,25 +449,25 @@ pub(crate) fn sender_round(duration: std::time::Duration) -> u64 {
 macro_rules! payload_tests {
     ($($variant:literal: $bytes:literal),*) => {
         /// Batched oneways by payload, sender side then delivered (after the tests in [`ALL`]).
-        pub(crate) const PAYLOAD_TESTS: &[Test] = &[
-            $(payload_test!("batch-send-", $variant, $bytes, "sender side", "cxRmi TEST1"),)*
-            $(payload_test!("batch-delivered-", $variant, $bytes, "delivered", "cxRmi TEST2"),)*
+        pub const PAYLOAD_TESTS: &[Test] = &[
+            $(payload_test!("batch-send-", Kind::BatchSendPayload, $variant, $bytes, "sender side", "cxRmi TEST1"),)*
+            $(payload_test!("batch-delivered-", Kind::BatchDeliveredPayload, $variant, $bytes, "delivered", "cxRmi TEST2"),)*
         ];
     };
 }
 
 /// One test of the payload matrix.
 macro_rules! payload_test {
-    ($prefix:literal, $variant:literal, $bytes:literal, $side:literal, $seed:literal) => {
-        Test {
-            name: concat!($prefix, $variant),
-            title: concat!("batched oneway ", $variant, " (", $bytes, " B), ", $side),
-            param: $bytes,
-            payload: $bytes,
-            unit: "requests/s",
-            seed: $seed,
-            ice: true,
-        }
+    ($prefix:literal, $kind:expr, $variant:literal, $bytes:literal, $side:literal, $seed:literal) => {
+        Test::new(
+            concat!($prefix, $variant),
+            concat!("batched oneway ", $variant, " (", $bytes, " B), ", $side),
+            $kind,
+            $bytes,
+            $bytes,
+            "requests/s",
+            $seed,
+        )
     };
 }
 
@@ -358,67 +479,75 @@ payload_tests! {
 }
 
 /// Every test: [`ALL`] then [`PAYLOAD_TESTS`].
-pub(crate) fn every_test() -> impl Iterator<Item = &'static Test> {
+pub fn every_test() -> impl Iterator<Item = &'static Test> {
     ALL.iter().chain(PAYLOAD_TESTS)
 }
 
 impl Test {
     /// The name the Ice peer knows the test by (payload tests keep their variant).
-    pub(crate) fn ice_name(&self) -> &'static str {
-        if self.kind().ends_with("-payload") {
+    pub fn ice_name(&self) -> &'static str {
+        if self.kind.is_payload() {
             self.name
         } else {
-            self.kind()
+            self.kind.name()
         }
     }
 
     /// The payload variant of a `batch-send-<v>` / `batch-delivered-<v>` test (`b4`, `d8`, …).
-    pub(crate) fn payload_variant(&self) -> &'static str {
+    pub fn payload_variant(&self) -> &'static str {
         self.name.rsplit('-').next().unwrap_or("")
     }
 
-    /// What the client does: size-sweep tests are `bytes-send`, busy servants `work`.
-    pub(crate) fn kind(&self) -> &'static str {
-        if let Some(plain) = self.name.strip_prefix("ssl-") {
-            plain
-        } else if self.name.starts_with("work-") {
-            "work"
-        } else if self.name.starts_with("send-") {
-            "bytes-send"
-        } else if self.name.starts_with("clients-") {
-            "twoway"
-        } else if self.name.starts_with("batch-send-") {
-            "batch-send-payload"
-        } else if self.name.starts_with("batch-delivered-") {
-            "batch-delivered-payload"
-        } else {
-            self.name
-        }
-    }
-
-    /// Concurrent clients and server threads of a scaling test, or (1, 1) (a `clients-N`
-    /// test without `-threads-T` runs the servers on their defaults, those of the other tests).
-    pub(crate) fn clients_and_threads(&self) -> (usize, usize) {
-        let Some(rest) = self.name.strip_prefix("clients-") else { return (1, 1) };
-        let mut it = rest.split("-threads-");
-        let n = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
-        let t = it.next().and_then(|v| v.parse().ok()).unwrap_or(1);
-        (n, t)
+    /// Concurrent clients and server threads (1 for the servers on their defaults).
+    pub fn clients_and_threads(&self) -> (usize, usize) {
+        (self.clients, self.threads.unwrap_or(1))
     }
 
     /// A test of servers of a given size (`clients-N-threads-T`): floe's server then runs
     /// exactly T threads, as Ice's runs a pool of T, with no connection runtimes beside them.
-    pub(crate) fn exact_threads(&self) -> bool {
-        self.name.starts_with("clients-") && self.name.contains("-threads-")
+    pub fn exact_threads(&self) -> bool {
+        self.threads.is_some()
     }
+}
 
-    /// Runs over the ssl transport (TLS) rather than tcp: the `ssl-` variants.
-    pub(crate) fn ssl(&self) -> bool {
-        self.name.starts_with("ssl-")
+/// What one measurement of a test gave.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Operations done.
+    pub ops: u64,
+    /// Seconds they took.
+    pub secs: f64,
+    /// The Demarey statistics of the series, for the Demarey test.
+    pub steps: Option<StepStats>,
+}
+
+impl Measured {
+    /// `ops` operations in `secs` seconds.
+    pub fn new(ops: u64, secs: f64) -> Measured {
+        Measured { ops, secs, steps: None }
     }
+}
 
-    /// Part of the message-size sweep (drawn as throughput against size).
-    pub(crate) fn is_sweep(&self) -> bool {
-        self.name.starts_with("send-")
+#[cfg(test)]
+mod catalogue_tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_keeps_its_names_and_kinds() {
+        let find = |name: &str| every_test().find(|t| t.name == name).copied().unwrap();
+        assert_eq!(every_test().count(), 32 + 48);
+        assert_eq!(find("ssl-twoway").ice_name(), "twoway");
+        assert!(find("ssl-bytes-recv").ssl && find("ssl-bytes-recv").kind == Kind::BytesRecv);
+        assert_eq!(find("clients-5").clients_and_threads(), (5, 1));
+        assert!(!find("clients-5").exact_threads());
+        assert_eq!(find("clients-2-threads-4").clients_and_threads(), (2, 4));
+        assert!(find("clients-2-threads-4").exact_threads());
+        assert_eq!(find("work-150").ice_name(), "work");
+        assert_eq!(find("send-1k").ice_name(), "bytes-send");
+        assert!(find("send-1k").sweep && !find("bytes-send").sweep);
+        assert_eq!(find("batch-send-d8").ice_name(), "batch-send-d8");
+        assert_eq!(find("batch-delivered-d8").kind, Kind::BatchDeliveredPayload);
+        assert_eq!(find("batch-delivered-d8").payload_variant(), "d8");
+        assert!(!find("batch-twoway").ice);
     }
 }

@@ -17,7 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::raw::{complete_message_at, reply_ok, twoway_request};
-use crate::tests::Test;
+use crate::tests::{Kind, Measured, Test};
 
 /// Serves the twoway exchange on `port` until killed: each request gets an empty OK reply;
 /// prints `ready` once listening.
@@ -78,13 +78,13 @@ async fn serve_connection(mut stream: TcpStream) -> std::io::Result<()> {
 /// Whether the baseline runs `test`: the twoway exchange over plain TCP, against servers on
 /// their defaults (not the tests of servers of a given size).
 pub(crate) fn supports(test: &Test) -> bool {
-    test.kind() == "twoway" && !test.ssl() && !test.exact_threads()
+    test.kind == Kind::Twoway && !test.ssl && !test.exact_threads()
 }
 
 /// Runs the twoway test against the server on `port` for about `duration`; returns
-/// `(calls, seconds)`.
-pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<(u64, f64)> {
-    if test.kind() != "twoway" {
+/// the calls made and the seconds they took.
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Result<Measured> {
+    if test.kind != Kind::Twoway {
         return Err(std::io::Error::other(format!("the tokio baseline runs only twoway tests, not {}", test.name)));
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -111,7 +111,7 @@ pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> std::io::Re
             }
             calls += 100;
         }
-        Ok((calls, start.elapsed().as_secs_f64()))
+        Ok(Measured::new(calls, start.elapsed().as_secs_f64()))
     };
     runtime.block_on(async move {
         tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
-use crate::tests::Test;
+use crate::tests::{Kind, Measured, Test};
 
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 mod pb {
@@ -52,15 +52,15 @@ impl Perf for PerfImpl {
 /// Whether tonic has an equivalent of the test (gRPC has no oneway or batched calls; the ssl
 /// variants compare floe with Ice C++ and raw TLS only).
 pub(crate) fn supports(test: &Test) -> bool {
-    !test.ssl()
+    !test.ssl
         && !matches!(
-            test.kind(),
-            "oneway"
-                | "batch-send"
-                | "batch-delivered"
-                | "batch-twoway"
-                | "batch-send-payload"
-                | "batch-delivered-payload"
+            test.kind,
+            Kind::Oneway
+                | Kind::BatchSend
+                | Kind::BatchDelivered
+                | Kind::BatchTwoway
+                | Kind::BatchSendPayload
+                | Kind::BatchDeliveredPayload
         )
 }
 
@@ -99,7 +99,7 @@ pub(crate) fn serve(port: u16, threads: usize) -> Result<(), String> {
 }
 
 /// Runs `test` against a tonic server on `port` for about `duration`.
-pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> Result<(u64, f64), String> {
+pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> Result<Measured, String> {
     let rt = runtime(1).map_err(|e| e.to_string())?;
     let test = *test;
     rt.block_on(async move {
@@ -120,7 +120,7 @@ async fn run(
     test: &Test,
     mut c: PerfClient<tonic::transport::Channel>,
     duration: Duration,
-) -> Result<(u64, f64), Status> {
+) -> Result<Measured, Status> {
     for _ in 0..100 {
         c.o(pb::Empty {}).await?;
     }
@@ -129,8 +129,8 @@ async fn run(
     let mut ops = 0u64;
     let start = Instant::now();
     let deadline = start + duration;
-    match test.kind() {
-        "twoway" | "demarey" => {
+    match test.kind {
+        Kind::Twoway | Kind::Demarey => {
             while Instant::now() < deadline {
                 for _ in 0..100 {
                     c.o(pb::Empty {}).await?;
@@ -138,47 +138,47 @@ async fn run(
                 ops += 100;
             }
         }
-        "ami" => {
+        Kind::Ami => {
             ops = crate::pipeline::pipelined(deadline, n, || {
                 let mut q = c.clone();
                 async move { q.o(pb::Empty {}).await }
             })
             .await?;
         }
-        "bytes-send" => {
+        Kind::BytesSend => {
             let data = vec![0u8; n];
             while Instant::now() < deadline {
                 c.send_byte_seq(pb::Bytes { data: data.clone() }).await?;
                 ops += 1;
             }
         }
-        "bytes-recv" => {
+        Kind::BytesRecv => {
             while Instant::now() < deadline {
                 c.recv_byte_seq(pb::Size { size: param }).await?;
                 ops += 1;
             }
         }
-        "fixed-send" => {
+        Kind::FixedSend => {
             let items = vec![pb::Fixed { i: 1, j: 2, d: 3.0 }; n];
             while Instant::now() < deadline {
                 c.send_fixed_seq(pb::FixedSeq { items: items.clone() }).await?;
                 ops += 1;
             }
         }
-        "fixed-recv" => {
+        Kind::FixedRecv => {
             while Instant::now() < deadline {
                 c.recv_fixed_seq(pb::Size { size: param }).await?;
                 ops += 1;
             }
         }
-        "strings-send" => {
+        Kind::StringsSend => {
             let items = vec![pb::StringDouble { s: "hello".into(), d: 3.14 }; n];
             while Instant::now() < deadline {
                 c.send_string_double_seq(pb::StringDoubleSeq { items: items.clone() }).await?;
                 ops += 1;
             }
         }
-        "strings-recv" => {
+        Kind::StringsRecv => {
             while Instant::now() < deadline {
                 c.recv_string_double_seq(pb::Size { size: param }).await?;
                 ops += 1;
@@ -191,5 +191,5 @@ async fn run(
             }
         }
     }
-    Ok((ops, start.elapsed().as_secs_f64()))
+    Ok(Measured::new(ops, start.elapsed().as_secs_f64()))
 }

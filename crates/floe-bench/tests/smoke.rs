@@ -394,3 +394,36 @@ fn tokio_baseline_serves_and_calls_the_twoway_exchange() {
         drop(server);
     }
 }
+
+/// floe-bench-helper, which floe-bench starts its children from, takes the same role flags:
+/// it serves and calls as `floe-bench --serve` / `--client` do, and without a role it says so
+/// and fails instead of running the benchmark.
+#[test]
+fn the_helper_binary_runs_the_roles_and_only_them() {
+    use std::process::Stdio;
+
+    let helper = env!("CARGO_BIN_EXE_floe-bench-helper");
+    let port = ports::unused_port(5);
+    let mut server = Killed(
+        Command::new(helper)
+            .args(["--serve", "raw", "--port", &port.to_string(), "--threads", "1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("floe-bench-helper --serve starts"),
+    );
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.0.stdout.take().unwrap()), &mut first).unwrap();
+    assert!(first.contains("ready"), "{first:?}");
+    let out = Command::new(helper)
+        .args(["--client", "raw", "--port", &port.to_string(), "--tests", "twoway", "--duration-ms", "100"])
+        .output()
+        .expect("floe-bench-helper --client runs");
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert!(fields.len() == 5 && fields[2] == "raw" && fields[3] == "twoway", "{line:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("peak-rss-kb "), "{out:?}");
+    drop(server);
+    let none = Command::new(helper).arg("--quick").output().expect("floe-bench-helper runs");
+    assert_eq!(none.status.code(), Some(2), "{none:?}");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no role"), "{none:?}");
+}
