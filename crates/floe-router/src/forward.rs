@@ -7,7 +7,9 @@ use std::sync::Arc;
 use floe::encoding::{Decoder, EncodingVersion, InvocationMode};
 use floe::protocol::ReplyBody;
 use floe::reference::{identity_to_string, Reference};
-use floe::{Context, Current, DispatchFuture, Dispatcher, Error, IncomingRequest, ObjectPrx, Outcome, Response};
+use floe::{
+    Context, Current, DispatchFuture, DispatchSlot, Dispatcher, Error, IncomingRequest, ObjectPrx, Outcome, Response,
+};
 use tracing::debug;
 
 use crate::outbox::{Outbox, Pending};
@@ -172,7 +174,7 @@ impl Dispatcher for ClientForwarder {
         let core = self.0.clone();
         // Built in its box (and in the block of a forward that completed at once, such as a
         // oneway's), not moved into a new one.
-        floe::codegen::future_in(floe::codegen::future_slot(), async move {
+        DispatchSlot::new().put(async move {
             let c = &request.current;
             let Some(session) = c.connection().and_then(|conn| core.sessions.of_connection(conn)) else {
                 // As Glacier2 does, the connection of a client without a session is closed:
@@ -255,7 +257,7 @@ impl Dispatcher for ServerForwarder {
         let core = self.0.clone();
         // Built in its box (and in the block of a forward that completed at once, such as a
         // oneway's), not moved into a new one.
-        floe::codegen::future_in(floe::codegen::future_slot(), async move {
+        DispatchSlot::new().put(async move {
             let c = &request.current;
             let Some(session) = core.sessions.of_category(&c.id.category) else {
                 return c.object_not_exist();

@@ -439,7 +439,7 @@ impl Subscriber {
                         })
                     })
                     .collect();
-                let replies = floe::codegen::invoke_many_raw(&conn, msgs, Compress::No).await.map_err(classify)?;
+                let replies = conn.invoke_pipelined(msgs, Compress::No).await.map_err(classify)?;
                 for r in replies {
                     match r {
                         Ok(reply) => match reply.body {
