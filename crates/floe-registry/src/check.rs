@@ -17,7 +17,8 @@ use std::time::Duration;
 use floe::{Error, ErrorKind, ObjectPrx};
 use tokio::sync::Semaphore;
 
-use crate::database::{durable, record};
+use crate::database::durable;
+use crate::record::record;
 use crate::Shared;
 
 /// Pings at most this many adapters at once.
