@@ -178,7 +178,7 @@ impl RegistryService {
             Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await.map_err(StartError)?
         } else {
             let store = match &config.data_dir {
-                Some(dir) => Some(store::open(dir).map_err(|e| StartError(e.to_string()))?),
+                Some(dir) => Some(store::Store::open(dir).map_err(|e| StartError(e.to_string()))?),
                 None => None,
             };
             Database::new(&communicator, store)

@@ -6,11 +6,9 @@
 //! requests that made them are answered once they are committed. Here: the tables and how
 //! changes apply to them.
 
-use std::path::Path;
-
-use floe_service::store::redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+use floe_service::store::redb::{ReadTransaction, TableDefinition, WriteTransaction};
 pub use floe_service::store::StoreError;
-use floe_service::store::{err, Schema};
+use floe_service::store::{err, read_table, Schema};
 
 /// Dynamically registered adapters: adapter id → encoded record (proxy, replica group id).
 const ADAPTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("adapters");
@@ -42,62 +40,44 @@ pub struct Contents {
     pub objects: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// The handle to the database and its writer thread.
+pub type Store = floe_service::store::Store<RegistrySchema>;
+
 /// The registry's tables, as the store reads and changes them.
 #[derive(Debug)]
 pub struct RegistrySchema;
 
-/// The handle to the database and its writer thread.
-pub type Store = floe_service::store::Store<RegistrySchema>;
-
-/// Opens (creating it if needed) the database in `dir`, and returns it with its contents.
-pub fn open(dir: &Path) -> Result<(Store, Contents), StoreError> {
-    Store::open(dir, FILE_NAME, "floe-registry-store")
-}
-
 impl Schema for RegistrySchema {
-    type Change = Change;
     type Contents = Contents;
-
-    fn create(w: &WriteTransaction) -> Result<(), StoreError> {
-        w.open_table(ADAPTERS).map_err(|e| err("adapters table", e))?;
-        w.open_table(OBJECTS).map_err(|e| err("objects table", e))?;
-        Ok(())
-    }
-
-    fn read(r: &ReadTransaction) -> Result<Contents, StoreError> {
-        let mut contents = Contents::default();
-        let adapters = r.open_table(ADAPTERS).map_err(|e| err("adapters table", e))?;
-        for entry in adapters.iter().map_err(|e| err("read adapters", e))? {
-            let (k, v) = entry.map_err(|e| err("read adapter", e))?;
-            contents.adapters.push((k.value().to_string(), v.value().to_vec()));
-        }
-        let objects = r.open_table(OBJECTS).map_err(|e| err("objects table", e))?;
-        for entry in objects.iter().map_err(|e| err("read objects", e))? {
-            let (k, v) = entry.map_err(|e| err("read object", e))?;
-            contents.objects.push((k.value().to_vec(), v.value().to_vec()));
-        }
-        Ok(contents)
-    }
+    type Change = Change;
+    const WRITER: &'static str = "floe-registry-store";
+    const FILE_NAME: &'static str = FILE_NAME;
 
     fn apply(w: &WriteTransaction, changes: &[&Change]) -> Result<(), StoreError> {
         let mut adapters = w.open_table(ADAPTERS).map_err(|e| err("adapters table", e))?;
         let mut objects = w.open_table(OBJECTS).map_err(|e| err("objects table", e))?;
         for change in changes {
             match change {
-                Change::PutAdapter(k, v) => {
-                    adapters.insert(k.as_str(), v.as_slice()).map_err(|e| err("put adapter", e))?;
-                }
-                Change::RemoveAdapter(k) => {
-                    adapters.remove(k.as_str()).map_err(|e| err("remove adapter", e))?;
-                }
-                Change::PutObject(k, v) => {
-                    objects.insert(k.as_slice(), v.as_slice()).map_err(|e| err("put object", e))?;
-                }
-                Change::RemoveObject(k) => {
-                    objects.remove(k.as_slice()).map_err(|e| err("remove object", e))?;
-                }
+                Change::PutAdapter(k, v) => adapters.insert(k.as_str(), v.as_slice()).map(drop),
+                Change::RemoveAdapter(k) => adapters.remove(k.as_str()).map(drop),
+                Change::PutObject(k, v) => objects.insert(k.as_slice(), v.as_slice()).map(drop),
+                Change::RemoveObject(k) => objects.remove(k.as_slice()).map(drop),
             }
+            .map_err(|e| err("change", e))?;
         }
         Ok(())
+    }
+
+    fn read(r: &ReadTransaction) -> Result<Contents, StoreError> {
+        let mut contents = Contents::default();
+        read_table(r, ADAPTERS, |id, record| {
+            contents.adapters.push((id.to_string(), record.to_vec()));
+            Ok(())
+        })?;
+        read_table(r, OBJECTS, |identity, record| {
+            contents.objects.push((identity.to_vec(), record.to_vec()));
+            Ok(())
+        })?;
+        Ok(contents)
     }
 }

@@ -2,6 +2,7 @@
 //! (`--Ice.Config=FILE`, `--Name=value`), tracing to stderr, SIGTERM/SIGINT, exit codes
 //! and the "ready" line.
 
+use std::future::Future;
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -64,6 +65,49 @@ pub fn communicator(
     defaults: &[(&str, &str)],
 ) -> floe::Result<(Communicator, Vec<String>)> {
     Communicator::from_args_with_defaults(args, defaults)
+}
+
+/// The communicator of the command line `args` (see [`communicator`]) and the service's
+/// configuration read from its properties by `read`; on failure, the error printed as
+/// `{service}: {error}` and the exit code [`EXIT_USAGE`].
+pub fn configure<C, E: std::fmt::Display>(
+    service: &str,
+    args: impl IntoIterator<Item = String>,
+    defaults: &[(&str, &str)],
+    read: impl FnOnce(&floe::Properties) -> Result<C, E>,
+) -> Result<(Communicator, C), ExitCode> {
+    let (communicator, _rest) = communicator(args, defaults).map_err(|e| fail(service, e, EXIT_USAGE))?;
+    let config = read(communicator.properties()).map_err(|e| fail(service, e, EXIT_USAGE))?;
+    Ok((communicator, config))
+}
+
+/// Runs the service's `run` on the communicator's runtime: exit code 0 once it returns,
+/// [`EXIT_FAILURE`] with `{service}: {error}` printed when it fails.
+pub fn serve(service: &str, communicator: &Communicator, run: impl Future<Output = floe::Result<()>>) -> ExitCode {
+    match communicator.block_on(run) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(service, e, EXIT_FAILURE),
+    }
+}
+
+/// The life of a service binary: on the communicator's runtime, `start` the service, print
+/// `ready_line`, wait for SIGTERM or SIGINT, `stop` the service and destroy the
+/// communicator; exit codes as [`serve`] gives them.
+pub fn run_until_signal<S, Stop: Future<Output = ()>>(
+    service: &str,
+    communicator: &Communicator,
+    ready_line: &str,
+    start: impl Future<Output = floe::Result<S>>,
+    stop: impl FnOnce(S) -> Stop,
+) -> ExitCode {
+    serve(service, communicator, async {
+        let started = start.await?;
+        ready(ready_line);
+        wait_for_signal().await;
+        stop(started).await;
+        communicator.destroy().await;
+        Ok(())
+    })
 }
 
 /// Waits for SIGTERM or SIGINT (for ever when the handlers cannot be installed).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 pub use redb;
-use redb::{Database, ReadTransaction, WriteTransaction};
+use redb::{Database, Key, ReadTransaction, ReadableTable, TableDefinition, TableError, Value, WriteTransaction};
 
 /// Jobs committed in one transaction at most.
 const GROUP_MAX: usize = 4096;
@@ -30,17 +30,19 @@ pub fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError(format!("{context}: {e}"))
 }
 
-/// What a service's store is made of: its tables, how they are read when the store opens,
-/// and how a change is applied to them.
+/// What a service's store is made of: its file, how its tables are read when the store
+/// opens, and how a change is applied to them.
 pub trait Schema: Send + 'static {
     /// One change to the stored state.
     type Change: Send + 'static;
     /// What the store held when it was opened.
     type Contents;
+    /// The name of the database file in the data directory.
+    const FILE_NAME: &'static str;
+    /// The name of the writer thread.
+    const WRITER: &'static str;
 
-    /// Creates the tables (so that reading an empty database works).
-    fn create(w: &WriteTransaction) -> Result<(), StoreError>;
-    /// Reads everything stored.
+    /// Reads everything stored (see [`read_table`]).
     fn read(r: &ReadTransaction) -> Result<Self::Contents, StoreError>;
     /// Applies changes, in order, within the writer's transaction.
     fn apply(w: &WriteTransaction, changes: &[&Self::Change]) -> Result<(), StoreError>;
@@ -65,19 +67,16 @@ impl<S: Schema> std::fmt::Debug for Store<S> {
 }
 
 impl<S: Schema> Store<S> {
-    /// Opens (creating it if needed) the database `file_name` in `dir`, and returns it with
-    /// its contents; its writer thread is called `thread_name`.
-    pub fn open(dir: &Path, file_name: &str, thread_name: &str) -> Result<(Self, S::Contents), StoreError> {
+    /// Opens (creating it if needed) the database [`Schema::FILE_NAME`] in `dir`, and
+    /// returns it with its contents.
+    pub fn open(dir: &Path) -> Result<(Self, S::Contents), StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| err(&format!("cannot create {}", dir.display()), e))?;
-        let path = dir.join(file_name);
+        let path = dir.join(S::FILE_NAME);
         let db = Database::create(&path).map_err(|e| err(&format!("cannot open {}", path.display()), e))?;
-        let w = db.begin_write().map_err(|e| err("begin", e))?;
-        S::create(&w)?;
-        w.commit().map_err(|e| err("commit", e))?;
         let contents = S::read(&db.begin_read().map_err(|e| err("begin read", e))?)?;
         let (tx, rx) = mpsc::channel::<Job<S::Change>>();
         let writer = std::thread::Builder::new()
-            .name(thread_name.into())
+            .name(S::WRITER.into())
             .spawn(move || writer_loop::<S>(&db, rx))
             .map_err(|e| err("cannot start the store's writer", e))?;
         Ok((Store { tx: Some(tx), writer: Some(writer), path }, contents))
@@ -106,6 +105,26 @@ impl<S: Schema> Drop for Store<S> {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// Calls `each` with every entry of `table`, in key order (none when the table was never
+/// written).
+pub fn read_table<K: Key + 'static, V: Value + 'static>(
+    r: &ReadTransaction,
+    table: TableDefinition<K, V>,
+    mut each: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let name = table.to_string();
+    let t = match r.open_table(table) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(err(&format!("table {name}"), e)),
+    };
+    for entry in t.iter().map_err(|e| err(&format!("read {name}"), e))? {
+        let (k, v) = entry.map_err(|e| err(&format!("read {name}"), e))?;
+        each(k.value(), v.value())?;
+    }
+    Ok(())
 }
 
 fn writer_loop<S: Schema>(db: &Database, rx: mpsc::Receiver<Job<S::Change>>) {
@@ -137,7 +156,7 @@ fn writer_loop<S: Schema>(db: &Database, rx: mpsc::Receiver<Job<S::Change>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redb::{ReadableTable, TableDefinition};
+    use redb::TableDefinition;
 
     const T: TableDefinition<&str, u64> = TableDefinition::new("t");
 
@@ -146,18 +165,15 @@ mod tests {
     impl Schema for Counts {
         type Change = (String, Option<u64>);
         type Contents = Vec<(String, u64)>;
-
-        fn create(w: &WriteTransaction) -> Result<(), StoreError> {
-            w.open_table(T).map(drop).map_err(|e| err("table", e))
-        }
+        const FILE_NAME: &'static str = "t.redb";
+        const WRITER: &'static str = "test-store";
 
         fn read(r: &ReadTransaction) -> Result<Self::Contents, StoreError> {
-            let t = r.open_table(T).map_err(|e| err("table", e))?;
             let mut out = Vec::new();
-            for e in t.iter().map_err(|e| err("read", e))? {
-                let (k, v) = e.map_err(|e| err("read", e))?;
-                out.push((k.value().to_string(), v.value()));
-            }
+            read_table(r, T, |k, v| {
+                out.push((k.to_string(), v));
+                Ok(())
+            })?;
             Ok(out)
         }
 
@@ -179,7 +195,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("floe-service-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         {
-            let (store, contents) = Store::<Counts>::open(&dir, "t.redb", "test-store").unwrap();
+            let (store, contents) = Store::<Counts>::open(&dir).unwrap();
             assert!(contents.is_empty());
             let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
             rt.block_on(async {
@@ -189,7 +205,7 @@ mod tests {
                 b.await.unwrap();
             });
         }
-        let (_store, contents) = Store::<Counts>::open(&dir, "t.redb", "test-store").unwrap();
+        let (_store, contents) = Store::<Counts>::open(&dir).unwrap();
         assert_eq!(contents, vec![("b".to_string(), 2), ("c".to_string(), 3)]);
         let _ = std::fs::remove_dir_all(&dir);
     }

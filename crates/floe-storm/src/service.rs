@@ -13,7 +13,7 @@ use crate::env::{Backend, Env};
 use crate::etcd::Update;
 use crate::slice::ice;
 use crate::slice::ice_storm::{self, NoSuchTopic, TopicDict, TopicExists, TopicManagerPrx, TopicPrx};
-use crate::store::{Change, Contents};
+use crate::store::{Change, Contents, Store};
 use crate::topic::{TopicCore, Topics};
 
 /// The service's topics, by name, in their environment.
@@ -134,8 +134,7 @@ impl Storm {
         let (store, contents) = match &config.data_dir {
             // With etcd, the state is read by `activate`.
             Some(dir) if config.etcd.is_none() => {
-                let (store, contents) =
-                    crate::store::open(dir).map_err(|e| property_error("IceStorm.LMDB.Path", e.0))?;
+                let (store, contents) = Store::open(dir).map_err(|e| property_error("IceStorm.LMDB.Path", e.0))?;
                 (Backend::Redb(store), contents)
             }
             _ => (Backend::Memory, Vec::new()),

@@ -6,12 +6,10 @@
 //! the request that made a change is answered once it is committed. Here: the tables, the
 //! subscriber record and how changes apply to the tables.
 
-use std::path::Path;
-
 use floe::encoding::{Decoder, Encoder, EncodingVersion};
 use floe_service::store::redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 pub use floe_service::store::StoreError;
-use floe_service::store::{err, Schema};
+use floe_service::store::{err, read_table, Schema};
 
 /// Topics: name → nothing (the table is the list).
 const TOPICS: TableDefinition<&str, &[u8]> = TableDefinition::new("topics");
@@ -92,44 +90,32 @@ pub enum Change {
 /// What was stored: each topic with its subscribers and links.
 pub type Contents = Vec<(String, Vec<(String, Record)>)>;
 
+/// The handle to the database and its writer thread.
+pub type Store = floe_service::store::Store<StormSchema>;
+
 /// The service's tables, as the store reads and changes them.
 #[derive(Debug)]
 pub struct StormSchema;
 
-/// The handle to the database and its writer thread.
-pub type Store = floe_service::store::Store<StormSchema>;
-
-/// Opens (creating it if needed) the database in `dir`, and returns it with its contents.
-pub fn open(dir: &Path) -> Result<(Store, Contents), StoreError> {
-    Store::open(dir, FILE_NAME, "floe-storm-store")
-}
-
 impl Schema for StormSchema {
+    const FILE_NAME: &'static str = FILE_NAME;
+    const WRITER: &'static str = "floe-storm-store";
     type Change = Change;
     type Contents = Contents;
 
-    fn create(w: &WriteTransaction) -> Result<(), StoreError> {
-        w.open_table(TOPICS).map_err(|e| err("topics table", e))?;
-        w.open_table(SUBSCRIBERS).map_err(|e| err("subscribers table", e))?;
-        Ok(())
-    }
-
     fn read(r: &ReadTransaction) -> Result<Contents, StoreError> {
         let mut contents: Contents = Vec::new();
-        let topics = r.open_table(TOPICS).map_err(|e| err("topics table", e))?;
-        for entry in topics.iter().map_err(|e| err("read topics", e))? {
-            let (k, _) = entry.map_err(|e| err("read topic", e))?;
-            contents.push((k.value().to_string(), Vec::new()));
-        }
-        let subscribers = r.open_table(SUBSCRIBERS).map_err(|e| err("subscribers table", e))?;
-        for entry in subscribers.iter().map_err(|e| err("read subscribers", e))? {
-            let (k, v) = entry.map_err(|e| err("read subscriber", e))?;
-            let (topic, id) = k.value();
-            let record = Record::decode(v.value())?;
+        read_table(r, TOPICS, |name, _| {
+            contents.push((name.to_string(), Vec::new()));
+            Ok(())
+        })?;
+        read_table(r, SUBSCRIBERS, |(topic, id), value| {
+            let record = Record::decode(value)?;
             if let Some((_, subs)) = contents.iter_mut().find(|(t, _)| t == topic) {
                 subs.push((id.to_string(), record));
             }
-        }
+            Ok(())
+        })?;
         Ok(contents)
     }
 
@@ -189,7 +175,7 @@ mod tests {
         let link =
             Record { proxy: "IceStorm/b.link:tcp".into(), qos: vec![], link: Some((5, "IceStorm/topic.b".into())) };
         {
-            let (store, contents) = open(&dir).unwrap();
+            let (store, contents) = Store::open(&dir).unwrap();
             assert!(contents.is_empty());
             let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
             rt.block_on(async {
@@ -209,7 +195,7 @@ mod tests {
                     .unwrap();
             });
         }
-        let (_store, contents) = open(&dir).unwrap();
+        let (_store, contents) = Store::open(&dir).unwrap();
         assert_eq!(
             contents,
             vec![

@@ -18,24 +18,15 @@ fn main() -> std::process::ExitCode {
         ("Floe.Runtime.BusyPoll", "300"),
         ("Floe.Runtime.BusyPoll.SpareCpuOnly", "0"),
     ];
-    let communicator = match cli::communicator(std::env::args(), &defaults) {
-        Ok((c, _rest)) => c,
-        Err(e) => return cli::fail("floe-router", e, cli::EXIT_USAGE),
-    };
-    let config = match RouterConfig::from_properties(communicator.properties()) {
-        Ok(c) => c,
-        Err(e) => return cli::fail("floe-router", e, cli::EXIT_USAGE),
-    };
-    let result = communicator.block_on(async {
+    let (communicator, config) =
+        match cli::configure("floe-router", std::env::args(), &defaults, RouterConfig::from_properties) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
+    let start = async {
         let core = RouterCore::new(communicator.clone(), config)?;
         core.activate().await?;
-        cli::ready("floe-router ready");
-        cli::wait_for_signal().await;
-        communicator.destroy().await;
-        Ok::<(), floe::Error>(())
-    });
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => cli::fail("floe-router", e, cli::EXIT_FAILURE),
-    }
+        Ok(core)
+    };
+    cli::run_until_signal("floe-router", &communicator, "floe-router ready", start, |_core| async {})
 }

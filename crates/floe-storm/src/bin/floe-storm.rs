@@ -11,13 +11,10 @@ fn main() -> std::process::ExitCode {
     // an event read from a publisher's connection is written to the subscribers' connections,
     // and a hop between threads would cost a wake-up per event (docs/storm.md).
     let defaults = [("Floe.Runtime.ConnectionThreads", "0")];
-    let (communicator, _rest) = match cli::communicator(std::env::args(), &defaults) {
+    let configured = cli::configure("floe-storm", std::env::args(), &defaults, StormConfig::from_properties);
+    let (communicator, config) = match configured {
         Ok(c) => c,
-        Err(e) => return cli::fail("floe-storm", e, cli::EXIT_USAGE),
-    };
-    let config = match StormConfig::from_properties(communicator.properties()) {
-        Ok(c) => c,
-        Err(e) => return cli::fail("floe-storm", e, cli::EXIT_USAGE),
+        Err(code) => return code,
     };
     // IceStorm.Trace.* turn on the service's log lines; RUST_LOG adds to them.
     let traced = config.trace_topic > 0 || config.trace_topic_manager > 0 || config.trace_subscriber > 0;
@@ -28,17 +25,12 @@ fn main() -> std::process::ExitCode {
         (None, false) => "warn".into(),
     };
     cli::init_tracing(Some(&filter), "warn");
-    let result = communicator.block_on(async {
+    let start = async {
         let storm = Storm::new(communicator.clone(), config)?;
         storm.activate().await?;
-        cli::ready("floe-storm ready");
-        cli::wait_for_signal().await;
+        Ok(storm)
+    };
+    cli::run_until_signal("floe-storm", &communicator, "floe-storm ready", start, |storm| async move {
         storm.shutdown().await;
-        communicator.destroy().await;
-        Ok::<(), floe::Error>(())
-    });
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => cli::fail("floe-storm", e, cli::EXIT_FAILURE),
-    }
+    })
 }
