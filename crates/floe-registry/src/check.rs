@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::database::durable;
 use crate::record::record;
-use crate::Shared;
+use crate::shared::Shared;
 
 /// Pings at most this many adapters at once.
 const IN_FLIGHT: usize = 64;

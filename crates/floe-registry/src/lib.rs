@@ -9,129 +9,25 @@ mod admin;
 mod check;
 mod etcd;
 mod servants;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use floe::encoding::EndpointData;
-use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
-use floe_service::crypt::{CryptError, CryptPasswords};
+use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx};
+use floe_service::crypt::CryptPasswords;
 
 pub use config::{Config, ConfigError, LoadBalancing, ReplicaGroupConfig};
 use database::Database;
+use shared::Shared;
 
 /// The Rust mapping of the Slice definitions of Ice 3.7 that the registry serves
 /// (`Ice::Locator`, `IceGrid::Query`, `IceGrid::Admin`, …), generated at build time.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 pub mod slice {
     include!(concat!(env!("OUT_DIR"), "/icegrid.rs"));
-}
-
-/// What the servants share.
-pub(crate) struct Shared {
-    config: Config,
-    db: Database,
-    communicator: Communicator,
-    /// The adapter of `IceGrid.Registry.Client.Endpoints`.
-    client: ObjectAdapter,
-    /// `IceGrid.Registry.Client.PublishedEndpoints`, parsed.
-    client_published: Option<Vec<EndpointData>>,
-    /// `<InstanceName>/Locator`, `…/LocatorRegistry`, `…/Query` and `…/Registry`.
-    locator: ObjectPrx,
-    locator_registry: ObjectPrx,
-    query: ObjectPrx,
-    registry: ObjectPrx,
-    /// The next turn of each round-robin replica group.
-    round_robin: Mutex<HashMap<String, usize>>,
-    /// `IceGrid.Registry.CryptPasswords` and `AdminCryptPasswords`, read at start.
-    crypt_passwords: Option<CryptPasswords>,
-    admin_crypt_passwords: Option<CryptPasswords>,
-    /// Open sessions, by the string form of their identity.
-    sessions: Mutex<HashMap<String, Arc<admin::SessionRecord>>>,
-}
-
-impl Shared {
-    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
-    /// published endpoints when there are some.
-    fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
-        let proxy = self.client.add(servant, id);
-        match &self.client_published {
-            Some(eps) => proxy.ice_endpoints(eps.clone()),
-            None => proxy,
-        }
-    }
-
-    /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
-    /// with the endpoints of every member.
-    fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
-        if let Some(a) = self.db.adapter(id) {
-            return Some(a.proxy);
-        }
-        let mut members = self.db.group_members(id);
-        let first = members.first()?.1.proxy.clone();
-        if let Some(group) = self.config.replica_groups.get(id) {
-            match group.load_balancing {
-                LoadBalancing::Undeclared => {}
-                LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
-                LoadBalancing::RoundRobin => {
-                    let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
-                    let turn = turns.entry(id.to_string()).or_insert(0);
-                    let n = members.len();
-                    members.rotate_left(*turn % n);
-                    *turn = turn.wrapping_add(1);
-                }
-                LoadBalancing::Ordered => {
-                    members.sort_by_key(|(a, _)| group.priorities.get(a).copied().unwrap_or(0));
-                }
-            }
-            if group.n_replicas > 0 {
-                members.truncate(group.n_replicas);
-            }
-        }
-        let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
-        Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
-    }
-
-    /// Checks a user's credentials for a session (an admin session when `admin`).
-    async fn verify(&self, admin: bool, user: &str, password: &str) -> floe::Result<()> {
-        let (verifier, crypt, kind) = if admin {
-            (&self.config.admin_permissions_verifier, &self.admin_crypt_passwords, "Admin")
-        } else {
-            (&self.config.permissions_verifier, &self.crypt_passwords, "")
-        };
-        if let Some(verifier) = verifier {
-            let proxy = self
-                .communicator
-                .string_to_proxy(verifier)
-                .map_err(|e| admin::permission_denied(&format!("invalid permissions verifier proxy: {e}")))?;
-            let null = Identity::with_category(&self.config.instance_name, "NullPermissionsVerifier");
-            if proxy.ice_get_identity() == &null {
-                return Ok(());
-            }
-            let proxy = slice::glacier2::PermissionsVerifierPrx::from_object(
-                proxy.ice_locator(Some(&self.locator)).ice_invocation_timeout(Some(Duration::from_secs(10))),
-            );
-            return match proxy.check_permissions(user, password).await {
-                Ok((true, _)) => Ok(()),
-                Ok((false, reason)) => Err(admin::permission_denied(&reason)),
-                Err(e) => Err(admin::permission_denied(&format!("the permissions verifier failed: {e}"))),
-            };
-        }
-        if let Some(passwords) = crypt {
-            // Hashed off the runtime's threads.
-            return passwords.verify(user, password).await.map_err(|e| match e {
-                CryptError::UnknownUser | CryptError::WrongPassword => {
-                    admin::permission_denied("unknown user id or wrong password")
-                }
-                e => admin::permission_denied(&format!("the password check failed: {e}")),
-            });
-        }
-        Err(admin::permission_denied(&format!(
-            "no permissions verifier is configured: set IceGrid.Registry.{kind}PermissionsVerifier or \
-             IceGrid.Registry.{kind}CryptPasswords"
-        )))
-    }
 }
 
 /// Why the registry could not start.
