@@ -5,9 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use floe::{Connection, Current, Error, Identity, ObjectPrx, Proxy};
+use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
 use crate::database::{identity_string, written};
+use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
@@ -15,16 +16,9 @@ use crate::slice::ice_grid::{
     AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationNotExistException, ApplicationObserverPrx,
     ApplicationUpdateDescriptor, DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo,
     NodeNotExistException, NodeObserverPrx, ObjectExistsException, ObjectInfo, ObjectInfoSeq,
-    ObjectNotRegisteredException, ObjectObserverPrx, PermissionDeniedException, RegistryInfo,
-    RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerNotExistException,
-    ServerState, Session,
+    ObjectNotRegisteredException, ObjectObserverPrx, RegistryInfo, RegistryNotExistException, RegistryObserverPrx,
+    ServerInfo, ServerInstanceDescriptor, ServerNotExistException, ServerState, Session,
 };
-use crate::Shared;
-
-/// A `PermissionDeniedException` with `reason`.
-pub(crate) fn permission_denied(reason: &str) -> Error {
-    Error::user(PermissionDeniedException { reason: reason.to_string() })
-}
 
 fn deployment(reason: impl Into<String>) -> Error {
     Error::user(DeploymentException { reason: reason.into() })
@@ -32,22 +26,6 @@ fn deployment(reason: impl Into<String>) -> Error {
 
 const NO_DEPLOYMENT: &str = "floe-registry does not deploy applications: servers register their adapters \
                              dynamically (IceGrid.Registry.DynamicRegistration)";
-
-/// One open session (admin or client), as the reaper sees it.
-pub(crate) struct SessionRecord {
-    /// The identities of the session object and, for admin sessions, its admin object.
-    identities: Vec<Identity>,
-    /// The connection the session was created on.
-    connection: Option<Connection>,
-    /// When the client last showed signs of life (a call on the session or its objects).
-    last: Mutex<Instant>,
-}
-
-impl SessionRecord {
-    fn touch(&self) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-    }
-}
 
 fn new_identity(shared: &Shared) -> Identity {
     Identity::with_category(&shared.config.instance_name, uuid::Uuid::new_v4().to_string().to_uppercase())

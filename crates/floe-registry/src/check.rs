@@ -17,8 +17,9 @@ use std::time::Duration;
 use floe::{Error, ErrorKind, ObjectPrx};
 use tokio::sync::Semaphore;
 
-use crate::database::{durable, record};
-use crate::Shared;
+use crate::database::durable;
+use crate::record::record;
+use crate::shared::Shared;
 
 /// Pings at most this many adapters at once.
 const IN_FLIGHT: usize = 64;

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use floe::Properties;
+use floe_service::etcd::EtcdConfig;
+use floe_service::props::non_empty;
 
 /// What `floe-registry` was configured with.
 #[derive(Debug, Clone)]
@@ -50,19 +52,14 @@ pub struct Config {
     /// `Floe.Registry.AdapterCheck.Failures` (default 3): how many checks in a row an
     /// adapter must fail before its registration is removed.
     pub adapter_check_failures: u32,
-    /// `Floe.Registry.Etcd.Endpoints` (comma-separated `http://host:port` URLs): keep the
-    /// state in this etcd cluster, shared with other replicas, instead of the data directory.
-    pub etcd_endpoints: Vec<String>,
-    /// `Floe.Registry.Etcd.Prefix`: where under etcd's key space the state is (default
-    /// `/floe-registry/<InstanceName>/`).
-    pub etcd_prefix: String,
-    /// `Floe.Registry.Etcd.LeaseTTL` in seconds (default 30): how long the adapters'
-    /// registrations outlive the last replica that kept their lease alive.
-    pub etcd_lease_ttl: i64,
-    /// `Floe.Registry.Etcd.Timeout` in seconds (default 10): how long a change may take to
-    /// reach etcd (retries included) before the request that made it fails, and how long
-    /// the registry waits for etcd when it starts.
-    pub etcd_timeout: Duration,
+    /// `Floe.Registry.Etcd.*`: with `Endpoints` (comma-separated `http://host:port` URLs),
+    /// keep the state in this etcd cluster, shared with other replicas, instead of the data
+    /// directory. `Prefix`: where under etcd's key space the state is (default
+    /// `/floe-registry/<InstanceName>/`); `LeaseTTL` (s, default 30): how long the adapters'
+    /// registrations outlive the last replica that kept their lease alive; `Timeout` (s,
+    /// default 10): how long a change may take to reach etcd (retries included) before the
+    /// request that made it fails, and how long the registry waits for etcd when it starts.
+    pub etcd: EtcdConfig,
 }
 
 /// How `findAdapterById` orders (and trims) the members of a replica group.
@@ -148,10 +145,6 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn non_empty(props: &Properties, name: &str) -> Option<String> {
-    props.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
-}
-
 impl Config {
     /// Reads the configuration; fails on a missing `IceGrid.Registry.Client.Endpoints`, as
     /// IceGrid's registry does (the program also requires a data directory, unless the state
@@ -164,25 +157,14 @@ impl Config {
             .map(PathBuf::from);
         let bad = |e: floe::Error| ConfigError(e.to_string());
         let instance_name = non_empty(props, "IceGrid.InstanceName").unwrap_or_else(|| "IceGrid".into());
-        let etcd_endpoints: Vec<String> = non_empty(props, "Floe.Registry.Etcd.Endpoints")
-            .map(|v| v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect())
-            .unwrap_or_default();
-        let mut etcd_prefix =
-            non_empty(props, "Floe.Registry.Etcd.Prefix").unwrap_or_else(|| format!("/floe-registry/{instance_name}/"));
-        if !etcd_prefix.ends_with('/') {
-            etcd_prefix.push('/');
-        }
+        let etcd = EtcdConfig::from_properties(props, "Floe.Registry", format!("/floe-registry/{instance_name}/"), 30)
+            .map_err(bad)?;
         let check = props.get_int("Floe.Registry.AdapterCheck.Interval", 0).map_err(bad)?.clamp(0, 86_400);
         Ok(Config {
             adapter_check_interval: (check > 0).then(|| Duration::from_secs(check as u64)),
             adapter_check_failures: props.get_int("Floe.Registry.AdapterCheck.Failures", 3).map_err(bad)?.clamp(1, 1000)
                 as u32,
-            etcd_endpoints,
-            etcd_prefix,
-            etcd_lease_ttl: props.get_int("Floe.Registry.Etcd.LeaseTTL", 30).map_err(bad)?.clamp(2, 86_400),
-            etcd_timeout: Duration::from_secs(
-                props.get_int("Floe.Registry.Etcd.Timeout", 10).map_err(bad)?.clamp(1, 3600) as u64,
-            ),
+            etcd,
             instance_name,
             replica_name: non_empty(props, "IceGrid.Registry.ReplicaName").unwrap_or_else(|| "Master".into()),
             client_endpoints,

@@ -4,28 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use floe::encoding::{Decode, Decoder, Encode, Encoder, EncodingVersion};
+use floe::encoding::{Decode, Decoder};
 use floe::{Communicator, Identity, ObjectPrx};
 
+use crate::etcd::Mirror;
+use crate::record::{identity_key, read_record, record, Op, ENCODING};
+pub use crate::record::{identity_string, AdapterEntry, ObjectEntry};
 use crate::store::{Change, Contents, Store};
-
-/// An adapter registered by a server (`setAdapterDirectProxy`).
-#[derive(Debug, Clone)]
-pub struct AdapterEntry {
-    /// The adapter's (dummy) direct proxy, carrying its endpoints.
-    pub proxy: ObjectPrx,
-    /// The replica group it belongs to ("" for none).
-    pub replica_group: String,
-}
-
-/// A well-known object.
-#[derive(Debug, Clone)]
-pub struct ObjectEntry {
-    /// Its proxy.
-    pub proxy: ObjectPrx,
-    /// Its most-derived Slice type id.
-    pub type_id: String,
-}
 
 #[derive(Default)]
 struct Tables {
@@ -90,52 +75,6 @@ impl Tables {
     }
 }
 
-/// One change to the registry's state, as the tables apply it.
-#[derive(Debug, Clone)]
-pub(crate) enum Op {
-    /// Registers an adapter (or changes its endpoints or replica group).
-    PutAdapter(String, AdapterEntry),
-    /// Unregisters an adapter.
-    RemoveAdapter(String),
-    /// Unregisters an adapter if its record (see [`record`]) is still this one: it has not
-    /// registered again meanwhile.
-    RemoveAdapterIf(String, Vec<u8>),
-    /// Adds or replaces a well-known object (key: the identity's string form).
-    PutObject(String, ObjectEntry),
-    /// Removes a well-known object.
-    RemoveObject(String),
-}
-
-/// Encoding used for stored records.
-const ENCODING: EncodingVersion = EncodingVersion { major: 1, minor: 1 };
-
-/// A stored record: a proxy and a text (an adapter's replica group, an object's type).
-pub(crate) fn record(proxy: &ObjectPrx, text: &str) -> Vec<u8> {
-    let mut enc = Encoder::new(ENCODING);
-    ObjectPrx::encode_nullable(Some(proxy), &mut enc);
-    text.encode(&mut enc);
-    enc.into_bytes().to_vec()
-}
-
-/// Reads a record written by [`record`].
-pub(crate) fn read_record(communicator: &Communicator, bytes: &[u8]) -> Option<(ObjectPrx, String)> {
-    let mut dec = Decoder::from_slice(bytes, ENCODING);
-    let proxy = ObjectPrx::decode(communicator, &mut dec).ok()??;
-    let text = String::decode(&mut dec).ok()?;
-    Some((proxy, text))
-}
-
-fn identity_key(id: &Identity) -> Vec<u8> {
-    let mut enc = Encoder::new(ENCODING);
-    id.encode(&mut enc);
-    enc.into_bytes().to_vec()
-}
-
-/// The identity's string form (`category/name`, with Ice's escapes).
-pub fn identity_string(id: &Identity) -> String {
-    floe::reference::identity_to_string(id)
-}
-
 /// Where changes go besides the tables.
 enum Backend {
     /// Nowhere: the state lives in memory only.
@@ -185,15 +124,17 @@ pub(crate) async fn written(w: Written) -> floe::Result<()> {
 
 /// The tables, shared with the task that keeps them in step with etcd.
 #[derive(Clone)]
-pub(crate) struct SharedTables(Arc<Mutex<Tables>>);
+struct SharedTables(Arc<Mutex<Tables>>);
 
 impl SharedTables {
     fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
+impl Mirror for SharedTables {
     /// Applies changes that etcd reported.
-    pub(crate) fn apply(&self, ops: impl IntoIterator<Item = Op>) {
+    fn apply(&self, ops: Vec<Op>) {
         let mut t = self.lock();
         for op in ops {
             t.apply(op);
@@ -202,7 +143,7 @@ impl SharedTables {
 
     /// Replaces everything but the local objects with `ops` (after etcd compacted away the
     /// history the watch needed).
-    pub(crate) fn reset(&self, ops: impl IntoIterator<Item = Op>) {
+    fn reset(&self, ops: Vec<Op>) {
         let mut t = self.lock();
         t.adapters.clear();
         t.groups.clear();
@@ -243,11 +184,11 @@ impl Database {
     /// An empty database whose tables `connect` fills and keeps in step with etcd.
     pub(crate) async fn with_etcd<F, Fut, E>(connect: F) -> Result<Database, E>
     where
-        F: FnOnce(SharedTables) -> Fut,
+        F: FnOnce(Arc<dyn Mirror>) -> Fut,
         Fut: std::future::Future<Output = Result<crate::etcd::Etcd, E>>,
     {
         let tables = Arc::new(Mutex::new(Tables::default()));
-        let etcd = connect(SharedTables(tables.clone())).await?;
+        let etcd = connect(Arc::new(SharedTables(tables.clone()))).await?;
         Ok(Database { tables, backend: Mutex::new(Backend::Etcd(etcd)) })
     }
 

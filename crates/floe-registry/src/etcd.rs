@@ -26,17 +26,23 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
-};
 use floe::Communicator;
+use floe_service::etcd::etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
+use floe_service::etcd::{self as kit, KeyChange, LeaseEnd, Watcher};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
-use crate::database::{read_record, record, AdapterEntry, ObjectEntry, Op, SharedTables};
-use crate::StartError;
+use crate::record::{read_record, record, AdapterEntry, ObjectEntry, Op};
+
+/// The in-memory tables etcd's contents are mirrored into (the database's).
+pub(crate) trait Mirror: Send + Sync {
+    /// Applies changes that etcd reported.
+    fn apply(&self, ops: Vec<Op>);
+    /// Replaces everything shared with `ops` (after etcd compacted away the history the
+    /// watch needed).
+    fn reset(&self, ops: Vec<Op>);
+}
 
 /// The most operations put in one transaction (etcd's default `--max-txn-ops` is 128).
 const MAX_OPS: usize = 100;
@@ -85,7 +91,7 @@ struct Ctx {
     client: Client,
     prefix: String,
     communicator: Communicator,
-    tables: SharedTables,
+    tables: Arc<dyn Mirror>,
     lease: Lease,
     /// The revision up to which the tables are in step with etcd.
     applied: watch::Sender<i64>,
@@ -140,12 +146,33 @@ impl Ctx {
 
     /// Reads everything under the prefix; returns the changes that rebuild the tables and
     /// the revision they are at.
-    async fn read_all(&self) -> Result<(Vec<Op>, i64), etcd_client::Error> {
-        let mut client = self.client.clone();
-        let resp = client.get(self.prefix.as_str(), Some(GetOptions::new().with_prefix())).await?;
-        let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-        let ops = resp.kvs().iter().filter_map(|kv| self.parse(kv.key(), Some(kv.value()))).collect();
+    async fn read_all(&self) -> Result<(Vec<Op>, i64), kit::etcd_client::Error> {
+        let (kvs, revision) = kit::read_prefix(&self.client, &self.prefix).await?;
+        let ops = kvs.iter().filter_map(|kv| self.parse(kv.key(), Some(kv.value()))).collect();
         Ok((ops, revision))
+    }
+}
+
+impl Watcher for Ctx {
+    fn changed(&self, changes: &[KeyChange<'_>]) {
+        let ops: Vec<Op> = changes.iter().filter_map(|c| self.parse(c.key, c.value)).collect();
+        self.tables.apply(ops);
+        if let Some(r) = changes.iter().map(|c| c.revision).max() {
+            self.applied.send_if_modified(|a| {
+                let newer = r > *a;
+                if newer {
+                    *a = r;
+                }
+                newer
+            });
+        }
+    }
+
+    async fn reread(&self) -> Result<i64, kit::etcd_client::Error> {
+        let (ops, revision) = self.read_all().await?;
+        self.tables.reset(ops);
+        self.applied.send_replace(revision);
+        Ok(revision)
     }
 }
 
@@ -154,64 +181,30 @@ impl Ctx {
 pub(crate) async fn connect(
     config: &Config,
     communicator: &Communicator,
-    tables: SharedTables,
-) -> Result<Etcd, StartError> {
-    // HTTP/2 pings find a member that stopped answering; etcd closes connections that ping
-    // more often than every 5 s (`--grpc-keepalive-min-time`), or at all while idle.
-    let options = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(2))
-        .with_timeout(Duration::from_secs(5))
-        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
-        .with_keep_alive_while_idle(false);
-    let client = Client::connect(&config.etcd_endpoints, Some(options))
-        .await
-        .map_err(|e| StartError(format!("Floe.Registry.Etcd.Endpoints: {e}")))?;
+    tables: Arc<dyn Mirror>,
+) -> Result<Etcd, String> {
+    let client = kit::connect(&config.etcd.endpoints, "Floe.Registry.Etcd.Endpoints").await.map_err(|e| match e {
+        floe::Error::Property { name, reason } => format!("{name}: {reason}"),
+        e => e.to_string(),
+    })?;
     let (applied, _) = watch::channel(0);
     let ctx = Arc::new(Ctx {
         client,
-        prefix: config.etcd_prefix.clone(),
+        prefix: config.etcd.prefix.clone(),
         communicator: communicator.clone(),
         tables,
         lease: Lease { id: AtomicI64::new(0), changed: Notify::new() },
         applied,
-        ttl: config.etcd_lease_ttl,
-        timeout: config.etcd_timeout,
+        ttl: config.etcd.lease_ttl,
+        timeout: config.etcd.timeout,
     });
-    let deadline = Instant::now() + config.etcd_timeout;
-    let revision = loop {
-        match ctx.read_all().await {
-            Ok((ops, revision)) => {
-                ctx.tables.reset(ops);
-                ctx.applied.send_replace(revision);
-                break revision;
-            }
-            Err(e) if Instant::now() > deadline => {
-                return Err(StartError(format!("cannot read the registry from etcd: {e}")));
-            }
-            Err(e) => {
-                tracing::warn!(target: "floe_registry::etcd", "cannot read the registry from etcd, retrying: {e}");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        }
-    };
-    loop {
-        match ensure_lease(&ctx).await {
-            Ok(id) => {
-                ctx.lease.set(id);
-                break;
-            }
-            Err(e) if Instant::now() > deadline => {
-                return Err(StartError(format!("cannot get the registrations' lease from etcd: {e}")));
-            }
-            Err(e) => {
-                tracing::warn!(target: "floe_registry::etcd", "cannot get the registrations' lease, retrying: {e}");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        }
-    }
+    let deadline = Instant::now() + config.etcd.timeout;
+    let revision = kit::retry_at_start(deadline, "read the registry from etcd", || ctx.reread()).await?;
+    let id = kit::retry_at_start(deadline, "get the registrations' lease from etcd", || ensure_lease(&ctx)).await?;
+    ctx.lease.set(id);
     let (jobs, rx) = mpsc::unbounded_channel();
     let tasks = vec![
-        tokio::spawn(watch_loop(ctx.clone(), revision + 1)),
+        tokio::spawn(kit::watch(ctx.client.clone(), ctx.prefix.clone(), revision + 1, ctx.clone())),
         tokio::spawn(keep_lease(ctx.clone())),
         tokio::spawn(write_loop(ctx, rx)),
     ];
@@ -237,7 +230,7 @@ impl Etcd {
 }
 
 /// Finds the live registrations' lease, or grants one and publishes it under `lease`.
-async fn ensure_lease(ctx: &Ctx) -> Result<i64, etcd_client::Error> {
+async fn ensure_lease(ctx: &Ctx) -> Result<i64, kit::etcd_client::Error> {
     let mut client = ctx.client.clone();
     let key = ctx.lease_key();
     loop {
@@ -267,8 +260,7 @@ async fn ensure_lease(ctx: &Ctx) -> Result<i64, etcd_client::Error> {
 /// Keeps the registrations' lease alive (every third of its TTL), granting a new one when
 /// it expired.
 async fn keep_lease(ctx: Arc<Ctx>) {
-    let period = Duration::from_millis((ctx.ttl as u64 * 1000 / 3).max(200));
-    let mut client = ctx.client.clone();
+    let period = kit::renewal_period(ctx.ttl);
     loop {
         let id = ctx.lease.current();
         if id == 0 {
@@ -281,96 +273,12 @@ async fn keep_lease(ctx: Arc<Ctx>) {
             }
             continue;
         }
-        let (mut keeper, mut stream) = match client.lease_keep_alive(id).await {
-            Ok(k) => k,
-            Err(e) => {
-                tracing::debug!(target: "floe_registry::etcd", "lease keep-alive: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        loop {
-            if keeper.keep_alive().await.is_err() {
-                break;
-            }
-            match tokio::time::timeout(Duration::from_secs(2), stream.message()).await {
-                Ok(Ok(Some(r))) if r.ttl() > 0 => {}
-                Ok(Ok(Some(_))) => {
-                    tracing::warn!(target: "floe_registry::etcd", "the registrations' lease {id:x} expired");
-                    ctx.lease.lost(id);
-                    break;
-                }
-                _ => break,
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(period) => {}
-                _ = ctx.lease.changed.notified() => {}
-            }
-            if ctx.lease.current() != id {
-                break;
-            }
+        if kit::keep_lease(&ctx.client, id, period, &ctx.lease.changed, || ctx.lease.current() == id).await
+            == LeaseEnd::Expired
+        {
+            tracing::warn!(target: "floe_registry::etcd", "the registrations' lease {id:x} expired");
+            ctx.lease.lost(id);
         }
-    }
-}
-
-/// Keeps the tables in step with etcd from `next` on.
-async fn watch_loop(ctx: Arc<Ctx>, mut next: i64) {
-    let mut client = ctx.client.clone();
-    loop {
-        let options = WatchOptions::new().with_prefix().with_start_revision(next);
-        match client.watch(ctx.prefix.as_str(), Some(options)).await {
-            Ok((_watcher, mut stream)) => loop {
-                let resp = match stream.message().await {
-                    Ok(Some(r)) => r,
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::debug!(target: "floe_registry::etcd", "watch: {e}");
-                        break;
-                    }
-                };
-                if resp.compact_revision() > 0 {
-                    // The history from `next` is gone: read everything again.
-                    tracing::info!(target: "floe_registry::etcd", "watch compacted at {}: reading again", resp.compact_revision());
-                    match ctx.read_all().await {
-                        Ok((ops, revision)) => {
-                            ctx.tables.reset(ops);
-                            ctx.applied.send_replace(revision);
-                            next = revision + 1;
-                        }
-                        Err(e) => tracing::debug!(target: "floe_registry::etcd", "read: {e}"),
-                    }
-                    break;
-                }
-                if resp.canceled() {
-                    break;
-                }
-                let mut ops = Vec::with_capacity(resp.events().len());
-                let mut last = None;
-                for ev in resp.events() {
-                    let Some(kv) = ev.kv() else { continue };
-                    let value = match ev.event_type() {
-                        EventType::Put => Some(kv.value()),
-                        EventType::Delete => None,
-                    };
-                    ops.extend(ctx.parse(kv.key(), value));
-                    last = Some(kv.mod_revision());
-                }
-                tracing::trace!(target: "floe_registry::etcd", "watch: {} events up to {last:?}", ops.len());
-                ctx.tables.apply(ops);
-                if let Some(r) = last {
-                    next = r + 1;
-                    ctx.applied.send_if_modified(|a| {
-                        let newer = r > *a;
-                        if newer {
-                            *a = r;
-                        }
-                        newer
-                    });
-                }
-            },
-            Err(e) => tracing::debug!(target: "floe_registry::etcd", "watch: {e}"),
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -459,64 +367,53 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
 /// Commits changes in one transaction, retrying until `deadline`; returns the revision
 /// that made them, or None if nothing changed (deleting keys that were not there).
 async fn commit(ctx: &Ctx, ops: &[&Op], deadline: Instant) -> Result<Option<i64>, String> {
+    kit::retry_until(deadline, || commit_once(ctx, ops)).await
+}
+
+/// One try of [`commit`].
+async fn commit_once(ctx: &Ctx, ops: &[&Op]) -> Result<Option<i64>, String> {
     let mut client = ctx.client.clone();
-    let mut pause = Duration::from_millis(20);
-    loop {
-        let lease = ctx.lease.current();
-        let last_error = if lease == 0 && ops.iter().any(|op| matches!(op, Op::PutAdapter(..))) {
-            "no registrations' lease".to_string()
-        } else {
-            let txn_ops: Vec<TxnOp> = ops
-                .iter()
-                .map(|op| {
-                    let key = key_of(ctx, op);
-                    match op {
-                        Op::PutAdapter(_, a) => TxnOp::put(
-                            key,
-                            record(&a.proxy, &a.replica_group),
-                            Some(PutOptions::new().with_lease(lease)),
-                        ),
-                        Op::PutObject(_, o) => TxnOp::put(key, record(&o.proxy, &o.type_id), None),
-                        Op::RemoveAdapter(_) | Op::RemoveAdapterIf(..) | Op::RemoveObject(_) => {
-                            TxnOp::delete(key, None)
-                        }
-                    }
-                })
-                .collect();
-            // Conditional removals: only if the value is still the one seen.
-            let compares: Vec<Compare> = ops
-                .iter()
-                .filter_map(|op| match op {
-                    Op::RemoveAdapterIf(_, seen) => {
-                        Some(Compare::value(key_of(ctx, op), CompareOp::Equal, seen.clone()))
-                    }
-                    _ => None,
-                })
-                .collect();
-            match client.txn(Txn::new().when(compares).and_then(txn_ops)).await {
-                Ok(resp) => {
-                    let changed = resp.succeeded()
-                        && resp.op_responses().iter().any(|r| match r {
-                            TxnOpResponse::Delete(d) => d.deleted() > 0,
-                            _ => true,
-                        });
-                    let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-                    return Ok(changed.then_some(revision));
+    let lease = ctx.lease.current();
+    if lease == 0 && ops.iter().any(|op| matches!(op, Op::PutAdapter(..))) {
+        return Err("no registrations' lease".to_string());
+    }
+    let txn_ops: Vec<TxnOp> = ops
+        .iter()
+        .map(|op| {
+            let key = key_of(ctx, op);
+            match op {
+                Op::PutAdapter(_, a) => {
+                    TxnOp::put(key, record(&a.proxy, &a.replica_group), Some(PutOptions::new().with_lease(lease)))
                 }
-                Err(e) => {
-                    let text = e.to_string();
-                    if text.contains("lease not found") {
-                        ctx.lease.lost(lease);
-                    }
-                    text
-                }
+                Op::PutObject(_, o) => TxnOp::put(key, record(&o.proxy, &o.type_id), None),
+                Op::RemoveAdapter(_) | Op::RemoveAdapterIf(..) | Op::RemoveObject(_) => TxnOp::delete(key, None),
             }
-        };
-        if Instant::now() + pause > deadline {
-            return Err(last_error);
+        })
+        .collect();
+    // Conditional removals: only if the value is still the one seen.
+    let compares: Vec<Compare> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::RemoveAdapterIf(_, seen) => Some(Compare::value(key_of(ctx, op), CompareOp::Equal, seen.clone())),
+            _ => None,
+        })
+        .collect();
+    match client.txn(Txn::new().when(compares).and_then(txn_ops)).await {
+        Ok(resp) => {
+            let changed = resp.succeeded()
+                && resp.op_responses().iter().any(|r| match r {
+                    TxnOpResponse::Delete(d) => d.deleted() > 0,
+                    _ => true,
+                });
+            let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+            Ok(changed.then_some(revision))
         }
-        tracing::debug!(target: "floe_registry::etcd", "etcd write failed, retrying: {last_error}");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(500));
+        Err(e) => {
+            let text = e.to_string();
+            if text.contains("lease not found") {
+                ctx.lease.lost(lease);
+            }
+            Err(text)
+        }
     }
 }

@@ -2,180 +2,32 @@
 
 pub mod config;
 pub mod database;
+pub mod record;
 pub mod store;
 
 mod admin;
 mod check;
 mod etcd;
 mod servants;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use floe::encoding::EndpointData;
-use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
+use floe::{Communicator, Error, Identity, ObjectAdapter, ObjectPrx};
+use floe_service::crypt::CryptPasswords;
 
 pub use config::{Config, ConfigError, LoadBalancing, ReplicaGroupConfig};
 use database::Database;
-use store::Store;
+use shared::Shared;
 
 /// The Rust mapping of the Slice definitions of Ice 3.7 that the registry serves
 /// (`Ice::Locator`, `IceGrid::Query`, `IceGrid::Admin`, …), generated at build time.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 pub mod slice {
     include!(concat!(env!("OUT_DIR"), "/icegrid.rs"));
-}
-
-/// What the servants share.
-pub(crate) struct Shared {
-    config: Config,
-    db: Database,
-    communicator: Communicator,
-    /// The adapter of `IceGrid.Registry.Client.Endpoints`.
-    client: ObjectAdapter,
-    /// `IceGrid.Registry.Client.PublishedEndpoints`, parsed.
-    client_published: Option<Vec<EndpointData>>,
-    /// `<InstanceName>/Locator`, `…/LocatorRegistry`, `…/Query` and `…/Registry`.
-    locator: ObjectPrx,
-    locator_registry: ObjectPrx,
-    query: ObjectPrx,
-    registry: ObjectPrx,
-    /// The next turn of each round-robin replica group.
-    round_robin: Mutex<HashMap<String, usize>>,
-    /// Open sessions, by the string form of their identity.
-    sessions: Mutex<HashMap<String, Arc<admin::SessionRecord>>>,
-}
-
-impl Shared {
-    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
-    /// published endpoints when there are some.
-    fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
-        let proxy = self.client.add(servant, id);
-        match &self.client_published {
-            Some(eps) => proxy.ice_endpoints(eps.clone()),
-            None => proxy,
-        }
-    }
-
-    /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
-    /// with the endpoints of every member.
-    fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
-        if let Some(a) = self.db.adapter(id) {
-            return Some(a.proxy);
-        }
-        let mut members = self.db.group_members(id);
-        let first = members.first()?.1.proxy.clone();
-        if let Some(group) = self.config.replica_groups.get(id) {
-            match group.load_balancing {
-                LoadBalancing::Undeclared => {}
-                LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
-                LoadBalancing::RoundRobin => {
-                    let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
-                    let turn = turns.entry(id.to_string()).or_insert(0);
-                    let n = members.len();
-                    members.rotate_left(*turn % n);
-                    *turn = turn.wrapping_add(1);
-                }
-                LoadBalancing::Ordered => {
-                    members.sort_by_key(|(a, _)| group.priorities.get(a).copied().unwrap_or(0));
-                }
-            }
-            if group.n_replicas > 0 {
-                members.truncate(group.n_replicas);
-            }
-        }
-        let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
-        Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
-    }
-
-    /// Checks a user's credentials for a session (an admin session when `admin`).
-    async fn verify(&self, admin: bool, user: &str, password: &str) -> floe::Result<()> {
-        let (verifier, crypt, kind) = if admin {
-            (&self.config.admin_permissions_verifier, &self.config.admin_crypt_passwords, "Admin")
-        } else {
-            (&self.config.permissions_verifier, &self.config.crypt_passwords, "")
-        };
-        if let Some(verifier) = verifier {
-            let proxy = self
-                .communicator
-                .string_to_proxy(verifier)
-                .map_err(|e| admin::permission_denied(&format!("invalid permissions verifier proxy: {e}")))?;
-            let null = Identity::with_category(&self.config.instance_name, "NullPermissionsVerifier");
-            if proxy.ice_get_identity() == &null {
-                return Ok(());
-            }
-            let proxy = slice::glacier2::PermissionsVerifierPrx::from_object(
-                proxy.ice_locator(Some(&self.locator)).ice_invocation_timeout(Some(Duration::from_secs(10))),
-            );
-            return match proxy.check_permissions(user, password).await {
-                Ok((true, _)) => Ok(()),
-                Ok((false, reason)) => Err(admin::permission_denied(&reason)),
-                Err(e) => Err(admin::permission_denied(&format!("the permissions verifier failed: {e}"))),
-            };
-        }
-        if let Some(file) = crypt {
-            // Hashing takes a while: off the runtime's threads.
-            let (file, user, password) = (file.clone(), user.to_string(), password.to_string());
-            let checked = tokio::task::spawn_blocking(move || crypt::check_file(&file, &user, &password))
-                .await
-                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
-            return match checked {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(admin::permission_denied("unknown user id or wrong password")),
-                Err(e) => Err(admin::permission_denied(&format!("cannot read the password file: {e}"))),
-            };
-        }
-        Err(admin::permission_denied(&format!(
-            "no permissions verifier is configured: set IceGrid.Registry.{kind}PermissionsVerifier or \
-             IceGrid.Registry.{kind}CryptPasswords"
-        )))
-    }
-}
-
-mod crypt {
-    //! `IceGrid.Registry.CryptPasswords` files.
-    use std::path::Path;
-
-    /// Whether `user` is listed in `file` with `password`.
-    pub(crate) fn check_file(file: &Path, user: &str, password: &str) -> std::io::Result<bool> {
-        let text = std::fs::read_to_string(file)?;
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-            let mut parts = line.split_whitespace();
-            if let (Some(u), Some(hash)) = (parts.next(), parts.next()) {
-                if u == user {
-                    return Ok(verify(password, hash));
-                }
-            }
-        }
-        Ok(false)
-    }
-
-    /// Whether `password` matches a crypt(3) hash (DES, MD5 `$1$`, SHA-crypt `$5$` / `$6$`,
-    /// bcrypt `$2y$`: what `openssl passwd` or `mkpasswd` make); malformed hashes never match.
-    pub(crate) fn verify(password: &str, hash: &str) -> bool {
-        let (password, hash) = (password.to_string(), hash.to_string());
-        std::panic::catch_unwind(move || pwhash::unix::verify(&password, &hash)).unwrap_or(false)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn crypt_hashes() {
-            // openssl passwd -6 -salt abcdefgh secret / -5
-            let h6 =
-                "$6$abcdefgh$ltjgWl6579NluT/Vi1nwEvcil.G5Nbc4NiXZaNGStk8PSwGfQv72N2CKPPrVACtLtip/cZ/1GM/O6IND4WQhG.";
-            assert!(super::verify("secret", h6));
-            assert!(!super::verify("Secret", h6));
-            assert!(super::verify("secret", "$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM."));
-            assert!(!super::verify("secret", "$6$"));
-            assert!(!super::verify("secret", "$6$rounds=9999999999999$x$y"));
-            // openssl passwd -1 -salt abcdefgh secret
-            assert!(super::verify("secret", "$1$abcdefgh$cHJi5PXp/ki/ktXzqlk6I1"));
-            assert!(!super::verify("secret", "$1$abcdefgh$"));
-            assert!(!super::verify("secret", ""));
-        }
-    }
 }
 
 /// Why the registry could not start.
@@ -215,14 +67,14 @@ impl RegistryService {
     /// (client, server and internal endpoints) and serves its objects. Must be called inside a
     /// tokio runtime.
     pub async fn start(communicator: Communicator, config: Config) -> Result<RegistryService, StartError> {
-        let db = if !config.etcd_endpoints.is_empty() {
+        let db = if !config.etcd.endpoints.is_empty() {
             if let Some(dir) = &config.data_dir {
                 tracing::warn!(target: "floe_registry", "the state is in etcd: the data directory {} is not used", dir.display());
             }
-            Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await?
+            Database::with_etcd(|tables| etcd::connect(&config, &communicator, tables)).await.map_err(StartError)?
         } else {
             let store = match &config.data_dir {
-                Some(dir) => Some(Store::open(dir).map_err(|e| StartError(e.to_string()))?),
+                Some(dir) => Some(store::Store::open(dir).map_err(|e| StartError(e.to_string()))?),
                 None => None,
             };
             Database::new(&communicator, store)
@@ -251,7 +103,14 @@ impl RegistryService {
         };
         let instance = config.instance_name.clone();
         let id = |name: &str| Identity::with_category(&instance, name);
+        let load = |path: &Option<std::path::PathBuf>, property: &str| -> Result<Option<CryptPasswords>, StartError> {
+            path.as_deref().map(|p| CryptPasswords::load(p, property)).transpose().map_err(StartError::from)
+        };
+        let crypt_passwords = load(&config.crypt_passwords, "IceGrid.Registry.CryptPasswords")?;
+        let admin_crypt_passwords = load(&config.admin_crypt_passwords, "IceGrid.Registry.AdminCryptPasswords")?;
         let shared = Arc::new(Shared {
+            crypt_passwords,
+            admin_crypt_passwords,
             locator: direct(&client, &client_published, id("Locator")),
             locator_registry: direct(&server, &server_published, id("LocatorRegistry")),
             query: direct(&client, &client_published, id("Query")),

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use floe::Communicator;
 use floe_registry::{Config, RegistryService};
+use floe_service::cli;
 
 const USAGE: &str = "usage: floe-registry [--Ice.Config=FILE] [--Name=value ...]
   --IceGrid.InstanceName=NAME                    (default IceGrid)
@@ -18,85 +18,49 @@ const USAGE: &str = "usage: floe-registry [--Ice.Config=FILE] [--Name=value ...]
 See docs/registry.md.";
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    if args.iter().skip(1).any(|a| a == "--version" || a == "-v") {
-        println!("{}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
+    cli::init_tracing(None, "warn");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = cli::help_or_version(&args, USAGE, env!("CARGO_PKG_VERSION")) {
+        return code;
     }
     // Two runtime threads unless Floe.Runtime.Threads says otherwise.
-    let threads = floe::Properties::from_args(args.iter().skip(1).cloned(), &["IceGrid"])
+    let threads = floe::Properties::from_args(args.iter().cloned(), &["IceGrid"])
         .ok()
         .and_then(|(p, _)| p.get_int("Floe.Runtime.Threads", 2).ok())
         .unwrap_or(2)
         .clamp(1, 64) as usize;
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build() {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("floe-registry: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cli::fail("floe-registry", format!("cannot start the runtime: {e}"), cli::EXIT_FAILURE),
     };
     runtime.block_on(run(args))
 }
 
 async fn run(args: Vec<String>) -> ExitCode {
-    let (communicator, rest) = match Communicator::from_args(args.into_iter().skip(1)) {
+    let (communicator, rest) = match cli::communicator(args, &[]) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("floe-registry: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cli::fail("floe-registry", e, cli::EXIT_FAILURE),
     };
     if !rest.is_empty() {
-        eprintln!("floe-registry: unknown arguments {rest:?}\n{USAGE}");
-        return ExitCode::FAILURE;
+        return cli::fail("floe-registry", format!("unknown arguments {rest:?}\n{USAGE}"), cli::EXIT_FAILURE);
     }
     let config = match Config::from_properties(communicator.properties()) {
-        Ok(c) if c.data_dir.is_none() && c.etcd_endpoints.is_empty() => {
-            eprintln!("floe-registry: property `IceGrid.Registry.LMDB.Path' is not set");
-            return ExitCode::FAILURE;
+        Ok(c) if c.data_dir.is_none() && c.etcd.endpoints.is_empty() => {
+            return cli::fail("floe-registry", "property `IceGrid.Registry.LMDB.Path' is not set", cli::EXIT_FAILURE);
         }
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("floe-registry: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cli::fail("floe-registry", e, cli::EXIT_FAILURE),
     };
     let service = match RegistryService::start(communicator.clone(), config).await {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("floe-registry: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return cli::fail("floe-registry", e, cli::EXIT_FAILURE),
     };
     let c = communicator.clone();
     tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = terminate.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+        cli::wait_for_signal().await;
         c.shutdown();
     });
-    println!("floe-registry ready: {}", service.locator());
+    cli::ready(&format!("floe-registry ready: {}", service.locator()));
     service.wait().await;
     communicator.destroy().await;
     ExitCode::SUCCESS

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
 use crate::database::written;
+use crate::shared::Shared;
 use crate::slice::glacier2::PermissionsVerifier;
 use crate::slice::ice::{
     AdapterNotFoundException, Locator as IceLocator, LocatorRegistry, LocatorRegistryPrx, ObjectNotFoundException,
@@ -14,7 +15,6 @@ use crate::slice::ice::{
 use crate::slice::ice_grid::{
     AdminSessionPrx, LoadSample, Locator, Query, QueryPrx, Registry, RegistryPrx, SessionPrx,
 };
-use crate::Shared;
 
 /// `<InstanceName>/Locator`: an `::IceGrid::Locator`.
 pub(crate) struct LocatorI(pub(crate) Arc<Shared>);
@@ -153,11 +153,11 @@ impl Registry for RegistryI {
     }
 
     async fn create_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<SessionPrx>> {
-        Err(crate::admin::permission_denied("floe-registry has no secure (ssl) endpoints"))
+        Err(crate::shared::permission_denied("floe-registry has no secure (ssl) endpoints"))
     }
 
     async fn create_admin_session_from_secure_connection(&self, _: &Current) -> floe::Result<Option<AdminSessionPrx>> {
-        Err(crate::admin::permission_denied("floe-registry has no secure (ssl) endpoints"))
+        Err(crate::shared::permission_denied("floe-registry has no secure (ssl) endpoints"))
     }
 
     async fn get_session_timeout(&self, _: &Current) -> floe::Result<i32> {

@@ -55,7 +55,7 @@ fn replica_of(endpoints: &str, port: u16, name: &str, extra: &[&str]) -> Server 
     .args(extra)
     // Each replica's log (its etcd traffic included) stays beside the test's data, for a
     // failure to be read.
-    .env("RUST_LOG", "warn,floe_registry::etcd=debug")
+    .env("RUST_LOG", "warn,floe_registry::etcd=debug,floe_service::etcd=debug")
     .env("NO_COLOR", "1")
     .stderr(replica_log(name, port));
     start_until(cmd, "ready")

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use floe::{Error, Properties};
+use floe_service::props::{non_empty, required};
 
 /// What `floe-router` reads from its properties (Glacier2's names).
 #[derive(Debug, Clone)]
@@ -65,10 +66,6 @@ fn words(props: &Properties, name: &str) -> Vec<String> {
     props.get(name).map(|v| v.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
 }
 
-fn non_empty(props: &Properties, name: &str) -> Option<String> {
-    props.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
-}
-
 /// A property in milliseconds (0 when unset or not positive).
 fn millis(props: &Properties, name: &str) -> Result<Duration, Error> {
     Ok(Duration::from_millis(props.get_int(name, 0)?.max(0) as u64))
@@ -77,10 +74,8 @@ fn millis(props: &Properties, name: &str) -> Result<Duration, Error> {
 impl RouterConfig {
     /// Reads the configuration; `Glacier2.Client.Endpoints` is required.
     pub fn from_properties(props: &Properties) -> Result<Self, Error> {
-        let client_endpoints = non_empty(props, "Glacier2.Client.Endpoints").ok_or_else(|| Error::Property {
-            name: "Glacier2.Client.Endpoints".into(),
-            reason: "the router needs the endpoints its clients connect to".into(),
-        })?;
+        let client_endpoints =
+            required(props, "Glacier2.Client.Endpoints", "the router needs the endpoints its clients connect to")?;
         let timeout = props.get_int("Glacier2.SessionTimeout", 0)?;
         Ok(RouterConfig {
             instance_name: non_empty(props, "Glacier2.InstanceName").unwrap_or_else(|| "Glacier2".into()),

@@ -2,17 +2,23 @@
 //! creates (only when the router has `Glacier2.Server.Endpoints`, where the object lives). It
 //! gives the session's filters, the session timeout, and destroys the session.
 
-use std::sync::Weak;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use floe::{Connection, Current};
 
-use crate::router::RouterCore;
 use crate::slice::glacier2::{IdentitySetPrx, SessionControl, StringSetPrx};
+
+/// Ends the session of a connection: given by the router, which owns the sessions.
+pub type EndSession = Arc<dyn Fn(Connection) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// The `SessionControl` servant of one session.
 pub struct SessionControlServant {
-    /// The router (weak: the router's adapter holds this servant).
-    pub core: Weak<RouterCore>,
+    /// `Glacier2.SessionTimeout` in seconds (0: none).
+    pub session_timeout_secs: u64,
+    /// Ends the session (and the session manager's session with it).
+    pub end: EndSession,
     /// The client connection of the session.
     pub connection: Connection,
     /// The session's category filter.
@@ -37,15 +43,13 @@ impl SessionControl for SessionControlServant {
     }
 
     async fn get_session_timeout(&self, _: &Current) -> floe::Result<i32> {
-        Ok(self.core.upgrade().map_or(0, |c| c.session_timeout_secs() as i32))
+        Ok(self.session_timeout_secs.min(i32::MAX as u64) as i32)
     }
 
     /// Destroys the session (and the session manager's session with it). The client's
     /// connection stays open, as with Glacier2: its next routed request closes it.
     async fn destroy(&self, _: &Current) -> floe::Result<()> {
-        if let Some(core) = self.core.upgrade() {
-            core.end_session(&self.connection).await;
-        }
+        (self.end)(self.connection.clone()).await;
         Ok(())
     }
 }

@@ -14,10 +14,14 @@ pub mod slice {
 pub mod config;
 pub mod control;
 pub mod filters;
+pub mod forward;
 pub mod outbox;
-pub mod router;
 pub mod sessions;
-pub mod verify;
+pub mod ssl;
+pub mod state;
+
+mod router;
+mod servant;
 
 pub use config::RouterConfig;
-pub use router::RouterCore;
+pub use state::RouterCore;

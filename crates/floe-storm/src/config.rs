@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use floe::{Error, Properties};
+use floe_service::props::{non_empty, property_error, required};
 
 /// What a per-subscriber queue does when it is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,27 +51,11 @@ pub struct StormConfig {
     pub etcd: Option<EtcdConfig>,
 }
 
-/// Where and how replicas share their state in etcd (`Floe.Storm.Etcd.*`).
-#[derive(Debug, Clone)]
-pub struct EtcdConfig {
-    /// `Floe.Storm.Etcd.Endpoints`: the cluster's members (comma-separated
-    /// `http://host:port` URLs).
-    pub endpoints: Vec<String>,
-    /// `Floe.Storm.Etcd.Prefix`: where in etcd's key space the state is (default
-    /// `/floe-storm/<InstanceName>/`; always ends with `/`).
-    pub prefix: String,
-    /// `Floe.Storm.Etcd.LeaseTTL` (s, default 10): how long a replica that stopped renewing
-    /// its lease stays listed among the live replicas whose endpoints publishers get.
-    pub lease_ttl: i64,
-    /// `Floe.Storm.Etcd.Timeout` (s, default 10): how long a change may take to reach etcd,
-    /// retries included, before the request that made it fails; and how long the service
-    /// waits for etcd when it starts.
-    pub timeout: Duration,
-}
-
-fn non_empty(props: &Properties, name: &str) -> Option<String> {
-    props.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
-}
+/// Where and how replicas share their state in etcd (`Floe.Storm.Etcd.*`): the endpoints,
+/// the prefix (default `/floe-storm/<InstanceName>/`), `LeaseTTL` (s, default 10: how long
+/// a replica that stopped renewing its lease stays listed among the live replicas whose
+/// endpoints publishers get) and `Timeout` (s, default 10).
+pub use floe_service::etcd::EtcdConfig;
 
 /// The default bound of a subscriber's queue, in events (IceStorm has none by default).
 pub const DEFAULT_QUEUE_SIZE_MAX: usize = 100_000;
@@ -80,14 +65,9 @@ pub const DEFAULT_QUEUE_BYTES_MAX: usize = 64 << 20;
 impl StormConfig {
     /// Reads the configuration; both endpoint properties are required.
     pub fn from_properties(props: &Properties) -> Result<Self, Error> {
-        let required = |name: &str| {
-            non_empty(props, name).ok_or_else(|| Error::Property {
-                name: name.into(),
-                reason: "floe-storm needs the endpoints of its topic manager and of its publishers".into(),
-            })
-        };
-        let topic_manager_endpoints = required("IceStorm.TopicManager.Endpoints")?;
-        let publish_endpoints = required("IceStorm.Publish.Endpoints")?;
+        let needed = "floe-storm needs the endpoints of its topic manager and of its publishers";
+        let topic_manager_endpoints = required(props, "IceStorm.TopicManager.Endpoints", needed)?;
+        let publish_endpoints = required(props, "IceStorm.Publish.Endpoints", needed)?;
         let queue_size_max = match props.get_int("IceStorm.Send.QueueSizeMax", -1)? {
             n if n > 0 => n as usize,
             _ => DEFAULT_QUEUE_SIZE_MAX,
@@ -100,10 +80,10 @@ impl StormConfig {
             None | Some("RemoveSubscriber") => QueueFullPolicy::RemoveSubscriber,
             Some("DropEvents") => QueueFullPolicy::DropEvents,
             Some(other) => {
-                return Err(Error::Property {
-                    name: "IceStorm.Send.QueueSizeMaxPolicy".into(),
-                    reason: format!("`{other}` is neither RemoveSubscriber nor DropEvents"),
-                })
+                return Err(property_error(
+                    "IceStorm.Send.QueueSizeMaxPolicy",
+                    format!("`{other}` is neither RemoveSubscriber nor DropEvents"),
+                ))
             }
         };
         let ms = |name: &str, default: i64| -> Result<Duration, Error> {
@@ -112,26 +92,16 @@ impl StormConfig {
         let instance_name = non_empty(props, "IceStorm.InstanceName").unwrap_or_else(|| "IceStorm".into());
         let etcd = match non_empty(props, "Floe.Storm.Etcd.Endpoints") {
             None => None,
-            Some(v) => {
-                let endpoints: Vec<String> =
-                    v.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect();
-                if endpoints.is_empty() {
-                    return Err(Error::Property {
-                        name: "Floe.Storm.Etcd.Endpoints".into(),
-                        reason: "no etcd endpoint (comma-separated http://host:port URLs)".into(),
-                    });
+            Some(_) => {
+                let etcd =
+                    EtcdConfig::from_properties(props, "Floe.Storm", format!("/floe-storm/{instance_name}/"), 10)?;
+                if etcd.endpoints.is_empty() {
+                    return Err(property_error(
+                        "Floe.Storm.Etcd.Endpoints",
+                        "no etcd endpoint (comma-separated http://host:port URLs)",
+                    ));
                 }
-                let mut prefix = non_empty(props, "Floe.Storm.Etcd.Prefix")
-                    .unwrap_or_else(|| format!("/floe-storm/{instance_name}/"));
-                if !prefix.ends_with('/') {
-                    prefix.push('/');
-                }
-                Some(EtcdConfig {
-                    endpoints,
-                    prefix,
-                    lease_ttl: props.get_int("Floe.Storm.Etcd.LeaseTTL", 10)?.clamp(2, 86_400),
-                    timeout: Duration::from_secs(props.get_int("Floe.Storm.Etcd.Timeout", 10)?.clamp(1, 3600) as u64),
-                })
+                Some(etcd)
             }
         };
         Ok(StormConfig {

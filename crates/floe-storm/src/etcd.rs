@@ -25,13 +25,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions, DeleteOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, WatchOptions};
 use floe::encoding::EndpointData;
 use floe::{Communicator, Error};
-use tokio::sync::{mpsc, oneshot};
+use floe_service::etcd::etcd_client::{Client, DeleteOptions, PutOptions, Txn, TxnOp};
+use floe_service::etcd::{self as kit, EtcdConfig, KeyChange, LeaseEnd, Watcher};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
-use crate::config::EtcdConfig;
 use crate::store::{Change, Contents, Record};
 
 const LOG: &str = "floe::storm";
@@ -181,14 +181,12 @@ impl Ctx {
 
     /// Reads everything under the prefix: the contents and the revision they are at (the
     /// live replicas are set on the way).
-    async fn read_all(&self) -> Result<(Contents, i64), etcd_client::Error> {
-        let mut client = self.client.clone();
-        let resp = client.get(self.prefix.as_str(), Some(GetOptions::new().with_prefix())).await?;
-        let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+    async fn read_all(&self) -> Result<(Contents, i64), kit::etcd_client::Error> {
+        let (kvs, revision) = kit::read_prefix(&self.client, &self.prefix).await?;
         let mut topics: BTreeMap<String, Vec<(String, Record)>> = BTreeMap::new();
         let mut subscribers = Vec::new();
         self.replicas.write().expect("replicas").clear();
-        for kv in resp.kvs() {
+        for kv in &kvs {
             match self.update_of(kv.key(), Some(kv.value())) {
                 Some(Update::Topic(name, _)) => {
                     topics.entry(name).or_default();
@@ -204,6 +202,22 @@ impl Ctx {
             }
         }
         Ok((topics.into_iter().collect(), revision))
+    }
+}
+
+impl Watcher for Ctx {
+    fn changed(&self, changes: &[KeyChange<'_>]) {
+        for c in changes {
+            if let Some(u) = self.update_of(c.key, c.value) {
+                let _ = self.updates.send(u);
+            }
+        }
+    }
+
+    async fn reread(&self) -> Result<i64, kit::etcd_client::Error> {
+        let (contents, revision) = self.read_all().await?;
+        let _ = self.updates.send(Update::Reset(contents));
+        Ok(revision)
     }
 }
 
@@ -237,14 +251,7 @@ pub async fn connect(
     config: &EtcdConfig,
     communicator: &Communicator,
 ) -> Result<(EtcdStore, Contents, mpsc::UnboundedReceiver<Update>), Error> {
-    // HTTP/2 pings find a member that stopped answering; etcd closes connections that ping
-    // more often than every 5 s, or at all while idle.
-    let options = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(2))
-        .with_timeout(Duration::from_secs(5))
-        .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
-        .with_keep_alive_while_idle(false);
-    let client = Client::connect(&config.endpoints, Some(options)).await.map_err(etcd_error)?;
+    let client = kit::connect(&config.endpoints, "Floe.Storm.Etcd.Endpoints").await?;
     let (updates, rx) = mpsc::unbounded_channel();
     let ctx = Arc::new(Ctx {
         client,
@@ -257,21 +264,13 @@ pub async fn connect(
         updates,
     });
     let deadline = Instant::now() + config.timeout;
-    let (contents, revision) = loop {
-        match ctx.read_all().await {
-            Ok(r) => break r,
-            Err(e) if Instant::now() > deadline => {
-                return Err(etcd_error(format!("cannot read the topics from etcd: {e}")));
-            }
-            Err(e) => {
-                tracing::warn!(target: LOG, "cannot read the topics from etcd, retrying: {e}");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        }
-    };
+    let (contents, revision) =
+        kit::retry_at_start(deadline, "read the topics from etcd", || ctx.read_all()).await.map_err(etcd_error)?;
     let (jobs, job_rx) = mpsc::unbounded_channel();
-    let tasks =
-        vec![tokio::spawn(watch_loop(ctx.clone(), revision + 1)), tokio::spawn(write_loop(ctx.clone(), job_rx))];
+    let tasks = vec![
+        tokio::spawn(kit::watch(ctx.client.clone(), ctx.prefix.clone(), revision + 1, ctx.clone())),
+        tokio::spawn(write_loop(ctx.clone(), job_rx)),
+    ];
     Ok((EtcdStore { ctx, jobs, tasks: std::sync::Mutex::new(tasks) }, contents, rx))
 }
 
@@ -291,18 +290,10 @@ impl EtcdStore {
             |eps: &[EndpointData]| eps.iter().map(floe::reference::endpoint_to_string).collect::<Vec<_>>().join(":");
         let value = format!("{}\n{}", join(topic_manager), join(publish));
         let deadline = Instant::now() + self.ctx.timeout;
-        let lease = loop {
-            match put_registration(&self.ctx, &value).await {
-                Ok(id) => break id,
-                Err(e) if Instant::now() > deadline => {
-                    return Err(etcd_error(format!("cannot register the replica in etcd: {e}")));
-                }
-                Err(e) => {
-                    tracing::warn!(target: LOG, "cannot register the replica in etcd, retrying: {e}");
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-            }
-        };
+        let lease =
+            kit::retry_at_start(deadline, "register the replica in etcd", || put_registration(&self.ctx, &value))
+                .await
+                .map_err(etcd_error)?;
         let task = tokio::spawn(keep_registered(self.ctx.clone(), value, lease));
         self.tasks.lock().expect("tasks").push(task);
         Ok(())
@@ -332,7 +323,7 @@ impl EtcdStore {
 }
 
 /// Grants a lease and puts this replica's key under it; returns the lease.
-async fn put_registration(ctx: &Ctx, value: &str) -> Result<i64, etcd_client::Error> {
+async fn put_registration(ctx: &Ctx, value: &str) -> Result<i64, kit::etcd_client::Error> {
     let mut client = ctx.client.clone();
     let id = client.lease_grant(ctx.lease_ttl, None).await?.id();
     client.put(ctx.replica_key(), value, Some(PutOptions::new().with_lease(id))).await?;
@@ -342,8 +333,8 @@ async fn put_registration(ctx: &Ctx, value: &str) -> Result<i64, etcd_client::Er
 /// Keeps this replica's lease alive (every third of its TTL); registers again, under a new
 /// lease, when it expired (etcd unreachable for longer than the TTL).
 async fn keep_registered(ctx: Arc<Ctx>, value: String, mut lease: i64) {
-    let period = Duration::from_millis((ctx.lease_ttl as u64 * 1000 / 3).max(200));
-    let mut client = ctx.client.clone();
+    let period = kit::renewal_period(ctx.lease_ttl);
+    let never = Notify::new();
     loop {
         if lease == 0 {
             match put_registration(&ctx, &value).await {
@@ -355,77 +346,10 @@ async fn keep_registered(ctx: Arc<Ctx>, value: String, mut lease: i64) {
                 }
             }
         }
-        let (mut keeper, mut stream) = match client.lease_keep_alive(lease).await {
-            Ok(k) => k,
-            Err(e) => {
-                tracing::debug!(target: LOG, "lease keep-alive: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        loop {
-            if keeper.keep_alive().await.is_err() {
-                break;
-            }
-            match tokio::time::timeout(Duration::from_secs(2), stream.message()).await {
-                Ok(Ok(Some(r))) if r.ttl() > 0 => {}
-                Ok(Ok(Some(_))) => {
-                    tracing::warn!(target: LOG, "the replica's lease {lease:x} expired: registering again");
-                    lease = 0;
-                    break;
-                }
-                _ => break,
-            }
-            tokio::time::sleep(period).await;
+        if kit::keep_lease(&ctx.client, lease, period, &never, || true).await == LeaseEnd::Expired {
+            tracing::warn!(target: LOG, "the replica's lease {lease:x} expired: registering again");
+            lease = 0;
         }
-    }
-}
-
-/// Sends what etcd holds from revision `next` on to the updates.
-async fn watch_loop(ctx: Arc<Ctx>, mut next: i64) {
-    let mut client = ctx.client.clone();
-    loop {
-        let options = WatchOptions::new().with_prefix().with_start_revision(next);
-        match client.watch(ctx.prefix.as_str(), Some(options)).await {
-            Ok((_watcher, mut stream)) => loop {
-                let resp = match stream.message().await {
-                    Ok(Some(r)) => r,
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::debug!(target: LOG, "etcd watch: {e}");
-                        break;
-                    }
-                };
-                if resp.compact_revision() > 0 {
-                    // The history from `next` is gone: read everything again.
-                    tracing::info!(target: LOG, "etcd watch compacted at {}: reading again", resp.compact_revision());
-                    match ctx.read_all().await {
-                        Ok((contents, revision)) => {
-                            let _ = ctx.updates.send(Update::Reset(contents));
-                            next = revision + 1;
-                        }
-                        Err(e) => tracing::debug!(target: LOG, "etcd read: {e}"),
-                    }
-                    break;
-                }
-                if resp.canceled() {
-                    break;
-                }
-                for ev in resp.events() {
-                    let Some(kv) = ev.kv() else { continue };
-                    let value = match ev.event_type() {
-                        EventType::Put => Some(kv.value()),
-                        EventType::Delete => None,
-                    };
-                    if let Some(u) = ctx.update_of(kv.key(), value) {
-                        let _ = ctx.updates.send(u);
-                    }
-                    next = next.max(kv.mod_revision() + 1);
-                }
-            },
-            Err(e) => tracing::debug!(target: LOG, "etcd watch: {e}"),
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -451,7 +375,6 @@ fn txn_ops(ctx: &Ctx, changes: &[Change]) -> Vec<TxnOp> {
 /// Writes the queued changes in order, each request's in one transaction, retried with
 /// back-off through any member until `Floe.Storm.Etcd.Timeout`.
 async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
-    let mut client = ctx.client.clone();
     while let Some(job) = rx.recv().await {
         let ops = txn_ops(&ctx, &job.changes);
         if ops.is_empty() {
@@ -459,24 +382,18 @@ async fn write_loop(ctx: Arc<Ctx>, mut rx: mpsc::UnboundedReceiver<Job>) {
             continue;
         }
         let deadline = Instant::now() + ctx.timeout;
-        let mut pause = Duration::from_millis(20);
-        loop {
-            match client.txn(Txn::new().and_then(ops.clone())).await {
-                Ok(_) => {
-                    let _ = job.done.send(());
-                    break;
-                }
-                Err(e) if Instant::now() + pause > deadline => {
-                    // Dropping `done` fails the request.
-                    tracing::error!(target: LOG, "cannot write to etcd: {e}");
-                    break;
-                }
-                Err(e) => {
-                    tracing::debug!(target: LOG, "etcd write failed, retrying: {e}");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                }
+        let written = kit::retry_until(deadline, || {
+            let mut client = ctx.client.clone();
+            let txn = Txn::new().and_then(ops.clone());
+            async move { client.txn(txn).await.map(drop).map_err(|e| e.to_string()) }
+        })
+        .await;
+        match written {
+            Ok(()) => {
+                let _ = job.done.send(());
             }
+            // Dropping `done` fails the request.
+            Err(e) => tracing::error!(target: LOG, "cannot write to etcd: {e}"),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod slice {
 }
 
 pub mod config;
+pub mod env;
 pub mod etcd;
 pub mod service;
 pub mod store;

@@ -2,130 +2,52 @@
 //! the finder (`IceStorm/Finder`) and the topics.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
-use floe::{Communicator, Current, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
+use floe::{Communicator, Current, Error, Identity, ObjectPrx, Proxy};
+use floe_service::props::property_error;
 use tracing::info;
 
 use crate::config::StormConfig;
-use crate::etcd::{EtcdStore, Update};
+use crate::env::{Backend, Env};
+use crate::etcd::Update;
 use crate::slice::ice;
 use crate::slice::ice_storm::{self, NoSuchTopic, TopicDict, TopicExists, TopicManagerPrx, TopicPrx};
 use crate::store::{Change, Contents, Store};
-use crate::topic::TopicCore;
+use crate::topic::{TopicCore, Topics};
 
-/// Where the state is kept.
-#[derive(Debug)]
-enum Backend {
-    /// Nowhere: in memory only.
-    Memory,
-    /// In the redb database of the data directory.
-    Redb(Store),
-    /// In etcd, shared with other replicas.
-    Etcd(Arc<EtcdStore>),
-}
-
-/// What the topics share: configuration, adapters and the store.
+/// The service's topics, by name, in their environment.
 pub struct Shared {
-    /// The communicator.
-    pub communicator: Communicator,
-    /// The configuration.
-    pub config: Arc<StormConfig>,
-    /// `IceStorm.TopicManager`: the topic manager, the finder and the topics.
-    pub topic_adapter: ObjectAdapter,
-    /// `IceStorm.Publish`: publishers and link objects.
-    pub publish_adapter: ObjectAdapter,
-    store: Mutex<Backend>,
+    /// What the topics run in.
+    pub env: Arc<Env>,
     topics: Mutex<HashMap<String, Arc<TopicCore>>>,
 }
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("instance", &self.config.instance_name).finish_non_exhaustive()
+        f.debug_struct("Shared").field("env", &self.env).finish_non_exhaustive()
     }
 }
 
-impl Shared {
-    /// Queues changes for the store; the receiver completes once they are committed (at once
-    /// without a data directory).
-    pub fn write(&self, changes: Vec<Change>) -> tokio::sync::oneshot::Receiver<()> {
-        match &*self.store.lock().expect("store") {
-            Backend::Redb(store) => store.write(changes),
-            Backend::Etcd(etcd) => etcd.write(changes),
-            Backend::Memory => {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let _ = tx.send(());
-                rx
-            }
-        }
-    }
-
-    fn etcd(&self) -> Option<Arc<EtcdStore>> {
-        match &*self.store.lock().expect("store") {
-            Backend::Etcd(etcd) => Some(etcd.clone()),
-            _ => None,
-        }
-    }
-
-    /// `direct` with the endpoints `pick` chooses of every other live replica added after
-    /// its own (unchanged without etcd, or for an indirect proxy).
-    fn with_replicas(
-        &self,
-        direct: ObjectPrx,
-        pick: impl Fn(&crate::etcd::ReplicaEndpoints) -> &[floe::encoding::EndpointData],
-    ) -> ObjectPrx {
-        let Some(etcd) = self.etcd() else { return direct };
-        if direct.reference().is_indirect() {
-            return direct;
-        }
-        let mut endpoints = direct.reference().wire.endpoints.clone();
-        for r in etcd.replicas() {
-            for e in pick(&r) {
-                if !endpoints.contains(e) {
-                    endpoints.push(e.clone());
-                }
-            }
-        }
-        direct.ice_endpoints(endpoints)
-    }
-
-    /// A proxy for an object of the publish adapter: with etcd, it carries the publish
-    /// endpoints of every live replica, so that a publisher fails over when one dies.
-    pub fn publish_proxy(&self, id: Identity) -> ObjectPrx {
-        self.with_replicas(self.publish_adapter.create_proxy(id), |r| &r.publish)
-    }
-
-    /// The proxy `getNonReplicatedPublisher` returns: this replica's endpoints, and with etcd
-    /// those of every other live replica after them (each replica delivers what it
-    /// receives to every subscriber, so any of them will do).
-    pub fn publish_direct_proxy(&self, id: Identity) -> ObjectPrx {
-        self.with_replicas(self.publish_adapter.create_direct_proxy(id), |r| &r.publish)
-    }
-
-    /// A proxy for an object of the topic manager's adapter (with etcd, reaching any live
-    /// replica).
-    pub fn topic_manager_proxy(&self, id: Identity) -> ObjectPrx {
-        self.with_replicas(self.topic_adapter.create_proxy(id), |r| &r.topic_manager)
-    }
-
-    /// True while `topic` is a topic of the service (not destroyed).
-    pub fn has_topic(&self, topic: &Arc<TopicCore>) -> bool {
+impl Topics for Shared {
+    fn has_topic(&self, topic: &Arc<TopicCore>) -> bool {
         self.topics.lock().expect("topics").get(&topic.name).is_some_and(|t| Arc::ptr_eq(t, topic))
     }
 
-    /// Destroys a topic; `None` when it was destroyed already.
-    pub fn destroy_topic(&self, topic: &Arc<TopicCore>) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    fn destroy_topic(&self, topic: &Arc<TopicCore>) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let mut topics = self.topics.lock().expect("topics");
         if !topics.get(&topic.name).is_some_and(|t| Arc::ptr_eq(t, topic)) {
             return None;
         }
         topics.remove(&topic.name);
-        let written = self.write(vec![Change::RemoveTopic(topic.name.clone())]);
+        let written = self.env.write(vec![Change::RemoveTopic(topic.name.clone())]);
         drop(topics);
         topic.shut();
         Some(written)
     }
+}
 
+impl Shared {
     /// Applies a change another replica (or this one) made in etcd; what is there already
     /// is left alone.
     fn apply(self: &Arc<Self>, update: Update) {
@@ -177,9 +99,15 @@ impl Shared {
         if let Some(t) = topics.get(name) {
             return t.clone();
         }
-        let t = TopicCore::new(self.clone(), name);
+        let t = TopicCore::new(self.env.clone(), self.topics_handle(), name);
         topics.insert(name.to_string(), t.clone());
         t
+    }
+
+    /// The handle topics have on the list they are in.
+    fn topics_handle(self: &Arc<Self>) -> Weak<dyn Topics> {
+        let weak: Weak<Shared> = Arc::downgrade(self);
+        weak
     }
 
     /// The topic called `name`.
@@ -206,27 +134,27 @@ impl Storm {
         let (store, contents) = match &config.data_dir {
             // With etcd, the state is read by `activate`.
             Some(dir) if config.etcd.is_none() => {
-                let (store, contents) = Store::open(dir)
-                    .map_err(|e| Error::Property { name: "IceStorm.LMDB.Path".into(), reason: e.to_string() })?;
+                let (store, contents) = Store::open(dir).map_err(|e| property_error("IceStorm.LMDB.Path", e.0))?;
                 (Backend::Redb(store), contents)
             }
             _ => (Backend::Memory, Vec::new()),
         };
-        let shared = Arc::new(Shared {
+        let env = Arc::new(Env {
             communicator,
             config: Arc::new(config),
             topic_adapter,
             publish_adapter,
             store: Mutex::new(store),
-            topics: Mutex::new(HashMap::new()),
         });
-        let instance = shared.config.instance_name.clone();
+        let shared = Arc::new(Shared { env, topics: Mutex::new(HashMap::new()) });
+        let instance = shared.env.config.instance_name.clone();
         let manager = Arc::new(Manager(shared.clone()));
-        shared.topic_adapter.add(
+        shared.env.topic_adapter.add(
             ice_storm::TopicManagerServer::new(ManagerServant(manager.clone())),
             Identity::with_category(&instance, "TopicManager"),
         );
         shared
+            .env
             .topic_adapter
             .add(ice_storm::FinderServer::new(FinderServant(manager)), Identity::with_category("IceStorm", "Finder"));
         Ok(Storm { shared, restored: Mutex::new(contents) })
@@ -237,14 +165,14 @@ impl Storm {
     pub async fn activate(&self) -> Result<(), Error> {
         let mut contents = std::mem::take(&mut *self.restored.lock().expect("restored"));
         let mut updates = None;
-        if let Some(config) = &self.shared.config.etcd {
-            let (etcd, read, rx) = crate::etcd::connect(config, &self.shared.communicator).await?;
-            *self.shared.store.lock().expect("store") = Backend::Etcd(Arc::new(etcd));
+        if let Some(config) = &self.shared.env.config.etcd {
+            let (etcd, read, rx) = crate::etcd::connect(config, &self.shared.env.communicator).await?;
+            *self.shared.env.store.lock().expect("store") = Backend::Etcd(Arc::new(etcd));
             contents = read;
             updates = Some(rx);
         }
         for (name, subscribers) in contents {
-            let topic = TopicCore::new(self.shared.clone(), &name);
+            let topic = TopicCore::new(self.shared.env.clone(), self.shared.topics_handle(), &name);
             self.shared.topics.lock().expect("topics").insert(name.clone(), topic.clone());
             for (id, record) in subscribers {
                 if let Err(e) = topic.restore(&id, record) {
@@ -252,9 +180,9 @@ impl Storm {
                 }
             }
         }
-        self.shared.publish_adapter.activate().await?;
-        self.shared.topic_adapter.activate().await?;
-        if let (Some(mut updates), Some(etcd)) = (updates, self.shared.etcd()) {
+        self.shared.env.publish_adapter.activate().await?;
+        self.shared.env.topic_adapter.activate().await?;
+        if let (Some(mut updates), Some(etcd)) = (updates, self.shared.env.etcd()) {
             // What changed in etcd since it was read, and from now on.
             let shared = Arc::downgrade(&self.shared);
             tokio::spawn(async move {
@@ -263,7 +191,8 @@ impl Storm {
                     shared.apply(u);
                 }
             });
-            etcd.register(&self.shared.topic_adapter.endpoints(), &self.shared.publish_adapter.endpoints()).await?;
+            etcd.register(&self.shared.env.topic_adapter.endpoints(), &self.shared.env.publish_adapter.endpoints())
+                .await?;
         }
         Ok(())
     }
@@ -280,7 +209,7 @@ impl Storm {
         for t in topics {
             t.shut();
         }
-        let backend = std::mem::replace(&mut *self.shared.store.lock().expect("store"), Backend::Memory);
+        let backend = std::mem::replace(&mut *self.shared.env.store.lock().expect("store"), Backend::Memory);
         match backend {
             Backend::Redb(mut s) => s.close(),
             Backend::Etcd(etcd) => etcd.close().await,
@@ -294,7 +223,7 @@ struct Manager(Arc<Shared>);
 
 impl Manager {
     fn trace(&self, what: impl FnOnce() -> String) {
-        if self.0.config.trace_topic_manager > 0 {
+        if self.0.env.config.trace_topic_manager > 0 {
             info!(target: "floe::storm", "topic manager: {}", what());
         }
     }
@@ -311,9 +240,9 @@ impl ice_storm::TopicManager for ManagerServant {
             if topics.contains_key(name.as_str()) {
                 return Err(Error::user(TopicExists { name: name.clone() }));
             }
-            let topic = TopicCore::new(shared.clone(), &name);
+            let topic = TopicCore::new(shared.env.clone(), shared.topics_handle(), &name);
             topics.insert(name.to_string(), topic.clone());
-            (topic, shared.write(vec![Change::AddTopic(name.to_string())]))
+            (topic, shared.env.write(vec![Change::AddTopic(name.to_string())]))
         };
         self.0.trace(|| format!("create {name}"));
         if let Err(e) = crate::topic::written(written.1).await {
@@ -352,8 +281,8 @@ struct FinderServant(Arc<Manager>);
 impl ice_storm::Finder for FinderServant {
     async fn get_topic_manager(&self, _: &Current) -> floe::Result<Option<TopicManagerPrx>> {
         let shared = &self.0 .0;
-        let id = Identity::with_category(&shared.config.instance_name, "TopicManager");
-        let p: ObjectPrx = shared.topic_manager_proxy(id);
+        let id = Identity::with_category(&shared.env.config.instance_name, "TopicManager");
+        let p: ObjectPrx = shared.env.topic_manager_proxy(id);
         Ok(Some(TopicManagerPrx::from_object(p)))
     }
 }

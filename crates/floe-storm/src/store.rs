@@ -2,15 +2,14 @@
 //! database under the data directory (`IceStorm.LMDB.Path`).
 //!
 //! The service keeps its state in memory and delivers from there; every change is also
-//! written by one writer thread, in the order the changes were made, which commits what
-//! arrived together in one durable transaction; the request that made a change is answered
-//! once it is committed.
-
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+//! written, through floe-service's group-commit store, in the order the changes were made;
+//! the request that made a change is answered once it is committed. Here: the tables, the
+//! subscriber record and how changes apply to the tables.
 
 use floe::encoding::{Decoder, Encoder, EncodingVersion};
-use redb::{Database, ReadableTable, TableDefinition};
+use floe_service::store::redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+pub use floe_service::store::StoreError;
+use floe_service::store::{err, read_table, Schema};
 
 /// Topics: name → nothing (the table is the list).
 const TOPICS: TableDefinition<&str, &[u8]> = TableDefinition::new("topics");
@@ -19,22 +18,6 @@ const SUBSCRIBERS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("
 
 /// The name of the database file in the data directory.
 pub const FILE_NAME: &str = "floe-storm.redb";
-
-/// Why the store could not be opened or read.
-#[derive(Debug)]
-pub struct StoreError(pub String);
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StoreError {}
-
-fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("{context}: {e}"))
-}
 
 /// A stored subscriber or link.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,112 +90,39 @@ pub enum Change {
 /// What was stored: each topic with its subscribers and links.
 pub type Contents = Vec<(String, Vec<(String, Record)>)>;
 
-struct Job {
-    changes: Vec<Change>,
-    done: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
 /// The handle to the database and its writer thread.
-pub struct Store {
-    tx: Option<mpsc::Sender<Job>>,
-    writer: Option<std::thread::JoinHandle<()>>,
-    path: PathBuf,
-}
+pub type Store = floe_service::store::Store<StormSchema>;
 
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
-    }
-}
+/// The service's tables, as the store reads and changes them.
+#[derive(Debug)]
+pub struct StormSchema;
 
-impl Store {
-    /// Opens (creating it if needed) the database in `dir`, and returns it with its contents.
-    pub fn open(dir: &Path) -> Result<(Store, Contents), StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| err(&format!("cannot create {}", dir.display()), e))?;
-        let path = dir.join(FILE_NAME);
-        let db = Database::create(&path).map_err(|e| err(&format!("cannot open {}", path.display()), e))?;
-        let w = db.begin_write().map_err(|e| err("begin", e))?;
-        w.open_table(TOPICS).map_err(|e| err("topics table", e))?;
-        w.open_table(SUBSCRIBERS).map_err(|e| err("subscribers table", e))?;
-        w.commit().map_err(|e| err("commit", e))?;
+impl Schema for StormSchema {
+    const FILE_NAME: &'static str = FILE_NAME;
+    const WRITER: &'static str = "floe-storm-store";
+    type Change = Change;
+    type Contents = Contents;
 
+    fn read(r: &ReadTransaction) -> Result<Contents, StoreError> {
         let mut contents: Contents = Vec::new();
-        let r = db.begin_read().map_err(|e| err("begin read", e))?;
-        let topics = r.open_table(TOPICS).map_err(|e| err("topics table", e))?;
-        for entry in topics.iter().map_err(|e| err("read topics", e))? {
-            let (k, _) = entry.map_err(|e| err("read topic", e))?;
-            contents.push((k.value().to_string(), Vec::new()));
-        }
-        let subscribers = r.open_table(SUBSCRIBERS).map_err(|e| err("subscribers table", e))?;
-        for entry in subscribers.iter().map_err(|e| err("read subscribers", e))? {
-            let (k, v) = entry.map_err(|e| err("read subscriber", e))?;
-            let (topic, id) = k.value();
-            let record = Record::decode(v.value())?;
+        read_table(r, TOPICS, |name, _| {
+            contents.push((name.to_string(), Vec::new()));
+            Ok(())
+        })?;
+        read_table(r, SUBSCRIBERS, |(topic, id), value| {
+            let record = Record::decode(value)?;
             if let Some((_, subs)) = contents.iter_mut().find(|(t, _)| t == topic) {
                 subs.push((id.to_string(), record));
             }
-        }
-        drop((topics, subscribers, r));
-
-        let (tx, rx) = mpsc::channel::<Job>();
-        let writer = std::thread::Builder::new()
-            .name("floe-storm-store".into())
-            .spawn(move || writer_loop(db, rx))
-            .map_err(|e| err("cannot start the store's writer", e))?;
-        Ok((Store { tx: Some(tx), writer: Some(writer), path }, contents))
+            Ok(())
+        })?;
+        Ok(contents)
     }
 
-    /// Queues `changes`; the returned receiver completes once they are durably committed.
-    pub fn write(&self, changes: Vec<Change>) -> tokio::sync::oneshot::Receiver<()> {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Job { changes, done: Some(done) });
-        }
-        rx
-    }
-
-    /// Writes what is queued and stops the writer thread.
-    pub fn close(&mut self) {
-        self.tx = None;
-        if let Some(w) = self.writer.take() {
-            let _ = w.join();
-        }
-    }
-}
-
-impl Drop for Store {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
-fn writer_loop(db: Database, rx: mpsc::Receiver<Job>) {
-    while let Ok(first) = rx.recv() {
-        let mut jobs = vec![first];
-        // Group commit: everything that arrived meanwhile goes into the same transaction.
-        while jobs.len() < 4096 {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = apply(&db, &jobs) {
-            tracing::error!(target: "floe::storm", "cannot write the database: {e}");
-        }
-        for mut j in jobs {
-            if let Some(done) = j.done.take() {
-                let _ = done.send(());
-            }
-        }
-    }
-}
-
-fn apply(db: &Database, jobs: &[Job]) -> Result<(), StoreError> {
-    let w = db.begin_write().map_err(|e| err("begin", e))?;
-    {
+    fn apply(w: &WriteTransaction, changes: &[&Change]) -> Result<(), StoreError> {
         let mut topics = w.open_table(TOPICS).map_err(|e| err("topics table", e))?;
         let mut subscribers = w.open_table(SUBSCRIBERS).map_err(|e| err("subscribers table", e))?;
-        for change in jobs.iter().flat_map(|j| j.changes.iter()) {
+        for change in changes {
             match change {
                 Change::AddTopic(name) => {
                     topics.insert(name.as_str(), &[][..]).map_err(|e| err("put topic", e))?;
@@ -245,8 +155,8 @@ fn apply(db: &Database, jobs: &[Job]) -> Result<(), StoreError> {
                 }
             }
         }
+        Ok(())
     }
-    w.commit().map_err(|e| err("commit", e))
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@
 //! under the `RemoveSubscriber` policy.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use floe::bytes::{BufMut, Bytes, BytesMut};
@@ -25,7 +27,6 @@ use crate::config::{QueueFullPolicy, StormConfig};
 use crate::slice::ice;
 use crate::slice::ice_storm::{EventData, TopicLinkPrx};
 use crate::store::Record;
-use crate::topic::TopicCore;
 
 /// One published event, shared by the queues of every subscriber it goes to.
 #[derive(Debug)]
@@ -157,6 +158,10 @@ impl std::fmt::Debug for Subscriber {
     }
 }
 
+/// What a subscriber's delivery task calls once the subscriber failed for good: given by
+/// its topic, which removes it.
+pub type OnFailed = Box<dyn FnOnce(Arc<Subscriber>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
 /// Why a subscription was refused: the reason of a `BadQoS`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BadQoS(pub String);
@@ -241,11 +246,11 @@ impl Subscriber {
         self.queue.lock().expect("subscriber queue").state == State::Error
     }
 
-    /// Starts the task that delivers the queued events; it removes the subscriber from
-    /// `topic` when it fails for good.
-    pub fn start(self: &Arc<Self>, topic: Weak<TopicCore>) {
+    /// Starts the task that delivers the queued events; it calls `failed` (which takes the
+    /// subscriber out of its topic) when the subscriber fails for good.
+    pub fn start(self: &Arc<Self>, failed: OnFailed) {
         let me = self.clone();
-        tokio::spawn(async move { me.run(topic).await });
+        tokio::spawn(async move { me.run(failed).await });
     }
 
     /// Stops the delivery task (events still queued are dropped).
@@ -313,7 +318,7 @@ impl Subscriber {
         self.queue.lock().expect("subscriber queue").events.len()
     }
 
-    async fn run(self: Arc<Self>, topic: Weak<TopicCore>) {
+    async fn run(self: Arc<Self>, failed: OnFailed) {
         loop {
             let batch = loop {
                 {
@@ -340,9 +345,7 @@ impl Subscriber {
             };
             let Some(batch) = batch else {
                 // Failed for good: leave the topic.
-                if let Some(topic) = topic.upgrade() {
-                    topic.remove_failed(&self).await;
-                }
+                failed(self.clone()).await;
                 return;
             };
             debug!(target: "floe::storm", "subscriber {}: delivering {} events", identity_to_string(&self.id), batch.len());
@@ -439,7 +442,7 @@ impl Subscriber {
                         })
                     })
                     .collect();
-                let replies = floe::codegen::invoke_many_raw(&conn, msgs, Compress::No).await.map_err(classify)?;
+                let replies = conn.invoke_pipelined(msgs, Compress::No).await.map_err(classify)?;
                 for r in replies {
                     match r {
                         Ok(reply) => match reply.body {

@@ -3,13 +3,13 @@
 //! (`<InstanceName>/<name>.link`), and the per-subscriber publishers
 //! (`<InstanceName>/topic.<name>.publish.<subscriber identity>`).
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use floe::reference::identity_to_string;
 use floe::{Current, DispatchFuture, Dispatcher, Error, Identity, IncomingRequest, ObjectPrx, Proxy};
 use tracing::info;
 
-use crate::service::Shared;
+use crate::env::Env;
 use crate::slice::ice;
 use crate::slice::ice_storm::{
     self, AlreadySubscribed, BadQoS, EventDataSeq, InvalidSubscriber, LinkExists, LinkInfo, LinkInfoSeq, NoSuchLink,
@@ -24,7 +24,9 @@ pub struct TopicCore {
     pub name: String,
     /// `<InstanceName>/topic.<name>`.
     pub id: Identity,
-    shared: Arc<Shared>,
+    env: Arc<Env>,
+    /// The list the topic is in (weak: the list holds the topic).
+    topics: Weak<dyn Topics>,
     publisher_id: Identity,
     link_id: Identity,
     /// Copied on change, so that publishing takes the read lock only to clone an `Arc`.
@@ -39,6 +41,15 @@ impl std::fmt::Debug for TopicCore {
     }
 }
 
+/// The list of topics a topic is in, as the topic sees it: the service implements it.
+pub trait Topics: Send + Sync {
+    /// True while `topic` is in the list (not destroyed).
+    fn has_topic(&self, topic: &Arc<TopicCore>) -> bool;
+    /// Takes `topic` out of the list, shuts it and stores that; `None` when it was not
+    /// there any more. The receiver completes once the removal is stored.
+    fn destroy_topic(&self, topic: &Arc<TopicCore>) -> Option<tokio::sync::oneshot::Receiver<()>>;
+}
+
 /// The topic name an identity stands for: `topic.<name>` in a category, or a bare name.
 pub fn identity_to_topic_name(id: &Identity) -> String {
     if id.category.is_empty() {
@@ -49,18 +60,19 @@ pub fn identity_to_topic_name(id: &Identity) -> String {
 
 impl TopicCore {
     /// Creates a topic and registers its objects (with no subscribers).
-    pub fn new(shared: Arc<Shared>, name: &str) -> Arc<TopicCore> {
-        let instance = &shared.config.instance_name;
+    pub fn new(env: Arc<Env>, topics: Weak<dyn Topics>, name: &str) -> Arc<TopicCore> {
+        let instance = &env.config.instance_name;
         let topic = Arc::new(TopicCore {
             name: name.to_string(),
             id: Identity::with_category(instance, format!("topic.{name}")),
             publisher_id: Identity::with_category(instance, format!("{name}.publish")),
             link_id: Identity::with_category(instance, format!("{name}.link")),
-            shared,
+            env,
+            topics,
             subscribers: RwLock::new(Arc::new(Vec::new())),
             changes: Mutex::new(()),
         });
-        let s = &topic.shared;
+        let s = &topic.env;
         s.topic_adapter.add(ice_storm::TopicInternalServer::new(TopicServant(topic.clone())), topic.id.clone());
         s.publish_adapter.add(Arc::new(Publisher(topic.clone())), topic.publisher_id.clone());
         s.publish_adapter.add(ice_storm::TopicLinkServer::new(LinkServant(topic.clone())), topic.link_id.clone());
@@ -69,7 +81,7 @@ impl TopicCore {
 
     /// The topic's proxy.
     pub fn proxy(&self) -> TopicPrx {
-        TopicPrx::from_object(self.shared.topic_manager_proxy(self.id.clone()))
+        TopicPrx::from_object(self.env.topic_manager_proxy(self.id.clone()))
     }
 
     /// The subscribers now.
@@ -87,7 +99,7 @@ impl TopicCore {
 
     fn per_subscriber_id(&self, subscriber: &Identity) -> Identity {
         Identity::with_category(
-            &self.shared.config.instance_name,
+            &self.env.config.instance_name,
             format!("topic.{}.publish.{}", self.name, identity_to_string(subscriber)),
         )
     }
@@ -102,13 +114,20 @@ impl TopicCore {
         }
         if !s.is_link() {
             let per = self.per_subscriber_id(&s.id);
-            self.shared.publish_adapter.add(Arc::new(SubscriberPublisher(s.clone())), per);
+            self.env.publish_adapter.add(Arc::new(SubscriberPublisher(s.clone())), per);
         }
-        s.start(Arc::downgrade(self));
+        let topic = Arc::downgrade(self);
+        s.start(Box::new(move |s| {
+            Box::pin(async move {
+                if let Some(topic) = topic.upgrade() {
+                    topic.remove_failed(&s).await;
+                }
+            })
+        }));
         list.push(s.clone());
         *self.subscribers.write().expect("subscribers") = Arc::new(list);
         let change = Change::PutSubscriber(self.name.clone(), identity_to_string(&s.id), s.record.clone());
-        Some(if persist { self.shared.write(vec![change]) } else { done() })
+        Some(if persist { self.env.write(vec![change]) } else { done() })
     }
 
     /// Removes the subscriber with identity `id` (writing that to the store when `persist`);
@@ -121,10 +140,10 @@ impl TopicCore {
         *self.subscribers.write().expect("subscribers") = Arc::new(list);
         s.close();
         if !s.is_link() {
-            self.shared.publish_adapter.remove(&self.per_subscriber_id(id));
+            self.env.publish_adapter.remove(&self.per_subscriber_id(id));
         }
         let change = Change::RemoveSubscriber(self.name.clone(), identity_to_string(id));
-        Some(if persist { self.shared.write(vec![change]) } else { done() })
+        Some(if persist { self.env.write(vec![change]) } else { done() })
     }
 
     /// Removes a subscriber that failed for good (if it is still this topic's).
@@ -147,7 +166,7 @@ impl TopicCore {
 
     /// Restores a stored subscriber or link.
     pub fn restore(self: &Arc<Self>, id: &str, record: Record) -> Result<(), Error> {
-        let communicator = &self.shared.communicator;
+        let communicator = &self.env.communicator;
         let id = floe::reference::string_to_identity(id)
             .map_err(|e| Error::Property { name: "stored subscriber".into(), reason: e })?;
         let proxy = communicator.string_to_proxy(&record.proxy)?;
@@ -161,13 +180,13 @@ impl TopicCore {
                     Some(topic),
                     Delivery::Link { cost: *cost },
                     -1,
-                    self.shared.config.clone(),
+                    self.env.config.clone(),
                 )
             }
             None => {
                 let (delivery, retry) = parse_qos(&record.qos, &proxy)
                     .map_err(|e| Error::Property { name: "stored subscriber".into(), reason: e.0 })?;
-                Subscriber::new(id, record.clone(), proxy, None, delivery, retry, self.shared.config.clone())
+                Subscriber::new(id, record.clone(), proxy, None, delivery, retry, self.env.config.clone())
             }
         };
         self.add(s, false);
@@ -207,16 +226,16 @@ impl TopicCore {
         for s in list.iter() {
             s.close();
             if !s.is_link() {
-                self.shared.publish_adapter.remove(&self.per_subscriber_id(&s.id));
+                self.env.publish_adapter.remove(&self.per_subscriber_id(&s.id));
             }
         }
-        self.shared.topic_adapter.remove(&self.id);
-        self.shared.publish_adapter.remove(&self.publisher_id);
-        self.shared.publish_adapter.remove(&self.link_id);
+        self.env.topic_adapter.remove(&self.id);
+        self.env.publish_adapter.remove(&self.publisher_id);
+        self.env.publish_adapter.remove(&self.link_id);
     }
 
     fn trace(&self, what: impl FnOnce() -> String) {
-        if self.shared.config.trace_topic > 0 {
+        if self.env.config.trace_topic > 0 {
             info!(target: "floe::storm", "topic {}: {}", self.name, what());
         }
     }
@@ -293,7 +312,7 @@ fn no_topic(current: &Current) -> Error {
 impl TopicServant {
     /// The topic, unless it was destroyed.
     fn live(&self, current: &Current) -> Result<&Arc<TopicCore>, Error> {
-        if self.0.shared.has_topic(&self.0) {
+        if self.0.topics.upgrade().is_some_and(|t| t.has_topic(&self.0)) {
             Ok(&self.0)
         } else {
             Err(no_topic(current))
@@ -308,12 +327,12 @@ impl ice_storm::Topic for TopicServant {
 
     async fn get_publisher(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
         let t = self.live(current)?;
-        Ok(Some(t.shared.publish_proxy(t.publisher_id.clone())))
+        Ok(Some(t.env.publish_proxy(t.publisher_id.clone())))
     }
 
     async fn get_non_replicated_publisher(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
         let t = self.live(current)?;
-        Ok(Some(t.shared.publish_direct_proxy(t.publisher_id.clone())))
+        Ok(Some(t.env.publish_direct_proxy(t.publisher_id.clone())))
     }
 
     async fn subscribe_and_get_publisher(
@@ -332,13 +351,13 @@ impl ice_storm::Topic for TopicServant {
         let id = proxy.ice_get_identity().clone();
         t.trace(|| format!("subscribe {} ({proxy}) QoS {qos:?}", identity_to_string(&id)));
         let record = Record { proxy: proxy.to_string(), qos, link: None };
-        let s = Subscriber::new(id.clone(), record, proxy, None, delivery, retry, t.shared.config.clone());
+        let s = Subscriber::new(id.clone(), record, proxy, None, delivery, retry, t.env.config.clone());
         let w = t.add(s.clone(), true).ok_or_else(|| Error::user(AlreadySubscribed::default()))?;
         if let Err(e) = written(w).await {
             t.undo_add(&s);
             return Err(e);
         }
-        Ok(Some(t.shared.publish_proxy(t.per_subscriber_id(&id))))
+        Ok(Some(t.env.publish_proxy(t.per_subscriber_id(&id))))
     }
 
     async fn unsubscribe(&self, subscriber: Option<ObjectPrx>, current: &Current) -> floe::Result<()> {
@@ -375,7 +394,7 @@ impl ice_storm::Topic for TopicServant {
             Some(to.as_object().clone()),
             Delivery::Link { cost },
             -1,
-            t.shared.config.clone(),
+            t.env.config.clone(),
         );
         let w = t.add(s.clone(), true).ok_or_else(|| Error::user(LinkExists { name: name.into() }))?;
         if let Err(e) = written(w).await {
@@ -426,7 +445,7 @@ impl ice_storm::Topic for TopicServant {
     async fn destroy(&self, current: &Current) -> floe::Result<()> {
         let t = self.live(current)?;
         t.trace(|| "destroy".into());
-        match t.shared.destroy_topic(t) {
+        match t.topics.upgrade().and_then(|topics| topics.destroy_topic(t)) {
             Some(w) => written(w).await,
             None => Err(no_topic(current)),
         }
@@ -436,7 +455,7 @@ impl ice_storm::Topic for TopicServant {
 impl ice_storm::TopicInternal for TopicServant {
     async fn get_link_proxy(&self, current: &Current) -> floe::Result<Option<TopicLinkPrx>> {
         let t = self.live(current)?;
-        Ok(Some(TopicLinkPrx::from_object(t.shared.publish_proxy(t.link_id.clone()))))
+        Ok(Some(TopicLinkPrx::from_object(t.env.publish_proxy(t.link_id.clone()))))
     }
 
     async fn reap(&self, _ids: ice::IdentitySeq, _: &Current) -> floe::Result<()> {

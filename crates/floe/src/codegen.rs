@@ -20,7 +20,7 @@ pub fn future_in<F>(slot: Box<std::mem::MaybeUninit<F>>, future: F) -> DispatchF
 where
     F: Future<Output = Response> + Send + 'static,
 {
-    crate::dispatch::future_in(slot, future)
+    crate::dispatch::DispatchSlot::from_box(slot).put(future)
 }
 
 /// Memory for a dispatch future of type `F`, reusing the block of a dispatch that completed
@@ -85,39 +85,38 @@ pub fn invoke_with_seq_tail<'a, T: WireLayout + Encode>(
     proxy.invoke_with_seq_tail(operation, mode, context, write, tail)
 }
 
-/// Runs a generated call's future to completion for its `_blocking` form: see
-/// [`Communicator::try_block_on`](crate::Communicator::try_block_on); on the thread of a
+/// Runs a generated call's future to completion for its `_blocking` form:
+/// [`Communicator::try_block_on`](crate::Communicator::try_block_on) of the proxy's
+/// communicator; on the thread of a
 /// current-thread runtime the call fails with [`Error::BlockingInAsync`] instead of
 /// deadlocking.
 pub fn block_on<T, E: From<Error>>(proxy: &ObjectPrx, call: impl Future<Output = Result<T, E>>) -> Result<T, E> {
     proxy.instance().try_block_on(call).map_err(E::from)?
 }
 
-/// Sends a complete twoway request message (its request id is patched here) on `connection`
-/// and waits for the reply: for tests and tools that build messages themselves.
+/// [`Connection::invoke_message`](crate::Connection::invoke_message).
 pub async fn invoke_raw(
     connection: &crate::Connection,
     message: bytes::BytesMut,
     compress: crate::connection::Compress,
 ) -> Result<crate::protocol::Reply> {
-    connection.invoke(message, compress).await
+    connection.invoke_message(message, compress).await
 }
 
-/// Sends complete twoway request messages with one write and waits for all their replies, in
-/// request order: for tests and tools that build messages themselves.
+/// [`Connection::invoke_pipelined`](crate::Connection::invoke_pipelined).
 pub async fn invoke_many_raw(
     connection: &crate::Connection,
     messages: Vec<bytes::BytesMut>,
     compress: crate::connection::Compress,
 ) -> Result<Vec<Result<crate::protocol::Reply>>> {
-    connection.invoke_many(messages, compress).await
+    connection.invoke_pipelined(messages, compress).await
 }
 
-/// Sends a complete oneway request or batch message on `connection`.
+/// [`Connection::send_oneway_message`](crate::Connection::send_oneway_message).
 pub async fn send_oneway_raw(
     connection: &crate::Connection,
     message: bytes::BytesMut,
     compress: crate::connection::Compress,
 ) -> Result<()> {
-    connection.send_oneway(message, compress).await
+    connection.send_oneway_message(message, compress).await
 }

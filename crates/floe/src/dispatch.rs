@@ -18,8 +18,8 @@ use crate::error::Error;
 use crate::instance::Instance;
 use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
-pub(crate) use crate::response::{future_in, future_slot};
-pub use crate::response::{DispatchFuture, Response};
+pub(crate) use crate::response::future_slot;
+pub use crate::response::{DispatchFuture, DispatchSlot, Response};
 
 /// Where requests come from, shared by the requests that arrive on one connection (or
 /// adapter, for datagrams): a request counts one reference to it instead of one to each part.

@@ -36,7 +36,8 @@ pub use adapter::ObjectAdapter;
 pub use communicator::{Communicator, CommunicatorBuilder};
 pub use connection::Connection;
 pub use dispatch::{
-    Current, DispatchFuture, Dispatcher, IncomingRequest, Located, LocatorCookie, Response, ServantLocator,
+    Current, DispatchFuture, DispatchSlot, Dispatcher, IncomingRequest, Located, LocatorCookie, Response,
+    ServantLocator,
 };
 pub use encoding::{AnyClass, Class, Context, Identity, RequestContext};
 pub use error::{CallError, Error, ErrorKind, Result};

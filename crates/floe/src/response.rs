@@ -47,6 +47,53 @@ impl Response {
 /// The future a dispatch returns.
 pub type DispatchFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 
+/// Memory for the future of one dispatch, taken before the future is made, so that the
+/// future is built in place instead of being moved into a box of its own: a servant's
+/// [`dispatch`](crate::Dispatcher::dispatch) returns
+/// `DispatchSlot::new().put(async move { … })`. The memory is the block of a dispatch that
+/// completed at once on this thread when it has the future's layout, or a new allocation,
+/// so that a connection dispatching a burst of requests to one servant allocates once.
+///
+/// ```
+/// use floe::{DispatchFuture, DispatchSlot, Dispatcher, IncomingRequest};
+///
+/// struct Hello;
+///
+/// impl Dispatcher for Hello {
+///     fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+///         DispatchSlot::new().put(async move { request.current.ok(|e| e.write_str("hello")) })
+///     }
+/// }
+/// ```
+pub struct DispatchSlot<F>(Box<std::mem::MaybeUninit<F>>);
+
+impl<F> std::fmt::Debug for DispatchSlot<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatchSlot").finish_non_exhaustive()
+    }
+}
+
+impl<F: Future<Output = Response> + Send + 'static> DispatchSlot<F> {
+    /// Memory for a dispatch future of type `F` (inferred from [`put`](Self::put)).
+    #[inline]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        DispatchSlot(future_slot())
+    }
+
+    /// Wraps memory taken with [`future_slot`].
+    #[inline(always)]
+    pub(crate) fn from_box(slot: Box<std::mem::MaybeUninit<F>>) -> Self {
+        DispatchSlot(slot)
+    }
+
+    /// The dispatch future: `future`, placed in this memory and pinned.
+    #[inline(always)]
+    pub fn put(self, future: F) -> DispatchFuture {
+        future_in(self.0, future)
+    }
+}
+
 /// `future` placed in `slot`, pinned: a dispatcher that gets the slot before making the
 /// future (`future_in(future_slot(), async move { … })`) lets the compiler build it in place
 /// instead of moving it into a new box. Generated dispatchers use it.

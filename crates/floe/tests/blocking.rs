@@ -1,5 +1,5 @@
-//! Blocking calls (`Communicator::block_on`, generated `_blocking` methods through
-//! `floe::codegen::block_on`) from every kind of thread: outside a runtime, on the workers of a
+//! Blocking calls (`Communicator::block_on`, and `Communicator::try_block_on`, the path
+//! generated `_blocking` methods take) from every kind of thread: outside a runtime, on the workers of a
 //! multi-thread runtime (`#[tokio::main]`'s kind), on `spawn_blocking` threads, and on the
 //! thread of a current-thread runtime, where they fail with a typed error instead of panicking
 //! or deadlocking.
@@ -32,18 +32,19 @@ fn server_and_proxy() -> (Communicator, Communicator, ObjectPrx) {
     (server, client, proxy)
 }
 
-/// One call through the path generated `_blocking` methods take.
-fn call_blocking(proxy: &ObjectPrx) -> floe::Result<i32> {
-    floe::codegen::block_on(proxy, async {
+/// One call through the path generated `_blocking` methods take (`try_block_on` of the
+/// proxy's communicator).
+fn call_blocking(client: &Communicator, proxy: &ObjectPrx) -> floe::Result<i32> {
+    client.try_block_on(async {
         let outcome = proxy.invoke("get", OperationMode::Normal, None, |_| {}).await?;
         outcome.expect("a twoway reply").decode(|d| d.read_i32())
-    })
+    })?
 }
 
 #[test]
 fn blocking_calls_work_outside_a_runtime() {
     let (server, client, proxy) = server_and_proxy();
-    assert_eq!(call_blocking(&proxy).unwrap(), 7);
+    assert_eq!(call_blocking(&client, &proxy).unwrap(), 7);
     client.destroy_blocking();
     server.destroy_blocking();
 }
@@ -55,16 +56,16 @@ fn blocking_calls_work_on_the_workers_of_a_multi_thread_runtime() {
     // As in `#[tokio::main] async fn main() { … proxy.op_blocking() … }`.
     let got = rt.block_on(async {
         let from_task = tokio::spawn({
-            let proxy = proxy.clone();
-            async move { call_blocking(&proxy) }
+            let (client, proxy) = (client.clone(), proxy.clone());
+            async move { call_blocking(&client, &proxy) }
         });
-        (call_blocking(&proxy), from_task.await.unwrap())
+        (call_blocking(&client, &proxy), from_task.await.unwrap())
     });
     assert_eq!(got.0.unwrap(), 7);
     assert_eq!(got.1.unwrap(), 7);
     // And from spawn_blocking threads of that runtime.
-    let p = proxy.clone();
-    let got = rt.block_on(async move { tokio::task::spawn_blocking(move || call_blocking(&p)).await.unwrap() });
+    let (c, p) = (client.clone(), proxy.clone());
+    let got = rt.block_on(async move { tokio::task::spawn_blocking(move || call_blocking(&c, &p)).await.unwrap() });
     assert_eq!(got.unwrap(), 7);
     drop(rt);
     client.destroy_blocking();
@@ -75,7 +76,7 @@ fn blocking_calls_work_on_the_workers_of_a_multi_thread_runtime() {
 fn a_blocking_call_on_a_current_thread_runtime_is_a_typed_error() {
     let (server, client, proxy) = server_and_proxy();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let got = rt.block_on(async { call_blocking(&proxy) });
+    let got = rt.block_on(async { call_blocking(&client, &proxy) });
     assert!(matches!(got, Err(Error::BlockingInAsync(_))), "{got:?}");
     let direct = rt.block_on(async { client.try_block_on(async { 1 }) });
     assert!(matches!(direct, Err(Error::BlockingInAsync(_))), "{direct:?}");

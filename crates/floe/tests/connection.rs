@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use floe::codegen::{invoke_raw, send_oneway_raw};
 use floe::connection::{Compress, ConnectionConfig, RequestHandler};
 use floe::encoding::{Context, Encoder, EncodingVersion};
 use floe::protocol::request::{encode_request, RequestPrefix};
@@ -51,7 +50,7 @@ async fn a_closure_serves_requests_over_an_in_memory_pipe() {
     let seen = Arc::new(AtomicUsize::new(0));
     let (client, server) = pair(Some(echo_handler(seen.clone())));
     for k in 0..10 {
-        let reply = invoke_raw(&client, request("twice", k), Compress::No).await.unwrap();
+        let reply = client.invoke_message(request("twice", k), Compress::No).await.unwrap();
         let ReplyBody::Ok { payload, .. } = reply.body else { panic!("{:?}", reply.body) };
         let mut d = floe::encoding::Decoder::new(payload, EncodingVersion::V1_1);
         assert_eq!(d.read_string().unwrap(), "twice");
@@ -59,9 +58,9 @@ async fn a_closure_serves_requests_over_an_in_memory_pipe() {
     }
     // Oneway requests reach the handler too, in order with the twoway ones.
     for k in 0..5 {
-        send_oneway_raw(&client, request("note", k), Compress::No).await.unwrap();
+        client.send_oneway_message(request("note", k), Compress::No).await.unwrap();
     }
-    invoke_raw(&client, request("sync", 0), Compress::No).await.unwrap();
+    client.invoke_message(request("sync", 0), Compress::No).await.unwrap();
     assert_eq!(seen.load(Ordering::SeqCst), 16);
     assert_eq!(server.dispatch_count(), 0);
     assert_eq!(client.pending_count(), 0);
@@ -70,18 +69,18 @@ async fn a_closure_serves_requests_over_an_in_memory_pipe() {
 #[tokio::test]
 async fn a_connection_without_a_handler_answers_object_not_exist() {
     let (client, _server) = pair(None);
-    let reply = invoke_raw(&client, request("anything", 1), Compress::No).await.unwrap();
+    let reply = client.invoke_message(request("anything", 1), Compress::No).await.unwrap();
     assert!(matches!(reply.body, ReplyBody::ObjectNotExist(ref f) if f.operation == "anything"), "{:?}", reply.body);
 }
 
 #[tokio::test]
 async fn a_handler_set_later_takes_the_next_requests() {
     let (client, server) = pair(None);
-    let reply = invoke_raw(&client, request("before", 1), Compress::No).await.unwrap();
+    let reply = client.invoke_message(request("before", 1), Compress::No).await.unwrap();
     assert!(matches!(reply.body, ReplyBody::ObjectNotExist(_)));
     let seen = Arc::new(AtomicUsize::new(0));
     server.set_handler(Some(echo_handler(seen.clone())));
-    let reply = invoke_raw(&client, request("after", 2), Compress::No).await.unwrap();
+    let reply = client.invoke_message(request("after", 2), Compress::No).await.unwrap();
     assert!(matches!(reply.body, ReplyBody::Ok { .. }), "{:?}", reply.body);
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 }
@@ -89,12 +88,12 @@ async fn a_handler_set_later_takes_the_next_requests() {
 #[tokio::test]
 async fn a_graceful_close_reaches_both_sides_without_polling() {
     let (client, server) = pair(Some(echo_handler(Arc::new(AtomicUsize::new(0)))));
-    invoke_raw(&client, request("x", 1), Compress::No).await.unwrap();
+    client.invoke_message(request("x", 1), Compress::No).await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), server.close()).await.expect("the graceful close completes");
     tokio::time::timeout(Duration::from_secs(5), client.wait_closed()).await.expect("the peer sees the close");
     assert!(client.is_closed() && server.is_closed());
     // A request on the closed connection fails with the reason: the peer closed gracefully.
-    let err = invoke_raw(&client, request("late", 1), Compress::No).await.unwrap_err();
+    let err = client.invoke_message(request("late", 1), Compress::No).await.unwrap_err();
     assert!(matches!(err, Error::CloseConnection), "{err:?}");
 }
 
@@ -106,7 +105,7 @@ async fn a_forceful_close_fails_the_requests_waiting_for_replies() {
     let (client, _server) = pair(Some(handler));
     let waiting = {
         let client = client.clone();
-        tokio::spawn(async move { invoke_raw(&client, request("forever", 1), Compress::No).await })
+        tokio::spawn(async move { client.invoke_message(request("forever", 1), Compress::No).await })
     };
     while client.pending_count() == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;

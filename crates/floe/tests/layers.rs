@@ -30,6 +30,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Connection", "connection"),
     ("Current", "dispatch"),
     ("DispatchFuture", "response"),
+    ("DispatchSlot", "response"),
     ("Dispatcher", "dispatch"),
     ("IncomingRequest", "dispatch"),
     ("Located", "dispatch"),

@@ -102,13 +102,10 @@ fn a_graceful_close_sends_the_replies_of_requests_dispatched_before_it() {
                 let prefix = RequestPrefix::new(&Identity::new("echo"), "", operation, OperationMode::Normal);
                 msgs.push(encode_request(0, &prefix, &Default::default(), EncodingVersion::V1_1, |e| e.write_i32(k)));
             }
-            let replies = tokio::time::timeout(
-                Duration::from_secs(20),
-                floe::codegen::invoke_many_raw(&conn, msgs, Compress::No),
-            )
-            .await
-            .expect("replies in time")
-            .expect("the batch was sent");
+            let replies = tokio::time::timeout(Duration::from_secs(20), conn.invoke_pipelined(msgs, Compress::No))
+                .await
+                .expect("replies in time")
+                .expect("the batch was sent");
             assert_eq!(replies.len(), 2000);
             for (k, r) in replies.into_iter().enumerate() {
                 let reply = r.unwrap_or_else(|e| panic!("request {k} got no reply: {e}"));

@@ -5,7 +5,6 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use floe::codegen::invoke_raw;
 use floe::connection::Compress;
 use floe::encoding::Context;
 use floe::encoding::{Decode, Decoder, EncodingVersion};
@@ -80,7 +79,7 @@ fn call(port: u16, identity: &str, operation: &str, encoding: EncodingVersion, p
         let connection = proxy.ice_get_connection().await.expect("connection");
         let prefix = RequestPrefix::new(&Identity::new(identity), "", operation, OperationMode::Normal);
         let message = encode_request(0, &prefix, &Context::new(), encoding, |e| e.write_raw(params));
-        let reply = tokio::time::timeout(Duration::from_secs(10), invoke_raw(&connection, message, Compress::No))
+        let reply = tokio::time::timeout(Duration::from_secs(10), connection.invoke_message(message, Compress::No))
             .await
             .expect("a reply within 10 s")
             .expect("a reply");

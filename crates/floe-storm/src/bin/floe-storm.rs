@@ -3,7 +3,7 @@
 //! `floe-storm [--Ice.Config=FILE] [--IceStorm.TopicManager.Endpoints=...] [--Name=value ...]`
 //! Prints `floe-storm ready` once it listens; exits 0 on SIGTERM or SIGINT.
 
-use floe::Communicator;
+use floe_service::cli;
 use floe_storm::{Storm, StormConfig};
 
 fn main() -> std::process::ExitCode {
@@ -11,19 +11,10 @@ fn main() -> std::process::ExitCode {
     // an event read from a publisher's connection is written to the subscribers' connections,
     // and a hop between threads would cost a wake-up per event (docs/storm.md).
     let defaults = [("Floe.Runtime.ConnectionThreads", "0")];
-    let (communicator, _rest) = match Communicator::from_args_with_defaults(std::env::args(), &defaults) {
+    let configured = cli::configure("floe-storm", std::env::args(), &defaults, StormConfig::from_properties);
+    let (communicator, config) = match configured {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("floe-storm: {e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let config = match StormConfig::from_properties(communicator.properties()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("floe-storm: {e}");
-            return std::process::ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // IceStorm.Trace.* turn on the service's log lines; RUST_LOG adds to them.
     let traced = config.trace_topic > 0 || config.trace_topic_manager > 0 || config.trace_subscriber > 0;
@@ -33,38 +24,13 @@ fn main() -> std::process::ExitCode {
         (None, true) => "floe::storm=info,warn".into(),
         (None, false) => "warn".into(),
     };
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .try_init();
-    let result = communicator.block_on(async {
+    cli::init_tracing(Some(&filter), "warn");
+    let start = async {
         let storm = Storm::new(communicator.clone(), config)?;
         storm.activate().await?;
-        println!("floe-storm ready");
-        wait_for_signal().await;
-        storm.shutdown().await;
-        communicator.destroy().await;
-        Ok::<(), floe::Error>(())
-    });
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("floe-storm: {e}");
-            std::process::ExitCode::from(1)
-        }
-    }
-}
-
-/// Waits for SIGTERM or SIGINT.
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        std::future::pending::<()>().await;
-        return;
+        Ok(storm)
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    cli::run_until_signal("floe-storm", &communicator, "floe-storm ready", start, |storm| async move {
+        storm.shutdown().await;
+    })
 }

@@ -23,6 +23,7 @@ mod config;
 mod handler;
 mod incoming;
 mod outgoing;
+mod pipelined;
 mod reader;
 mod state;
 mod writer;

@@ -1,0 +1,143 @@
+//! What the registry's servants share ([`Shared`]): the configuration, the database, the
+//! client adapter and the registry's own proxies, the round-robin turns of replica groups,
+//! the open sessions; with how an adapter id resolves and how a user's password is checked.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use floe::encoding::EndpointData;
+use floe::{Communicator, Connection, Error, Identity, ObjectAdapter, ObjectPrx, Proxy};
+use floe_service::crypt::{CryptError, CryptPasswords};
+
+use crate::config::{Config, LoadBalancing};
+use crate::database::Database;
+use crate::slice;
+use crate::slice::ice_grid::PermissionDeniedException;
+
+/// A `PermissionDeniedException` with `reason`.
+pub(crate) fn permission_denied(reason: &str) -> Error {
+    Error::user(PermissionDeniedException { reason: reason.to_string() })
+}
+
+/// One open session (admin or client), as the reaper sees it.
+pub(crate) struct SessionRecord {
+    /// The identities of the session object and, for admin sessions, its admin object.
+    pub(crate) identities: Vec<Identity>,
+    /// The connection the session was created on.
+    pub(crate) connection: Option<Connection>,
+    /// When the client last showed signs of life (a call on the session or its objects).
+    pub(crate) last: Mutex<Instant>,
+}
+
+impl SessionRecord {
+    pub(crate) fn touch(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+}
+
+/// What the servants share.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) db: Database,
+    pub(crate) communicator: Communicator,
+    /// The adapter of `IceGrid.Registry.Client.Endpoints`.
+    pub(crate) client: ObjectAdapter,
+    /// `IceGrid.Registry.Client.PublishedEndpoints`, parsed.
+    pub(crate) client_published: Option<Vec<EndpointData>>,
+    /// `<InstanceName>/Locator`, `…/LocatorRegistry`, `…/Query` and `…/Registry`.
+    pub(crate) locator: ObjectPrx,
+    pub(crate) locator_registry: ObjectPrx,
+    pub(crate) query: ObjectPrx,
+    pub(crate) registry: ObjectPrx,
+    /// The next turn of each round-robin replica group.
+    pub(crate) round_robin: Mutex<HashMap<String, usize>>,
+    /// `IceGrid.Registry.CryptPasswords` and `AdminCryptPasswords`, read at start.
+    pub(crate) crypt_passwords: Option<CryptPasswords>,
+    pub(crate) admin_crypt_passwords: Option<CryptPasswords>,
+    /// Open sessions, by the string form of their identity.
+    pub(crate) sessions: Mutex<HashMap<String, Arc<SessionRecord>>>,
+}
+
+impl Shared {
+    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
+    /// published endpoints when there are some.
+    pub(crate) fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
+        let proxy = self.client.add(servant, id);
+        match &self.client_published {
+            Some(eps) => proxy.ice_endpoints(eps.clone()),
+            None => proxy,
+        }
+    }
+
+    /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
+    /// with the endpoints of every member.
+    pub(crate) fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
+        if let Some(a) = self.db.adapter(id) {
+            return Some(a.proxy);
+        }
+        let mut members = self.db.group_members(id);
+        let first = members.first()?.1.proxy.clone();
+        if let Some(group) = self.config.replica_groups.get(id) {
+            match group.load_balancing {
+                LoadBalancing::Undeclared => {}
+                LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
+                LoadBalancing::RoundRobin => {
+                    let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
+                    let turn = turns.entry(id.to_string()).or_insert(0);
+                    let n = members.len();
+                    members.rotate_left(*turn % n);
+                    *turn = turn.wrapping_add(1);
+                }
+                LoadBalancing::Ordered => {
+                    members.sort_by_key(|(a, _)| group.priorities.get(a).copied().unwrap_or(0));
+                }
+            }
+            if group.n_replicas > 0 {
+                members.truncate(group.n_replicas);
+            }
+        }
+        let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
+        Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
+    }
+
+    /// Checks a user's credentials for a session (an admin session when `admin`).
+    pub(crate) async fn verify(&self, admin: bool, user: &str, password: &str) -> floe::Result<()> {
+        let (verifier, crypt, kind) = if admin {
+            (&self.config.admin_permissions_verifier, &self.admin_crypt_passwords, "Admin")
+        } else {
+            (&self.config.permissions_verifier, &self.crypt_passwords, "")
+        };
+        if let Some(verifier) = verifier {
+            let proxy = self
+                .communicator
+                .string_to_proxy(verifier)
+                .map_err(|e| permission_denied(&format!("invalid permissions verifier proxy: {e}")))?;
+            let null = Identity::with_category(&self.config.instance_name, "NullPermissionsVerifier");
+            if proxy.ice_get_identity() == &null {
+                return Ok(());
+            }
+            let proxy = slice::glacier2::PermissionsVerifierPrx::from_object(
+                proxy.ice_locator(Some(&self.locator)).ice_invocation_timeout(Some(Duration::from_secs(10))),
+            );
+            return match proxy.check_permissions(user, password).await {
+                Ok((true, _)) => Ok(()),
+                Ok((false, reason)) => Err(permission_denied(&reason)),
+                Err(e) => Err(permission_denied(&format!("the permissions verifier failed: {e}"))),
+            };
+        }
+        if let Some(passwords) = crypt {
+            // Hashed off the runtime's threads.
+            return passwords.verify(user, password).await.map_err(|e| match e {
+                CryptError::UnknownUser | CryptError::WrongPassword => {
+                    permission_denied("unknown user id or wrong password")
+                }
+                e => permission_denied(&format!("the password check failed: {e}")),
+            });
+        }
+        Err(permission_denied(&format!(
+            "no permissions verifier is configured: set IceGrid.Registry.{kind}PermissionsVerifier or \
+             IceGrid.Registry.{kind}CryptPasswords"
+        )))
+    }
+}
