@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use floe::encoding::{Decoder, EncodingVersion, InvocationMode};
+use floe::protocol::reply::RequestFailed;
 use floe::protocol::ReplyBody;
 use floe::reference::{identity_to_string, Reference};
 use floe::{
@@ -187,7 +188,14 @@ impl Dispatcher for ClientForwarder {
             };
             core.sessions.touch(&session);
             let Some(target) = session.route(&c.id) else {
-                return c.object_not_exist();
+                // As Glacier2 does: the operation `ice_add_proxy` tells the client that its
+                // proxy is not in the session's routing table (evicted, or added in an earlier
+                // session), so that Ice's client runtime adds it again and retries.
+                return c.reply_body(ReplyBody::ObjectNotExist(RequestFailed {
+                    identity: c.id.clone(),
+                    facet: c.facet.to_string(),
+                    operation: "ice_add_proxy".to_string(),
+                }));
             };
             if !session.filters.accepts(&c.id, &target.reference().wire.adapter_id) {
                 debug!(target: "floe::router", "request for {} refused by the filters", identity_to_string(&c.id));
