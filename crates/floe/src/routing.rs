@@ -118,6 +118,14 @@ impl RouterTable {
         }
     }
 
+    /// Forgets that `identity` was added to the router's routing table, after the router said
+    /// it no longer has it.
+    pub(crate) fn forget(&self, router: &str, identity: &Identity) {
+        if let Some(entry) = self.routers.lock().expect("router table").get_mut(router) {
+            entry.added.remove(identity);
+        }
+    }
+
     /// Records identities added to the router's routing table, and forgets those it evicted.
     pub(crate) fn added(&self, router: &str, added: &Identity, evicted: &[Identity]) {
         let mut table = self.routers.lock().expect("router table");

@@ -1470,3 +1470,55 @@ fn refresh_session_pings_the_managers_session_as_glacier2_does() {
         });
     }
 }
+
+/// Ice's Python client ends its session and opens another on the same communicator, then calls
+/// a proxy of the first session: the router, whose new routing table lacks that proxy, answers
+/// as Glacier2 does (`ObjectNotExistException` for `ice_add_proxy`), so Ice's client adds the
+/// proxy again and retries. The same client against glacier2router shows the reference.
+#[test]
+fn ice_python_client_calls_an_old_proxy_in_a_new_session() {
+    let server_port = free_port();
+    let _server = python_server(server_port);
+    for kind in BOTH {
+        let router_port = free_port();
+        let _router = router_of(
+            kind,
+            &format!("tcp -h 127.0.0.1 -p {router_port}"),
+            &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()],
+        );
+        let mut client = Command::new("/usr/bin/python3");
+        client.arg(root().join("python/glacier2_resession.py")).args([
+            "--proxy",
+            &format!("tester:tcp -h 127.0.0.1 -p {server_port}"),
+            &format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"),
+        ]);
+        eprintln!("{kind:?}: {}", run_client(client, 7));
+    }
+}
+
+/// floe's client does what Ice's does when a router's routing table lacks a proxy it added in
+/// an earlier session: it adds the proxy again and retries, through floe-router and through
+/// glacier2router alike.
+#[test]
+fn floe_client_calls_an_old_proxy_in_a_new_session() {
+    let server_port = free_port();
+    let _server = python_server(server_port);
+    for kind in BOTH {
+        let router_port = free_port();
+        let _router = router_of(
+            kind,
+            &format!("tcp -h 127.0.0.1 -p {router_port}"),
+            &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()],
+        );
+        runtime().block_on(async {
+            let (c, tester) = routed_tester(router_port, server_port).await;
+            let router = RouterPrx::from_object(c.default_router().unwrap());
+            router.destroy_session().await.unwrap();
+            router.create_session("dave", "x").await.unwrap();
+            tester.ping().await.unwrap_or_else(|e| panic!("{kind:?}: the old proxy in the new session: {e}"));
+            assert_eq!(tester.op_string("a", "b").await.unwrap().0, "ab", "{kind:?}");
+            router.destroy_session().await.unwrap();
+            c.destroy().await;
+        });
+    }
+}

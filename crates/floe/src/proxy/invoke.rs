@@ -11,6 +11,10 @@ use crate::error::{Error, Result};
 use crate::protocol::header::{patch_size, CompressionStatus, Header, MessageType};
 use crate::protocol::{OperationMode, ReplyBody, SEPARATE_TAIL_MIN};
 
+/// How many times one call adds its proxy to the router again after the router said its
+/// routing table lacks it (Ice retries without a bound).
+const ROUTER_READDS_MAX: u32 = 3;
+
 impl ObjectPrx {
     /// The connection this proxy uses, establishing it if needed.
     pub async fn ice_get_connection(&self) -> Result<Connection> {
@@ -337,6 +341,7 @@ impl ObjectPrx {
         let compress = self.compress();
         let mut attempt = 0;
         let mut relocated = false;
+        let mut readded = 0;
         loop {
             let result = async {
                 let conn = self.ice_get_connection().await?;
@@ -366,6 +371,19 @@ impl ObjectPrx {
                     self.forget_resolution();
                     *self.inner.connection.lock().expect("proxy connection") = None;
                     tracing::debug!(target: "floe::locator", "{self}: object not found at the cached endpoints, resolving again");
+                }
+                // A router whose routing table lacks this proxy (evicted, or added in a session
+                // that ended) answers `ice_add_proxy`: as Ice does, add the proxy again and
+                // retry, a bounded number of times.
+                Ok(Some(ReplyBody::ObjectNotExist(ref f)))
+                    if f.operation == "ice_add_proxy"
+                        && readded < ROUTER_READDS_MAX
+                        && self.inner.fixed.is_none()
+                        && self.forget_routing() =>
+                {
+                    readded += 1;
+                    *self.inner.connection.lock().expect("proxy connection") = None;
+                    tracing::debug!(target: "floe::router", "{self}: not in the router's routing table, adding it again");
                 }
                 other => {
                     crate::encoding::pool::give(msg);

@@ -60,6 +60,15 @@ impl ObjectPrx {
         Ok((endpoints, how))
     }
 
+    /// Forgets that this proxy was added to its router's routing table, so that the next
+    /// connection adds it again; false for a proxy without a router.
+    pub(crate) fn forget_routing(&self) -> bool {
+        let r = self.reference();
+        let Some(router) = &r.router else { return false };
+        self.instance().router_table().forget(&router.to_string(), &r.wire.identity);
+        true
+    }
+
     /// Forgets what the locator cache says about this (indirect) proxy, after its endpoints
     /// failed or its object was not found there.
     pub(crate) fn forget_resolution(&self) {
