@@ -121,6 +121,19 @@ async fn register(c: &Communicator, port: u16, id: &str, group: &str, server_por
     }
 }
 
+/// Waits (up to 5 s) until the replica on `port` finds the well-known object `name`.
+async fn found_object(c: &Communicator, port: u16, name: &str) -> Option<floe::ObjectPrx> {
+    let locator = locator_prx(c, &[port]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match locator.find_object_by_id(&Identity::new(name)).await {
+            Ok(Some(p)) => return Some(p),
+            _ if Instant::now() > deadline => return None,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
 /// Waits (up to 5 s) until the replica on `port` resolves adapter `id`; returns its port.
 async fn resolved_port(c: &Communicator, port: u16, id: &str) -> Option<i32> {
     let locator = locator_prx(c, &[port]);
@@ -198,7 +211,8 @@ fn replicas_share_one_etcd_cluster_and_clients_resolve_through_failures() {
         let group = locator_prx(&c, &[p2]).find_adapter_by_id("Hello").await.unwrap().unwrap();
         assert_eq!(group.reference().wire.endpoints.len(), 2);
         add_object(&c, p2, "hello @ Hello", "::Demo::Hello").await;
-        let found = locator_prx(&c, &[p1]).find_object_by_id(&Identity::new("hello")).await.unwrap().unwrap();
+        // Replica 1 learns of it through its etcd watch, a moment later.
+        let found = found_object(&c, p1, "hello").await.expect("replica 1 sees the object added through replica 2");
         assert_eq!(found.reference().wire.adapter_id, "Hello");
         // Each replica lists its own objects, not the other's.
         let own = locator_prx(&c, &[p1]).find_object_by_id(&Identity::with_category(INSTANCE, "Locator")).await;
