@@ -4,7 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use floe::{Communicator, Current, Error, Identity, ObjectPrx, Proxy};
+use floe::encoding::Encode;
+use floe::protocol::OperationMode;
+use floe::{
+    Communicator, Current, DispatchFuture, DispatchSlot, Dispatcher, Error, Identity, IncomingRequest, ObjectPrx, Proxy,
+};
 use floe_service::props::property_error;
 use tracing::info;
 
@@ -150,7 +154,10 @@ impl Storm {
         let instance = shared.env.config.instance_name.clone();
         let manager = Arc::new(Manager(shared.clone()));
         shared.env.topic_adapter.add(
-            ice_storm::TopicManagerServer::new(ManagerServant(manager.clone())),
+            Arc::new(ManagerDispatcher {
+                generated: ice_storm::TopicManagerServer::new(ManagerServant(manager.clone())),
+                manager: manager.clone(),
+            }),
             Identity::with_category(&instance, "TopicManager"),
         );
         shared
@@ -272,6 +279,57 @@ impl ice_storm::TopicManager for ManagerServant {
 
     async fn get_slice_checksums(&self, _: &Current) -> floe::Result<ice::SliceChecksumDict> {
         Ok(Default::default())
+    }
+}
+
+/// `<InstanceName>/TopicManager` as a dispatcher: IceStorm 3.7's operations (the generated
+/// dispatcher of its Slice), and `createOrRetrieve`, which Ice 3.8's IceStorm added and 3.8
+/// clients call (`Topic* createOrRetrieve(string name)`: the topic of that name, created when
+/// there is none).
+struct ManagerDispatcher {
+    generated: Arc<dyn Dispatcher>,
+    manager: Arc<Manager>,
+}
+
+impl Dispatcher for ManagerDispatcher {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        if request.current.operation != "createOrRetrieve" {
+            return self.generated.dispatch(request);
+        }
+        let servant = ManagerServant(self.manager.clone());
+        DispatchSlot::new().put(async move {
+            let c = &request.current;
+            if let Err(r) = c.check_mode(OperationMode::Normal) {
+                return r;
+            }
+            let mut d = request.plain_decoder();
+            let name = match d.read_string().and_then(|n| IncomingRequest::finish_params(&mut d).map(|()| n)) {
+                Ok(n) => floe::CompactString::from(n),
+                Err(e) => return c.error(&Error::Marshal(e)),
+            };
+            match servant.create_or_retrieve(name, c).await {
+                Ok(topic) => c.ok(|e| topic.encode(e)),
+                Err(e) => c.servant_error(&e, c.default_format()),
+            }
+        })
+    }
+}
+
+impl ManagerServant {
+    /// The topic `name`, created when there is none (Ice 3.8's `createOrRetrieve`).
+    async fn create_or_retrieve(&self, name: floe::CompactString, c: &Current) -> floe::Result<Option<TopicPrx>> {
+        use ice_storm::TopicManager;
+        if let Some(t) = self.0 .0.topic(&name) {
+            return Ok(Some(t.proxy()));
+        }
+        match self.create(name.clone(), c).await {
+            // Created by another client meanwhile: that topic is the one retrieved.
+            Err(e) => match self.0 .0.topic(&name) {
+                Some(t) => Ok(Some(t.proxy())),
+                None => Err(e),
+            },
+            created => created,
+        }
     }
 }
 

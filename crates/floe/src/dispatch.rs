@@ -385,8 +385,9 @@ impl IncomingRequest {
         Decoder::new(std::mem::take(&mut self.params), self.current.encoding)
     }
 
-    /// Checks that the parameters were read completely (unknown optionals are skipped).
-    pub(crate) fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
+    /// Checks that the parameters were read completely (unknown optionals are skipped): for
+    /// hand-written dispatchers, after they decoded what they expect.
+    pub fn finish_params(dec: &mut Decoder) -> crate::encoding::Result<()> {
         if !dec.encoding().is_1_0() {
             dec.skip_remaining_optionals()?;
         }

@@ -1002,3 +1002,37 @@ fn links_between_floe_storm_and_icestorm() {
     });
     c.destroy_blocking();
 }
+
+/// `createOrRetrieve(name)` as an Ice 3.8 client sends it (IceStorm 3.8's topic manager
+/// operation, absent from 3.7's Slice): the topic of that name, created when there is none.
+async fn create_or_retrieve(m: &TopicManagerPrx, name: &str) -> floe::Result<Option<TopicPrx>> {
+    m.as_object()
+        .invoke("createOrRetrieve", OperationMode::Normal, None, |e| e.write_str(name))
+        .await?
+        .expect("a twoway call has an outcome")
+        .decode(floe::encoding::Decode::decode)
+}
+
+#[test]
+fn floe_storm_answers_create_or_retrieve_as_ice_38_does() {
+    let service = floe_storm("create-or-retrieve", &[]);
+    let c = Communicator::new().unwrap();
+    c.block_on(async {
+        let m = manager(&c, &service);
+        let made = create_or_retrieve(&m, "fresh").await.unwrap().expect("a topic");
+        assert_eq!(made.get_name().await.unwrap(), "fresh");
+        let again = create_or_retrieve(&m, "fresh").await.unwrap().expect("a topic");
+        assert_eq!(again.as_object().reference().wire.identity, made.as_object().reference().wire.identity);
+        let existing = create(&m, "existing").await;
+        let found = create_or_retrieve(&m, "existing").await.unwrap().expect("a topic");
+        assert_eq!(found.as_object().reference().wire.identity, existing.as_object().reference().wire.identity);
+        assert_eq!(m.retrieve("fresh").await.unwrap().unwrap().get_name().await.unwrap(), "fresh");
+        // Bad parameters get a typed error, and the manager goes on.
+        let garbage = m.as_object().invoke("createOrRetrieve", OperationMode::Normal, None, |e| e.write_size(9)).await;
+        assert!(garbage.is_err(), "truncated string: {garbage:?}");
+        let mut names: Vec<String> = m.retrieve_all().await.unwrap().into_keys().map(String::from).collect();
+        names.sort();
+        assert_eq!(names, ["existing", "fresh"]);
+    });
+    drop(service);
+}
