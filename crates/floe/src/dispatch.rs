@@ -16,7 +16,7 @@ use crate::connection::Connection;
 use crate::encoding::{Decoder, Encoder, EncodingVersion, Identity, RequestContext, UserExceptionSlices, WireLayout};
 use crate::error::Error;
 use crate::instance::Instance;
-use crate::protocol::reply::{finish_reply, start_reply, RequestFailed};
+use crate::protocol::reply::{finish_reply, start_reply, RequestFailed, DISPATCH_FAILED_MIN};
 use crate::protocol::{OperationMode, Reply, ReplyBody, ReplyStatus, SEPARATE_TAIL_MIN};
 pub(crate) use crate::response::future_slot;
 pub use crate::response::{DispatchFuture, DispatchSlot, Response};
@@ -268,7 +268,8 @@ impl Current {
     }
 
     /// A reply reporting a local error: the request-failed errors keep their status (2–4),
-    /// the unknown ones theirs (5–7), and anything else becomes UnknownLocalException.
+    /// the unknown ones theirs (5–7), [`Error::Dispatch`] its own (8 and above, as Ice 3.8
+    /// sends them), and anything else becomes UnknownLocalException.
     pub fn error(&self, e: &Error) -> Response {
         let body = match e {
             Error::ObjectNotExist { .. } => ReplyBody::ObjectNotExist(self.failed()),
@@ -277,6 +278,9 @@ impl Current {
             Error::UnknownUserException(s) => ReplyBody::UnknownUserException(s.clone()),
             Error::UnknownException(s) => ReplyBody::UnknownException(s.clone()),
             Error::UnknownLocalException(s) => ReplyBody::UnknownLocalException(s.clone()),
+            Error::Dispatch { status, message } if *status >= DISPATCH_FAILED_MIN => {
+                ReplyBody::DispatchFailed { status: *status, message: message.clone() }
+            }
             other => ReplyBody::UnknownLocalException(format!(
                 "{}: {other} (operation {})",
                 other.ice_type_id(),

@@ -82,6 +82,17 @@ pub enum Error {
     /// The servant failed in some other way (reply status 7).
     #[error("unknown exception: {0}")]
     UnknownException(String),
+    /// The dispatch failed with a reply status of 8 or above, which Ice 3.8 servers send
+    /// (8 InvalidData, 9 Unauthorized, 10 NotSupported, or another), with the server's message
+    /// (Ice 3.8's `DispatchException`). A servant that returns it sends that status, which Ice
+    /// 3.7 peers do not know.
+    #[error("dispatch failed with reply status {status}: {message}")]
+    Dispatch {
+        /// The reply status, 8 or above.
+        status: u8,
+        /// The server's message.
+        message: String,
+    },
     /// A message broke the protocol. (A message larger than `Ice.MessageSizeMax` is
     /// [`Error::MemoryLimit`], Ice's `MemoryLimitException`.)
     #[error("protocol error: {0}")]
@@ -195,6 +206,7 @@ impl Error {
             Error::UnknownLocalException(_) => "::Ice::UnknownLocalException",
             Error::UnknownUserException(_) => "::Ice::UnknownUserException",
             Error::UnknownException(_) => "::Ice::UnknownException",
+            Error::Dispatch { .. } => "::Ice::DispatchException",
             Error::Protocol(_) => "::Ice::ProtocolException",
             Error::Marshal(_) => "::Ice::MarshalException",
             Error::ProxyParse { .. } => "::Ice::ProxyParseException",

@@ -639,3 +639,35 @@ fn requests_over_a_connection_follow_its_adapter_as_it_changes() {
         server.destroy().await;
     });
 }
+
+/// Fails every request with a reply status of Ice 3.8 (`Error::Dispatch`).
+struct Refusing;
+
+impl Dispatcher for Refusing {
+    fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+        Box::pin(async move {
+            let c = &request.current;
+            c.error(&Error::Dispatch { status: 9, message: format!("{} is not for you", c.operation) })
+        })
+    }
+}
+
+#[test]
+fn a_servant_sends_the_reply_statuses_of_ice_38_and_the_caller_reads_them() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = Communicator::new().unwrap();
+        let a = c.create_object_adapter_with_endpoints("A", "tcp -h 127.0.0.1 -p 0").unwrap();
+        a.add(Arc::new(Refusing), Identity::new("guarded"));
+        a.activate().await.unwrap();
+        let p = a.create_proxy(Identity::new("guarded"));
+        // Unauthorized (9) with its message, as an Ice 3.8 server sends it.
+        match p.invoke("peek", OperationMode::Normal, None, |_| {}).await {
+            Err(Error::Dispatch { status: 9, message }) => assert_eq!(message, "peek is not for you"),
+            other => panic!("expected Error::Dispatch, got {other:?}"),
+        }
+        // The connection goes on serving.
+        assert!(matches!(p.ice_ping().await, Err(Error::Dispatch { status: 9, .. })));
+        c.destroy().await;
+    });
+}

@@ -59,7 +59,8 @@ pub enum ProtocolError {
     /// A batch request with a negative or impossible count.
     #[error("invalid batch request count {0}")]
     InvalidBatchCount(i32),
-    /// A reply status above 7.
+    /// A reply status that [`ReplyStatus::from_u8`](super::ReplyStatus::from_u8) does not
+    /// name (above 10); reply decoding reads every status from 8 on with its message instead.
     #[error("unknown reply status {0}")]
     UnknownReplyStatus(u8),
     /// An operation mode above 2.

@@ -26,7 +26,18 @@ pub enum ReplyStatus {
     UnknownUserException = 6,
     /// The servant failed in some other way.
     UnknownException = 7,
+    /// Ice 3.8: the request's parameters did not unmarshal (a message string follows).
+    InvalidData = 8,
+    /// Ice 3.8: the caller may not access the target (a message string follows).
+    Unauthorized = 9,
+    /// Ice 3.8: the server or servant lacks a feature the request needs (a message string
+    /// follows).
+    NotSupported = 10,
 }
+
+/// The first reply status that Ice 3.8 sends with a message string and 3.7 does not know;
+/// every status from here to 255 is read as [`ReplyBody::DispatchFailed`].
+pub const DISPATCH_FAILED_MIN: u8 = 8;
 
 impl ReplyStatus {
     /// Maps the wire byte.
@@ -40,6 +51,9 @@ impl ReplyStatus {
             5 => ReplyStatus::UnknownLocalException,
             6 => ReplyStatus::UnknownUserException,
             7 => ReplyStatus::UnknownException,
+            8 => ReplyStatus::InvalidData,
+            9 => ReplyStatus::Unauthorized,
+            10 => ReplyStatus::NotSupported,
             v => return Err(ProtocolError::UnknownReplyStatus(v)),
         })
     }
@@ -85,20 +99,29 @@ pub enum ReplyBody {
     UnknownUserException(String),
     /// Status 7.
     UnknownException(String),
+    /// A status of [`DISPATCH_FAILED_MIN`] or above, as Ice 3.8 sends them (InvalidData,
+    /// Unauthorized, NotSupported, or any other up to 255), with its message.
+    DispatchFailed {
+        /// The status byte.
+        status: u8,
+        /// What the server says went wrong.
+        message: String,
+    },
 }
 
 impl ReplyBody {
     /// The status byte for this body.
-    pub fn status(&self) -> ReplyStatus {
+    pub fn status_byte(&self) -> u8 {
         match self {
-            ReplyBody::Ok { .. } => ReplyStatus::Ok,
-            ReplyBody::UserException { .. } => ReplyStatus::UserException,
-            ReplyBody::ObjectNotExist(_) => ReplyStatus::ObjectNotExist,
-            ReplyBody::FacetNotExist(_) => ReplyStatus::FacetNotExist,
-            ReplyBody::OperationNotExist(_) => ReplyStatus::OperationNotExist,
-            ReplyBody::UnknownLocalException(_) => ReplyStatus::UnknownLocalException,
-            ReplyBody::UnknownUserException(_) => ReplyStatus::UnknownUserException,
-            ReplyBody::UnknownException(_) => ReplyStatus::UnknownException,
+            ReplyBody::Ok { .. } => ReplyStatus::Ok as u8,
+            ReplyBody::UserException { .. } => ReplyStatus::UserException as u8,
+            ReplyBody::ObjectNotExist(_) => ReplyStatus::ObjectNotExist as u8,
+            ReplyBody::FacetNotExist(_) => ReplyStatus::FacetNotExist as u8,
+            ReplyBody::OperationNotExist(_) => ReplyStatus::OperationNotExist as u8,
+            ReplyBody::UnknownLocalException(_) => ReplyStatus::UnknownLocalException as u8,
+            ReplyBody::UnknownUserException(_) => ReplyStatus::UnknownUserException as u8,
+            ReplyBody::UnknownException(_) => ReplyStatus::UnknownException as u8,
+            ReplyBody::DispatchFailed { status, .. } => *status,
         }
     }
 }
@@ -125,31 +148,31 @@ impl Reply {
     fn decode_general(body: Bytes) -> Result<Reply, ProtocolError> {
         let mut dec = Decoder::new(body, EncodingVersion::V1_0);
         let request_id = dec.read_i32()?;
-        let status = ReplyStatus::from_u8(dec.read_u8()?)?;
-        let body = match status {
-            ReplyStatus::Ok | ReplyStatus::UserException => {
+        let body = match dec.read_u8()? {
+            status @ (0 | 1) => {
                 let (encoding, payload) = dec.read_encapsulation()?;
-                if status == ReplyStatus::Ok {
+                if status == 0 {
                     ReplyBody::Ok { encoding, payload }
                 } else {
                     ReplyBody::UserException { encoding, payload }
                 }
             }
-            ReplyStatus::ObjectNotExist | ReplyStatus::FacetNotExist | ReplyStatus::OperationNotExist => {
+            status @ 2..=4 => {
                 let failed = RequestFailed {
                     identity: Identity::decode(&mut dec)?,
                     facet: dec.read_facet()?,
                     operation: dec.read_string()?,
                 };
                 match status {
-                    ReplyStatus::ObjectNotExist => ReplyBody::ObjectNotExist(failed),
-                    ReplyStatus::FacetNotExist => ReplyBody::FacetNotExist(failed),
+                    2 => ReplyBody::ObjectNotExist(failed),
+                    3 => ReplyBody::FacetNotExist(failed),
                     _ => ReplyBody::OperationNotExist(failed),
                 }
             }
-            ReplyStatus::UnknownLocalException => ReplyBody::UnknownLocalException(dec.read_string()?),
-            ReplyStatus::UnknownUserException => ReplyBody::UnknownUserException(dec.read_string()?),
-            ReplyStatus::UnknownException => ReplyBody::UnknownException(dec.read_string()?),
+            5 => ReplyBody::UnknownLocalException(dec.read_string()?),
+            6 => ReplyBody::UnknownUserException(dec.read_string()?),
+            7 => ReplyBody::UnknownException(dec.read_string()?),
+            status => ReplyBody::DispatchFailed { status, message: dec.read_string()? },
         };
         if !dec.is_empty() {
             return Err(ProtocolError::Decode(crate::encoding::DecodeError::Malformed("data after the reply body")));
@@ -189,7 +212,7 @@ impl Reply {
         let mut enc = Encoder::with_capacity(32, EncodingVersion::V1_0);
         enc.write_raw(&Header::bytes(MessageType::Reply, CompressionStatus::NotCompressed, 0));
         enc.write_i32(self.request_id);
-        enc.write_u8(self.body.status() as u8);
+        enc.write_u8(self.body.status_byte());
         match &self.body {
             ReplyBody::Ok { encoding, payload } | ReplyBody::UserException { encoding, payload } => {
                 enc.write_encapsulation(*encoding, payload);
@@ -201,7 +224,8 @@ impl Reply {
             }
             ReplyBody::UnknownLocalException(s)
             | ReplyBody::UnknownUserException(s)
-            | ReplyBody::UnknownException(s) => enc.write_str(s),
+            | ReplyBody::UnknownException(s)
+            | ReplyBody::DispatchFailed { message: s, .. } => enc.write_str(s),
         }
         let mut buf = enc.into_buffer();
         let size = buf.len();
@@ -287,6 +311,22 @@ mod tests {
         // Anything else is left to the general path.
         let missing = Reply { request_id: 1, body: ReplyBody::UnknownException("boom".into()) };
         assert!(fast(&missing.encode().freeze().slice(14..)).is_none());
+    }
+
+    #[test]
+    fn statuses_of_ice_38_read_and_write_with_their_message() {
+        // Ice 3.8 sends InvalidData (8), Unauthorized (9), NotSupported (10) and any status
+        // above as the status byte and a message string.
+        for status in [8u8, 9, 10, 77, 255] {
+            let mut body = vec![5, 0, 0, 0, status, 4];
+            body.extend_from_slice(b"nope");
+            let reply = Reply::decode(Bytes::from(body.clone())).unwrap();
+            assert_eq!(reply.body, ReplyBody::DispatchFailed { status, message: "nope".into() });
+            assert_eq!(reply.body.status_byte(), status);
+            assert_eq!(&reply.encode()[14..], &body[..], "status {status} encodes as it decodes");
+        }
+        assert_eq!(ReplyStatus::from_u8(9).unwrap(), ReplyStatus::Unauthorized);
+        assert_eq!(ReplyStatus::from_u8(11).unwrap_err(), ProtocolError::UnknownReplyStatus(11));
     }
 
     #[test]

@@ -195,6 +195,7 @@ fn outcome_of(reply: ReplyBody, instance: &Instance) -> Result<Outcome> {
         ReplyBody::UnknownLocalException(s) => Err(Error::UnknownLocalException(s)),
         ReplyBody::UnknownUserException(s) => Err(Error::UnknownUserException(s)),
         ReplyBody::UnknownException(s) => Err(Error::UnknownException(s)),
+        ReplyBody::DispatchFailed { status, message } => Err(Error::Dispatch { status, message }),
     }
 }
 
