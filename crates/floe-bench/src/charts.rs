@@ -48,18 +48,73 @@ pub(crate) struct Group {
 }
 
 /// The colours of the series, in order; floe comes first in every chart.
-const PALETTE: [RGBColor; 8] = [
+const PALETTE: [RGBColor; 12] = [
     RGBColor(34, 150, 100),
-    RGBColor(200, 100, 50),
-    RGBColor(120, 120, 120),
+    RGBColor(215, 110, 40),
+    RGBColor(130, 130, 130),
     RGBColor(60, 100, 200),
     RGBColor(160, 80, 160),
     RGBColor(200, 170, 40),
     RGBColor(40, 170, 190),
     RGBColor(150, 40, 60),
+    RGBColor(110, 70, 30),
+    RGBColor(20, 20, 20),
+    RGBColor(120, 190, 80),
+    RGBColor(230, 120, 170),
 ];
 
 const WIDTH: u32 = 920;
+
+/// The colour of each known series, so that a system has the same colour in every chart:
+/// floe green, the Ice side (Ice C++, its registry, router and IceStorm) orange, the raw
+/// baselines grey, tonic blue, tokio purple.
+fn known_colour(name: &str) -> Option<RGBColor> {
+    let c = |i: usize| Some(PALETTE[i]);
+    match name {
+        "floe" | "floe-router" | "floe-registry (redb)" | "floe-storm" | "server" | "created" | "RSS" => c(0),
+        "ice-cpp" | "Ice C++" | "Ice C++ server" | "icegridregistry" | "glacier2router" | "IceStorm" | "client" => c(1),
+        "raw" | "raw relay" | "copy relay" | "cap: raw server" => c(2),
+        "tonic" => c(3),
+        "tokio" | "floe-registry (etcd)" => c(4),
+        _ => None,
+    }
+}
+
+/// The colours of a chart's series: each known one's own, the others the palette's colours
+/// left over, in order.
+fn colours(names: &[&str]) -> Vec<RGBColor> {
+    let mut used: Vec<RGBColor> = Vec::new();
+    let mut out = Vec::new();
+    for name in names {
+        let colour = known_colour(name)
+            .filter(|c| !used.contains(c))
+            .or_else(|| {
+                PALETTE
+                    .iter()
+                    .copied()
+                    .find(|c| !used.contains(c) && !names.iter().any(|n| known_colour(n) == Some(*c)))
+            })
+            .or_else(|| PALETTE.iter().copied().find(|c| !used.contains(c)))
+            .unwrap_or(BLACK);
+        used.push(colour);
+        out.push(colour);
+    }
+    out
+}
+
+/// A number of bytes for an axis label: `16 B`, `4 KB`, `1 MB`.
+fn bytes_label(v: f64) -> String {
+    if v >= 1024.0 * 1024.0 {
+        format!("{} MB", axis_label(v / 1024.0 / 1024.0))
+    } else if v >= 1024.0 {
+        format!("{} KB", axis_label(v / 1024.0))
+    } else {
+        format!("{} B", axis_label(v))
+    }
+}
+
+/// The light grid lines: barely there, so that the marks stand out.
+const LIGHT: RGBColor = RGBColor(243, 243, 243);
 
 /// A value for an axis label: `1.23M`, `45.6k`, `789`, `1.5`, `0.25`.
 fn axis_label(v: f64) -> String {
@@ -181,6 +236,7 @@ where
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .light_line_style(LIGHT)
         .x_desc(x_label)
         .x_label_formatter(&|v| axis_label(*v))
         .y_label_formatter(&row)
@@ -188,8 +244,8 @@ where
         .draw()?;
     let height = 0.8 / groups.len() as f64;
     let half = (height * 0.45 * BAND as f64) as i32;
-    for (g, group) in groups.iter().enumerate() {
-        let color = PALETTE[g % PALETTE.len()];
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    for ((g, group), color) in groups.iter().enumerate().zip(colours(&names)) {
         let placed: Vec<(i32, Spread)> = group
             .values
             .iter()
@@ -242,57 +298,72 @@ fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
         .collect()
 }
 
-/// A dot plot of ratios: one row per test (top to bottom, in their first order), one dot per
-/// peer with the spread as an error bar, a logarithmic x axis and a line at 1.
+/// A dot plot of ratios: one row per test (top to bottom, in their first order), as tall as
+/// the peers it has, one dot per peer with the spread as an error bar, a logarithmic x axis
+/// and a line at 1.
 pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
-    let mut rows: Vec<String> = Vec::new();
-    let mut peers: Vec<String> = Vec::new();
-    for p in points {
-        if !rows.contains(&p.row) {
-            rows.push(p.row.clone());
+    let points: Vec<&RatioPoint> = points.iter().filter(|p| p.ratio.mid > 0.0 && p.ratio.mid.is_finite()).collect();
+    let mut rows: Vec<(&str, Vec<&RatioPoint>)> = Vec::new();
+    let mut peers: Vec<&str> = Vec::new();
+    for p in &points {
+        match rows.iter_mut().find(|(r, _)| *r == p.row) {
+            Some((_, v)) => v.push(p),
+            None => rows.push((&p.row, vec![p])),
         }
-        if !peers.contains(&p.peer) {
-            peers.push(p.peer.clone());
+        if !peers.contains(&p.peer.as_str()) {
+            peers.push(&p.peer);
         }
     }
-    let points: Vec<&RatioPoint> = points.iter().filter(|p| p.ratio.mid > 0.0 && p.ratio.mid.is_finite()).collect();
     if points.is_empty() {
         return String::new();
     }
     let lo = points.iter().map(|p| p.ratio.low).filter(|v| *v > 0.0).fold(1.0, f64::min) / 1.25;
     let hi = points.iter().map(|p| p.ratio.high).filter(|v| v.is_finite()).fold(1.0, f64::max) * 1.6;
-    let band = 6 + 7 * peers.len() as u32;
-    let height = 120 + 18 * peers.len() as u32 + band.max(18) * rows.len() as u32;
+    // In axis units: a slot of SLOT per dot, PAD around each row; 100 units are 11 pixels.
+    const SLOT: i32 = 100;
+    const PAD: i32 = 60;
+    let heights: Vec<i32> = rows.iter().map(|(_, v)| PAD + SLOT * v.len() as i32).collect();
+    let total: i32 = heights.iter().sum();
+    let tops: Vec<i32> = heights
+        .iter()
+        .scan(total, |top, h| {
+            let t = *top;
+            *top -= h;
+            Some(t)
+        })
+        .collect();
+    let centres: Vec<i32> = tops.iter().zip(&heights).map(|(t, h)| t - h / 2).collect();
+    let labels: Vec<String> = rows.iter().map(|(r, _)| r.to_string()).collect();
+    let height = 130 + 18 * peers.len() as u32 + (total as u32 * 11 / 100);
+    let colours = colours(&peers);
     figure(WIDTH, height, |root| {
-        let n = rows.len();
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(44)
-            .y_label_area_size(label_width(&rows))
-            .build_cartesian_2d((lo..hi).log_scale().with_key_points(ratio_ticks(lo, hi)), category_axis(n))?;
-        let row = |y: &i32| category_of(&rows, *y);
+            .y_label_area_size(label_width(&labels))
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(ratio_ticks(lo, hi)),
+                (0..total).with_key_points(centres.clone()),
+            )?;
+        let row = |y: &i32| centres.iter().position(|c| c == y).map(|i| labels[i].clone()).unwrap_or_default();
         chart
             .configure_mesh()
             .disable_y_mesh()
+            .light_line_style(LIGHT)
             .x_desc("floe's figure over the peer's (log scale; above 1: floe ahead; bars: spread of the runs)")
             .x_label_formatter(&|v| axis_label(*v))
             .y_label_formatter(&row)
             .label_style(("sans-serif", 14))
             .draw()?;
-        chart.draw_series(LineSeries::new(
-            [(1.0, -BAND / 2), (1.0, n as i32 * BAND - BAND / 2)],
-            BLACK.stroke_width(1),
-        ))?;
-        let step = 0.7 / peers.len() as f64;
-        for (k, peer) in peers.iter().enumerate() {
-            let color = PALETTE[(k + 1) % PALETTE.len()];
-            let placed: Vec<(i32, Spread)> = points
+        chart.draw_series(LineSeries::new([(1.0, 0), (1.0, total)], BLACK.stroke_width(1)))?;
+        for (peer, color) in peers.iter().zip(colours.iter().copied()) {
+            let placed: Vec<(i32, Spread)> = rows
                 .iter()
-                .filter(|p| &p.peer == peer)
-                .filter_map(|p| {
-                    let i = rows.iter().position(|r| *r == p.row)?;
-                    Some((in_band(n, i, 0.15 + step * (k as f64 + 0.5)), p.ratio))
+                .zip(&tops)
+                .filter_map(|((_, v), top)| {
+                    let j = v.iter().position(|p| p.peer == *peer)? as i32;
+                    Some((top - PAD / 2 - SLOT * j - SLOT / 2, v[j as usize].ratio))
                 })
                 .collect();
             chart.draw_series(
@@ -303,7 +374,7 @@ pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
             )?;
             chart
                 .draw_series(placed.iter().map(|(y, r)| Circle::new((r.mid, *y), 4, color.filled())))?
-                .label(peer.clone())
+                .label(peer.to_string())
                 .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
         }
         chart
@@ -361,12 +432,13 @@ where
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
-        .x_label_formatter(&|v| axis_label(*v))
+        .light_line_style(LIGHT)
+        .x_label_formatter(&|v| bytes_label(*v))
         .y_label_formatter(&|v| axis_label(*v))
         .label_style(("sans-serif", 14))
         .draw()?;
-    for (g, group) in groups.iter().enumerate() {
-        let color = PALETTE[g % PALETTE.len()];
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    for (group, color) in groups.iter().zip(colours(&names)) {
         let pts: Vec<(f64, Spread)> = xs.iter().zip(&group.values).filter_map(|(x, v)| v.map(|v| (*x, v))).collect();
         chart
             .draw_series(LineSeries::new(pts.iter().map(|(x, v)| (*x, v.mid)), color.stroke_width(2)))?

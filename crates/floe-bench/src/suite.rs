@@ -114,7 +114,17 @@ pub trait Suite {
 
 /// A section of the HTML report: `text` (a suite's table) under the heading `title`.
 pub fn section(title: &str, text: &str) -> String {
-    format!("<h2>{title}</h2>\n<pre>{}</pre>\n", crate::report::html_escape(text))
+    format!("<h2>{title}</h2>\n{}", table_html(text))
+}
+
+/// A suite's table (its text, as the terminal shows it) in the HTML report, below its charts.
+pub fn table_html(text: &str) -> String {
+    format!("<pre>{}</pre>\n", crate::report::html_escape(text))
+}
+
+/// A suite's section of the HTML report: its heading, its charts, then its table.
+pub fn charts_section(title: &str, charts: &str, table: &str) -> String {
+    format!("<h2>{title}</h2>\n{charts}{}", table_html(table))
 }
 
 /// A suite that has run, with its results: what the run's outputs are made of.

@@ -52,6 +52,14 @@ impl Ratio {
     }
 }
 
+/// floe's ratio to a peer from two series of runs taken side by side: the ratio of their
+/// medians (the middle values, as the stages' tables take them) with the spread of the
+/// per-run ratios.
+pub fn of_runs(test: &str, peer: &str, floe: &[f64], of_peer: &[f64]) -> Option<Ratio> {
+    let m = crate::stats::middle;
+    Ratio::new(test, peer, m(floe), m(of_peer), &per_run(floe, of_peer))
+}
+
 /// Per-run ratios of two series of runs taken side by side (`a[i] / b[i]`), over the runs
 /// both have.
 pub fn per_run(a: &[f64], b: &[f64]) -> Vec<f64> {
