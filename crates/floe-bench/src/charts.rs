@@ -81,7 +81,7 @@ fn known_colour(name: &str) -> Option<RGBColor> {
 }
 
 /// The colours of a chart's series: each known one's own, the others the palette's colours
-/// left over, in order.
+/// left over, in order (never floe's green, which stays floe's).
 fn colours(names: &[&str]) -> Vec<RGBColor> {
     let mut used: Vec<RGBColor> = Vec::new();
     let mut out = Vec::new();
@@ -89,12 +89,12 @@ fn colours(names: &[&str]) -> Vec<RGBColor> {
         let colour = known_colour(name)
             .filter(|c| !used.contains(c))
             .or_else(|| {
-                PALETTE
+                PALETTE[1..]
                     .iter()
                     .copied()
                     .find(|c| !used.contains(c) && !names.iter().any(|n| known_colour(n) == Some(*c)))
             })
-            .or_else(|| PALETTE.iter().copied().find(|c| !used.contains(c)))
+            .or_else(|| PALETTE[1..].iter().copied().find(|c| !used.contains(c)))
             .unwrap_or(BLACK);
         used.push(colour);
         out.push(colour);
@@ -150,6 +150,14 @@ fn figure(
         }
     }
     format!("<figure class=\"chart\">{svg}</figure>\n")
+}
+
+/// A figure with a caption below it.
+fn captioned(figure: String, caption: &str) -> String {
+    match figure.strip_suffix("</figure>\n") {
+        Some(f) => format!("{f}<figcaption>{}</figcaption></figure>\n", crate::report::html_escape(caption)),
+        None => figure,
+    }
 }
 
 /// The range of an axis over `values`: (low, high, logarithmic). Logarithmic when the
@@ -291,11 +299,30 @@ pub(crate) struct RatioPoint {
 
 /// The ticks of a ratio axis from `lo` to `hi`: 1 and the usual fractions and multiples.
 fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0]
-        .into_iter()
-        .chain((3..10).map(|e| 10f64.powi(e)))
-        .filter(|t| *t >= lo && *t <= hi)
-        .collect()
+    let candidates: Vec<f64> =
+        [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0]
+            .into_iter()
+            .chain((1..10).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))))
+            .filter(|t| *t >= lo && *t <= hi)
+            .collect();
+    // Outwards from 1, a tick at least a twelfth of the axis from the last one, so that the
+    // labels never run together.
+    let gap = (hi / lo).ln() / 12.0;
+    let mut ticks = vec![1.0];
+    for side in [
+        candidates.iter().filter(|t| **t > 1.0).collect::<Vec<_>>(),
+        candidates.iter().rev().filter(|t| **t < 1.0).collect(),
+    ] {
+        let mut last = 1.0f64;
+        for t in side {
+            if (t / last).ln().abs() >= gap {
+                ticks.push(*t);
+                last = *t;
+            }
+        }
+    }
+    ticks.sort_by(f64::total_cmp);
+    ticks
 }
 
 /// A dot plot of ratios: one row per test (top to bottom, in their first order), as tall as
@@ -334,13 +361,16 @@ pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
         .collect();
     let centres: Vec<i32> = tops.iter().zip(&heights).map(|(t, h)| t - h / 2).collect();
     let labels: Vec<String> = rows.iter().map(|(r, _)| r.to_string()).collect();
-    let height = 130 + 18 * peers.len() as u32 + (total as u32 * 11 / 100);
+    let height = 154 + 18 * peers.len() as u32 + (total as u32 * 11 / 100);
     let colours = colours(&peers);
-    figure(WIDTH, height, |root| {
+    let caption = "floe's figure over the peer's, on a log scale: right of the line at 1 is floe ahead; the bars \
+                   are the spread of the per-run ratios.";
+    let drawn = figure(WIDTH, height, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(44)
+            .top_x_label_area_size(24)
             .y_label_area_size(label_width(&labels))
             .build_cartesian_2d(
                 (lo..hi).log_scale().with_key_points(ratio_ticks(lo, hi)),
@@ -351,7 +381,6 @@ pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
             .configure_mesh()
             .disable_y_mesh()
             .light_line_style(LIGHT)
-            .x_desc("floe's figure over the peer's (log scale; above 1: floe ahead; bars: spread of the runs)")
             .x_label_formatter(&|v| axis_label(*v))
             .y_label_formatter(&row)
             .label_style(("sans-serif", 14))
@@ -385,7 +414,8 @@ pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
             .label_font(("sans-serif", 14))
             .draw()?;
         Ok(())
-    })
+    });
+    captioned(drawn, caption)
 }
 
 /// Lines over a logarithmic x axis (`xs`, with their labels), one per group with dots and

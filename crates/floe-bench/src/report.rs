@@ -344,7 +344,7 @@ pub(crate) fn json_records(records: &[Record]) -> Vec<serde_json::Value> {
 }
 
 /// The start of the HTML report, up to its body.
-pub(crate) const HTML_HEAD: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}pre{font-size:12px;overflow-x:auto;background:#f8f8f8;padding:6px}figure.chart{margin:1em 0}ul.verdicts{font-size:15px;line-height:1.5}details{margin:1em 0}</style></head><body>";
+pub(crate) const HTML_HEAD: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}pre{font-size:12px;overflow-x:auto;background:#f8f8f8;padding:6px}figure.chart{margin:1em 0}figcaption{font-size:13px;color:#444;max-width:900px}ul.verdicts{font-size:15px;line-height:1.5}details{margin:1em 0}</style></head><body>";
 
 /// The peers of floe in the rate tests, with the names the report gives them.
 const PEERS: [(&str, &str); 4] = [("raw", "raw"), ("ice-cpp", "Ice C++"), ("tonic", "tonic"), ("tokio", "tokio")];
