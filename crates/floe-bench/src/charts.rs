@@ -71,8 +71,8 @@ const WIDTH: u32 = 920;
 fn known_colour(name: &str) -> Option<RGBColor> {
     let c = |i: usize| Some(PALETTE[i]);
     match name {
-        "floe" | "floe-router" | "floe-registry (redb)" | "floe-storm" | "server" | "created" | "RSS" => c(0),
-        "ice-cpp" | "Ice C++" | "Ice C++ server" | "icegridregistry" | "glacier2router" | "IceStorm" | "client" => c(1),
+        "floe" | "floe-router" | "floe-registry (redb)" | "floe-storm" => c(0),
+        "ice-cpp" | "Ice C++" | "Ice C++ server" | "icegridregistry" | "glacier2router" | "IceStorm" => c(1),
         "raw" | "raw relay" | "copy relay" | "cap: raw server" => c(2),
         "tonic" => c(3),
         "tokio" | "floe-registry (etcd)" => c(4),

@@ -438,23 +438,19 @@ pub(crate) fn html(tests: &[Test], records: &[Record], samples: &[Sample], table
         &["twoway o()".to_string()],
         &demarey,
     ));
+    // Resources: per side (server, twoway client), one bar per system.
     let rows = resources(records);
-    let cpu = |f: fn(&ResourceRow) -> &str| {
-        rows.iter().map(|r| f(r).parse::<f64>().ok().map(|v| Spread { mid: v, low: v, high: v })).collect()
+    let exact = |v: Option<f64>| v.map(|v| Spread { mid: v, low: v, high: v });
+    let groups = |f: &dyn Fn(&ResourceRow) -> [Option<f64>; 2]| -> Vec<Group> {
+        rows.iter().map(|r| Group { name: r.system.into(), values: f(r).into_iter().map(exact).collect() }).collect()
     };
-    let by_system = |values: Vec<Option<Spread>>, name: &str| Group { name: name.into(), values };
-    let systems: Vec<String> = rows.iter().map(|r| r.system.to_string()).collect();
-    s.push_str(&charts::bars(
-        "CPU seconds per 100,000 twoway calls",
-        "CPU s / 100k calls",
-        &systems,
-        &[by_system(cpu(|r| &r.server_cpu), "server"), by_system(cpu(|r| &r.client_cpu), "client")],
-    ));
-    let rss: Vec<Option<Spread>> = rows
-        .iter()
-        .map(|r| Some(Spread { mid: r.server_rss_mb, low: r.server_rss_mb, high: r.server_rss_mb }))
-        .collect();
-    s.push_str(&charts::bars("Server peak RSS over the run", "MB", &systems, &[by_system(rss, "server")]));
+    let sides = ["server".to_string(), "twoway client".to_string()];
+    let cpu = groups(&|r| [r.server_cpu.parse().ok(), r.client_cpu.parse().ok()]);
+    s.push_str(&charts::bars("CPU seconds per 100,000 twoway calls", "CPU s / 100k calls", &sides, &cpu));
+    let client_rss =
+        |sys: &str| find(records, "twoway", sys).and_then(|t| t.client).map(|c| c.peak_rss_kb as f64 / 1024.0);
+    let rss = groups(&|r| [Some(r.server_rss_mb), client_rss(r.system)]);
+    s.push_str(&charts::bars("Peak RSS (the server's over the run, the twoway client's)", "MB", &sides, &rss));
     html_table(&mut s, tests, records);
     resources_table(&mut s, records);
     let _ = write!(

@@ -303,23 +303,37 @@ pub(crate) struct RouterSessions;
 /// The stage's charts: each router's sessions created per second and memory per session,
 /// and its twoway pings before and with the sessions held.
 fn charts(outcomes: &[SessionsOutcome]) -> String {
-    let exact = |v: f64| Some(Spread { mid: v, low: v, high: v });
-    let group = |name: &str, f: &dyn Fn(&SessionsOutcome) -> Option<f64>| Group {
-        name: name.to_string(),
-        values: outcomes.iter().map(|o| f(o).and_then(exact)).collect(),
+    type Figure = fn(&SessionsOutcome) -> Option<f64>;
+    let by_router = |figures: &[Figure]| -> Vec<Group> {
+        outcomes
+            .iter()
+            .map(|o| Group {
+                name: o.router.to_string(),
+                values: figures.iter().map(|f| f(o).map(|v| Spread { mid: v, low: v, high: v })).collect(),
+            })
+            .collect()
     };
-    let routers: Vec<String> = outcomes.iter().map(|o| o.router.to_string()).collect();
-    let rate = |o: &SessionsOutcome| (o.create_s > 0.0).then(|| o.created as f64 / o.create_s);
-    let mut s = crate::charts::bars("Router sessions: sessions created per second", "sessions/s", &routers, &[group("created", &rate)]);
-    let memory = |o: &SessionsOutcome| Some(o.per_session_bytes());
-    s.push_str(&crate::charts::bars("Router sessions: router memory per session", "bytes", &routers, &[group("RSS", &memory)]));
-    let before = |o: &SessionsOutcome| o.probe_before.map(|p| p.0);
-    let during = |o: &SessionsOutcome| o.probe_during.map(|p| p.0);
+    let one = |label: &str| [label.to_string()];
+    let rate: Figure = |o| (o.create_s > 0.0).then(|| o.created as f64 / o.create_s);
+    let mut s = crate::charts::bars(
+        "Router sessions: sessions created per second",
+        "sessions/s",
+        &one("createSession"),
+        &by_router(&[rate]),
+    );
+    let memory: Figure = |o| Some(o.per_session_bytes());
+    s.push_str(&crate::charts::bars(
+        "Router sessions: router memory per session",
+        "bytes",
+        &one("RSS per session"),
+        &by_router(&[memory]),
+    ));
+    let (before, during): (Figure, Figure) = (|o| o.probe_before.map(|p| p.0), |o| o.probe_during.map(|p| p.0));
     s.push_str(&crate::charts::bars(
         "Router sessions: twoway pings through the router",
         "calls/s",
-        &routers,
-        &[group("before the sessions", &before), group("with the sessions held", &during)],
+        &["before the sessions".to_string(), "with the sessions held".to_string()],
+        &by_router(&[before, during]),
     ));
     s
 }
