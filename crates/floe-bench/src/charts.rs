@@ -103,7 +103,7 @@ fn colours(names: &[&str]) -> Vec<RGBColor> {
 }
 
 /// A number of bytes for an axis label: `16 B`, `4 KB`, `1 MB`.
-fn bytes_label(v: f64) -> String {
+pub(crate) fn bytes_label(v: f64) -> String {
     if v >= 1024.0 * 1024.0 {
         format!("{} MB", axis_label(v / 1024.0 / 1024.0))
     } else if v >= 1024.0 {
@@ -117,7 +117,7 @@ fn bytes_label(v: f64) -> String {
 const LIGHT: RGBColor = RGBColor(243, 243, 243);
 
 /// A value for an axis label: `1.23M`, `45.6k`, `789`, `1.5`, `0.25`.
-fn axis_label(v: f64) -> String {
+pub(crate) fn axis_label(v: f64) -> String {
     let a = v.abs();
     let (x, suffix, decimals) = if a >= 1e9 {
         (v / 1e9, "G", 2)
@@ -420,7 +420,14 @@ pub(crate) fn ratios(title: &str, points: &[RatioPoint]) -> String {
 
 /// Lines over a logarithmic x axis (`xs`, with their labels), one per group with dots and
 /// the spread as error bars; the y axis is logarithmic when the figures span more than 30×.
-pub(crate) fn lines(title: &str, x_label: &str, y_label: &str, xs: &[f64], groups: &[Group]) -> String {
+pub(crate) fn lines(
+    title: &str,
+    axes: (&str, &str),
+    xs: &[f64],
+    groups: &[Group],
+    x_format: fn(f64) -> String,
+) -> String {
+    let (x_label, y_label) = axes;
     let groups: Vec<&Group> = groups.iter().filter(|g| g.values.iter().flatten().count() >= 1).collect();
     if xs.len() < 2 || groups.is_empty() {
         return String::new();
@@ -431,19 +438,17 @@ pub(crate) fn lines(title: &str, x_label: &str, y_label: &str, xs: &[f64], group
     let x_hi = xs.iter().copied().fold(0.0, f64::max) * 1.5;
     figure(WIDTH, 460, |root| {
         if log {
-            draw_lines(root, title, x_label, y_label, x_lo..x_hi, (lo..hi).log_scale(), xs, &groups)
+            draw_lines(root, title, (x_label, y_label, x_format), x_lo..x_hi, (lo..hi).log_scale(), xs, &groups)
         } else {
-            draw_lines(root, title, x_label, y_label, x_lo..x_hi, lo..hi, xs, &groups)
+            draw_lines(root, title, (x_label, y_label, x_format), x_lo..x_hi, lo..hi, xs, &groups)
         }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn draw_lines<'b, Y>(
     root: &DrawingArea<SVGBackend<'b>, Shift>,
     title: &str,
-    x_label: &str,
-    y_label: &str,
+    (x_label, y_label, x_format): (&str, &str, fn(f64) -> String),
     x: std::ops::Range<f64>,
     y: impl AsRangedCoord<CoordDescType = Y, Value = f64>,
     xs: &[f64],
@@ -463,7 +468,7 @@ where
         .x_desc(x_label)
         .y_desc(y_label)
         .light_line_style(LIGHT)
-        .x_label_formatter(&|v| bytes_label(*v))
+        .x_label_formatter(&|v| x_format(*v))
         .y_label_formatter(&|v| axis_label(*v))
         .label_style(("sans-serif", 14))
         .draw()?;
@@ -515,7 +520,7 @@ mod tests {
         };
         let svg = bars("t", "calls/s", &["a".into(), "b".into()], &[g("floe", &[1.0, 2.0]), g("raw", &[3.0, 4.0])]);
         assert!(svg.contains("<svg") && svg.contains("<rect") && svg.contains("floe\n</text>"), "{svg}");
-        let svg = lines("t", "bytes", "Mbit/s", &[10.0, 1000.0], &[g("floe", &[1.0, 2.0])]);
+        let svg = lines("t", ("bytes", "Mbit/s"), &[10.0, 1000.0], &[g("floe", &[1.0, 2.0])], bytes_label);
         assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
         let p = |row: &str, peer: &str, mid| RatioPoint {
             row: row.into(),

@@ -387,9 +387,45 @@ fn spread_of(records: &[Record], test: &str, system: &str, f: impl Fn(f64) -> f6
     find(records, test, system).map(|r| Spread { mid: f(r.median), low: f(r.min), high: f(r.max) })
 }
 
+/// The scaling charts: twoway calls/s against the number of clients, one chart per server
+/// size (on their defaults, and each exact thread count), one line per system.
+fn scaling_charts(s: &mut String, tests: &[Test], records: &[Record], systems: &[&str]) {
+    let twoway: Vec<&Test> = tests.iter().filter(|t| t.kind == Kind::Twoway && !t.ssl).collect();
+    let mut sizes: Vec<Option<usize>> = twoway.iter().map(|t| t.threads).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let mut points: Vec<&Test> = twoway.iter().copied().filter(|t| t.threads == size).collect();
+        points.sort_by_key(|t| t.clients);
+        points.dedup_by_key(|t| t.clients);
+        if points.len() < 2 {
+            continue;
+        }
+        let groups: Vec<Group> = systems
+            .iter()
+            .map(|sys| Group {
+                name: sys.to_string(),
+                values: points.iter().map(|t| spread_of(records, t.name, sys, |v| v)).collect(),
+            })
+            .collect();
+        let xs: Vec<f64> = points.iter().map(|t| t.clients as f64).collect();
+        let server = match size {
+            None => "servers on their defaults".to_string(),
+            Some(n) => format!("servers with {n} thread(s)"),
+        };
+        s.push_str(&charts::lines(
+            &format!("Scaling: twoway calls/s by clients, {server}"),
+            ("clients, each on its own connection (log scale)", "calls/s"),
+            &xs,
+            &groups,
+            charts::axis_label,
+        ));
+    }
+}
+
 /// The rate tests' part of the HTML report: floe's ratio to each peer per test (and per
-/// batched-oneway payload variant), throughput against message size, twoway latency by the
-/// Demarey method, the resources, then the table (`table`, the terminal's) and the notes.
+/// batched-oneway payload variant), throughput against message size, scaling with clients,
+/// twoway latency by the Demarey method, the resources, then the table (`table`, the terminal's) and the notes.
 pub(crate) fn html(tests: &[Test], records: &[Record], samples: &[Sample], table: &str, notes: &[String]) -> String {
     let mut s = String::from("<h2 id=\"rates\">Rate tests</h2>\n");
     let (payload, plain): (Vec<&Test>, Vec<&Test>) = tests.iter().partition(|t| t.kind.is_payload());
@@ -420,11 +456,12 @@ pub(crate) fn html(tests: &[Test], records: &[Record], samples: &[Sample], table
     let xs: Vec<f64> = sweep.iter().map(|t| t.payload as f64).collect();
     s.push_str(&charts::lines(
         "Throughput by message size (median, min–max of the runs)",
-        "payload bytes per call (log scale)",
-        "Mbit/s of payload",
+        ("payload bytes per call (log scale)", "Mbit/s of payload"),
         &xs,
         &groups,
+        charts::bytes_label,
     ));
+    scaling_charts(&mut s, tests, records, &present);
     let demarey: Vec<Group> = present
         .iter()
         .filter_map(|sys| {

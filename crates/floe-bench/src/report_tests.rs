@@ -253,9 +253,9 @@ fn chromium_draws_every_chart_of_the_report() {
     let ctx = context();
     let page = fixture_page(&ctx);
     let charts = page.matches("<figure class=\"chart\">").count();
-    // The summary, the rate tests' 6, cross 2, locate 2, router 4, storm 2, router sessions 3
+    // The summary, the rate tests' 9, cross 2, locate 2, router 4, storm 2, router sessions 3
     // and connections 3.
-    assert_eq!(charts, 23, "the fixture's report has {charts} charts");
+    assert_eq!(charts, 26, "the fixture's report has {charts} charts");
     for stage in ["rates", "cross", "locate", "router", "storm", "router sessions", "connections"] {
         assert!(page.contains(&format!("<li>{stage}: floe ≥ ")), "the summary has a verdict for {stage}");
     }
