@@ -135,6 +135,11 @@ pub(crate) fn axis_label(v: f64) -> String {
     format!("{s}{suffix}")
 }
 
+/// `s` with `&`, `<` and `>` escaped, for the report's HTML.
+pub(crate) fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 /// Draws on an SVG canvas of `width` × `height` and wraps it in a figure.
 fn figure(
     width: u32,
@@ -146,7 +151,7 @@ fn figure(
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         let drawn = root.fill(&WHITE).map_err(|e| e.to_string()).and_then(|()| draw(&root).map_err(|e| e.to_string()));
         if let Err(e) = drawn.and_then(|()| root.present().map_err(|e| e.to_string())) {
-            return format!("<p>chart not drawn: {}</p>", crate::report::html_escape(&e));
+            return format!("<p>chart not drawn: {}</p>", html_escape(&e));
         }
     }
     format!("<figure class=\"chart\">{svg}</figure>\n")
@@ -155,7 +160,7 @@ fn figure(
 /// A figure with a caption below it.
 fn captioned(figure: String, caption: &str) -> String {
     match figure.strip_suffix("</figure>\n") {
-        Some(f) => format!("{f}<figcaption>{}</figcaption></figure>\n", crate::report::html_escape(caption)),
+        Some(f) => format!("{f}<figcaption>{}</figcaption></figure>\n", html_escape(caption)),
         None => figure,
     }
 }

@@ -505,9 +505,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], samples: &[Sample], table
     s
 }
 
-pub(crate) fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
+pub(crate) use crate::charts::html_escape;
 
 /// The tests of the README's headline table, with the label each row has there.
 const HEADLINE: &[(&str, &str)] = &[

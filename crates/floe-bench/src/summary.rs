@@ -129,7 +129,7 @@ pub fn html(stages: &[StageSummary]) -> String {
     }
     let mut s = String::from("<h2 id=\"summary\">Summary</h2>\n<ul class=\"verdicts\">");
     for st in stages {
-        let _ = write!(s, "<li>{}</li>", crate::report::html_escape(&st.verdict));
+        let _ = write!(s, "<li>{}</li>", charts::html_escape(&st.verdict));
     }
     s.push_str("</ul>\n");
     let rows: Vec<(String, &Ratio)> =
