@@ -22,7 +22,9 @@ use serde::Serialize;
 
 use crate::servers::{start_server, System};
 use crate::stats::round_to;
+use crate::charts::{Group, Spread};
 use crate::suite::{Context, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// How a `connections` run is shaped.
 #[derive(Debug, Clone, Copy)]
@@ -367,6 +369,62 @@ pub(crate) fn table(plan: &Plan, outcomes: &[Outcome], notes: &[String]) -> Stri
     s
 }
 
+/// One figure of a run, if it has it.
+type Figure = fn(&Outcome) -> Option<f64>;
+
+/// A named figure of the runs.
+type Named = (&'static str, Figure);
+
+/// One figure of every run of `system`.
+fn per_run(outcomes: &[Outcome], system: &str, f: Figure) -> Vec<f64> {
+    outcomes.iter().filter(|o| o.system == system).filter_map(f).collect()
+}
+
+/// floe's ratios to Ice C++ and the raw baseline: RSS per connection, p99 and connect time,
+/// each turned over (less is better).
+fn ratios(outcomes: &[Outcome]) -> Vec<Ratio> {
+    let figures: [Named; 3] = [
+        ("RSS per connection", |o| Some(o.rss_per_conn)),
+        ("ping p99", |o| o.percentile(0.99)),
+        ("connect time", |o| Some(o.connect_s)),
+    ];
+    let mut out = Vec::new();
+    for (name, f) in figures {
+        for (system, peer) in [("ice-cpp", "Ice C++"), ("raw", "raw")] {
+            let r = of_runs(name, peer, &per_run(outcomes, "floe", f), &per_run(outcomes, system, f));
+            out.extend(r.and_then(Ratio::inverted));
+        }
+    }
+    out
+}
+
+/// The stage's charts: each server's memory per connection, ping latency percentiles and
+/// connect time, with the spread of the runs.
+fn charts(outcomes: &[Outcome]) -> String {
+    let systems: Vec<&'static str> = rows(outcomes).iter().map(|r| r.system).collect();
+    let by_system = |cats: &[Named]| -> Vec<Group> {
+        systems
+            .iter()
+            .map(|sys| Group {
+                name: sys.to_string(),
+                values: cats.iter().map(|(_, f)| Spread::of(&per_run(outcomes, sys, *f))).collect(),
+            })
+            .collect()
+    };
+    let latency: [Named; 3] = [
+        ("p50", |o| o.percentile(0.5)),
+        ("p99", |o| o.percentile(0.99)),
+        ("max", |o| o.latencies_us.last().map(|v| *v as f64 / 1000.0)),
+    ];
+    let labels = |cats: &[Named]| cats.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>();
+    let mut s = crate::charts::bars("Connections: ping latency percentiles", "ms", &labels(&latency), &by_system(&latency));
+    let memory: [Named; 1] = [("RSS per connection", |o| Some(o.rss_per_conn))];
+    s.push_str(&crate::charts::bars("Connections: server memory per connection", "bytes", &labels(&memory), &by_system(&memory)));
+    let connect: [Named; 1] = [("connect time", |o| Some(o.connect_s))];
+    s.push_str(&crate::charts::bars("Connections: time to open every connection", "s", &labels(&connect), &by_system(&connect)));
+    s
+}
+
 /// The JSON record of one system's `connections` runs.
 #[derive(Debug, Serialize)]
 struct Record {
@@ -456,6 +514,14 @@ impl Suite for Connections {
 
     fn table(&self, ctx: &Context, (outcomes, notes): &Self::Results) -> String {
         table(&plan(ctx), outcomes, notes)
+    }
+
+    fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
+        crate::suite::charts_section(self.title(), &charts(&r.0), &self.table(ctx, r))
+    }
+
+    fn summary(&self, _ctx: &Context, (outcomes, _): &Self::Results) -> Option<StageSummary> {
+        StageSummary::new("connections", "figures", ratios(outcomes))
     }
 
     fn records(&self, (outcomes, _): &Self::Results) -> Vec<serde_json::Value> {

@@ -32,7 +32,9 @@ use serde::Serialize;
 use crate::against::TESTS;
 use crate::report::ratio_cell as ratio;
 use crate::stats::round_to;
+use crate::charts::{Group, Spread};
 use crate::suite::{Context, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// One side of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -441,6 +443,47 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+fn values_of<'a>(series: &'a [Series], client: Side, server: Side, test: &str) -> &'a [f64] {
+    series.iter().find(|s| s.client == client && s.server == server && s.test == test).map_or(&[], |s| &s.values)
+}
+
+/// floe's ratios per test: its server over Ice's (both under Ice's client) and its client
+/// over Ice's (both against Ice's server), with the spread of the rounds' ratios; with
+/// `caps`, also each side over its cap.
+fn ratios(series: &[Series], caps: bool) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for (test, _) in TESTS {
+        let v = |client, server| values_of(series, client, server, test);
+        out.extend(of_runs(test, "Ice C++ server", v(Side::Ice, Side::Floe), v(Side::Ice, Side::Ice)));
+        if caps {
+            out.extend(of_runs(test, "cap: raw server", v(Side::Ice, Side::Floe), v(Side::Ice, Side::Raw)));
+        }
+        out.extend(of_runs(test, "Ice C++ client", v(Side::Floe, Side::Ice), v(Side::Ice, Side::Ice)));
+        if caps {
+            out.extend(of_runs(test, "cap: raw client", v(Side::Floe, Side::Ice), v(Side::Raw, Side::Ice)));
+        }
+    }
+    out
+}
+
+/// The stage's charts: floe's side over Ice's and over the caps, and every pair's figure per
+/// test.
+fn charts(series: &[Series]) -> String {
+    let r = ratios(series, true);
+    let rows: Vec<(String, &Ratio)> = r.iter().map(|x| (x.test.clone(), x)).collect();
+    let mut s = crate::summary::ratio_chart("Each side alone: floe's server and client against Ice C++'s and the caps", &rows);
+    let categories: Vec<String> = TESTS.iter().map(|(t, u)| format!("{t} ({u})")).collect();
+    let groups: Vec<Group> = PAIRS
+        .iter()
+        .map(|(c, sv)| Group {
+            name: format!("{} → {}", c.name(), sv.name()),
+            values: TESTS.iter().map(|(t, _)| Spread::of(values_of(series, *c, *sv, t))).collect(),
+        })
+        .collect();
+    s.push_str(&crate::charts::bars("Each pair, client → server (median, min–max of the rounds)", "rate", &categories, &groups));
+    s
+}
+
 /// The JSON record of one pair and test.
 #[derive(Debug, Serialize)]
 struct Record {
@@ -520,9 +563,19 @@ impl Suite for Cross {
 
     fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
         match r {
-            Ok(_) => crate::suite::section(self.title(), &self.table(ctx, r)),
+            Ok((series, _)) => {
+                let mut s = format!("<h2 id=\"cross\">{}</h2>\n", self.title());
+                s.push_str(&charts(series));
+                s.push_str(&crate::suite::table_html(&self.table(ctx, r)));
+                s
+            }
             Err(_) => String::new(),
         }
+    }
+
+    fn summary(&self, _ctx: &Context, r: &Self::Results) -> Option<StageSummary> {
+        let (series, _) = r.as_ref().ok()?;
+        StageSummary::new("cross", "tests", ratios(series, false))
     }
 
     fn records(&self, r: &Self::Results) -> Vec<serde_json::Value> {

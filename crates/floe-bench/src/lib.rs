@@ -14,9 +14,11 @@ pub mod proc;
 pub mod roles;
 pub mod stats;
 pub mod suite;
+pub mod summary;
 pub mod tests;
 
 mod against;
+mod charts;
 mod conn_load;
 mod floe_system;
 mod pipeline;
@@ -25,6 +27,8 @@ mod raw;
 mod raw_tester;
 mod relay;
 mod report;
+#[cfg(test)]
+mod report_tests;
 mod router_client;
 mod servers;
 mod tls;

@@ -21,7 +21,9 @@ use floe::{Communicator, Identity, Properties, Proxy};
 use serde::Serialize;
 
 use crate::stats::round_to;
+use crate::charts::{Group, Spread};
 use crate::suite::{Context, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// The Rust mapping of Ice's `Ice/Locator.ice`, generated at build time.
 #[allow(missing_docs, unreachable_pub, dead_code, clippy::all)]
@@ -88,18 +90,18 @@ const CALLS: [Call; 2] = [Call::Adapter, Call::Object];
 
 /// One round's figures.
 #[derive(Debug, Clone, Copy)]
-struct Sample {
-    rate: f64,
-    p50_us: f64,
-    p99_us: f64,
+pub(crate) struct Sample {
+    pub(crate) rate: f64,
+    pub(crate) p50_us: f64,
+    pub(crate) p99_us: f64,
 }
 
 /// The samples of one registry and call.
 #[derive(Debug, Clone)]
 pub(crate) struct Series {
-    registry: Registry,
-    call: Call,
-    samples: Vec<Sample>,
+    pub(crate) registry: Registry,
+    pub(crate) call: Call,
+    pub(crate) samples: Vec<Sample>,
 }
 
 fn median(v: Vec<f64>) -> Option<f64> {
@@ -452,6 +454,64 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// A figure of `registry`'s rounds on `call`.
+fn values(series: &[Series], registry: Registry, call: Call, f: fn(&Sample) -> f64) -> Vec<f64> {
+    find(series, registry, call).map(|s| s.samples.iter().map(f).collect()).unwrap_or_default()
+}
+
+/// floe-registry's ratios to icegridregistry per store and call: the rate, and the p99
+/// turned over (less is better).
+fn ratios(series: &[Series]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for call in CALLS {
+        for registry in [Registry::Embedded, Registry::Etcd] {
+            let of = |r, f| values(series, r, call, f);
+            let store = if registry == Registry::Embedded { "redb" } else { "etcd" };
+            let rate = |x: &Sample| x.rate;
+            let p99 = |x: &Sample| x.p99_us;
+            let test = format!("{} rate ({store})", call.name());
+            out.extend(of_runs(&test, "icegridregistry", &of(registry, rate), &of(Registry::IceGrid, rate)));
+            let test = format!("{} p99 ({store})", call.name());
+            out.extend(
+                of_runs(&test, "icegridregistry", &of(registry, p99), &of(Registry::IceGrid, p99)).and_then(Ratio::inverted),
+            );
+        }
+    }
+    out
+}
+
+/// The stage's charts: each registry's rate per call, and its p50 and p99.
+fn charts(series: &[Series]) -> String {
+    type Figure = fn(&Sample) -> f64;
+    let (rate, p50, p99): (Figure, Figure, Figure) = (|x| x.rate, |x| x.p50_us, |x| x.p99_us);
+    let groups = |cats: &[(Call, Figure)]| -> Vec<Group> {
+        REGISTRIES
+            .iter()
+            .map(|r| Group {
+                name: r.name().to_string(),
+                values: cats.iter().map(|(c, f)| Spread::of(&values(series, *r, *c, *f))).collect(),
+            })
+            .collect()
+    };
+    let calls: Vec<String> = CALLS.iter().map(|c| c.name().to_string()).collect();
+    let mut s = crate::charts::bars(
+        "Locate: resolutions per second (median, min–max of the rounds)",
+        "resolutions/s",
+        &calls,
+        &groups(&[(Call::Adapter, rate), (Call::Object, rate)]),
+    );
+    let cats = [(Call::Adapter, p50), (Call::Adapter, p99), (Call::Object, p50), (Call::Object, p99)];
+    let labels: Vec<String> =
+        CALLS.iter().flat_map(|c| [format!("{} p50", c.name()), format!("{} p99", c.name())]).collect();
+    s.push_str(&crate::charts::bars(
+        "Locate: latency percentiles (median, min–max of the rounds)",
+        "µs",
+        &labels,
+        &groups(&cats),
+    ));
+    s
+}
+
 /// The JSON record of one registry and call.
 #[derive(Debug, Serialize)]
 struct Record {
@@ -514,6 +574,14 @@ impl Suite for Locate {
 
     fn table(&self, ctx: &Context, (series, notes): &Self::Results) -> String {
         table(series, ctx.args.quick, rounds(ctx), notes)
+    }
+
+    fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
+        crate::suite::charts_section(self.title(), &charts(&r.0), &self.table(ctx, r))
+    }
+
+    fn summary(&self, _ctx: &Context, (series, _): &Self::Results) -> Option<StageSummary> {
+        StageSummary::new("locate", "figures", ratios(series))
     }
 
     fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {

@@ -11,6 +11,7 @@ use crate::proc::{calls_only, helper_exe, ice_malloc_env, proc_stats, run_client
 use crate::report::{self, Record, Sample};
 use crate::servers::{start_server, Server, System};
 use crate::suite::{Context, Suite};
+use crate::summary::StageSummary;
 use crate::tests::{every_test, Measured, Test};
 use crate::{floe_system, tls, tokio_baseline};
 
@@ -21,13 +22,15 @@ pub(crate) struct Rates;
 /// What the rate tests measured.
 pub(crate) struct RateResults {
     /// The tests that ran.
-    selected: Vec<Test>,
+    pub(crate) selected: Vec<Test>,
+    /// Every run's measurement.
+    pub(crate) samples: Vec<Sample>,
     /// Medians and ranges per system × test.
-    records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
     /// What could not be measured, and why.
-    notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// When the measurements started.
-    started: Instant,
+    pub(crate) started: Instant,
 }
 
 /// The tests `--tests` selects (every test without it), less the ssl tests when there are no
@@ -135,6 +138,7 @@ impl Suite for Rates {
                             );
                             let ops = m.ops;
                             samples.push(Sample {
+                                run,
                                 steps: m.steps,
                                 system: server.system.name(),
                                 test: test.name,
@@ -174,7 +178,7 @@ impl Suite for Rates {
                 });
             }
         }
-        RateResults { selected, records, notes, started }
+        RateResults { selected, samples, records, notes, started }
     }
 
     fn table(&self, ctx: &Context, r: &RateResults) -> String {
@@ -194,7 +198,12 @@ impl Suite for Rates {
     }
 
     fn charts(&self, ctx: &Context, r: &RateResults) -> String {
-        report::html(&r.selected, &r.records, &ctx.machine, &r.notes)
+        let table = self.table(ctx, r);
+        report::html(&r.selected, &r.records, &r.samples, &table, &r.notes)
+    }
+
+    fn summary(&self, _ctx: &Context, r: &RateResults) -> Option<StageSummary> {
+        report::summary(&r.selected, &r.records, &r.samples)
     }
 
     fn records(&self, r: &RateResults) -> Vec<serde_json::Value> {

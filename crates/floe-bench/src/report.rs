@@ -7,12 +7,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::charts::{self, Group, Spread};
 use crate::stats::{median, pooled_steps, round_to, spread, StepStats};
+use crate::summary::{Ratio, StageSummary};
 use crate::tests::{Kind, Test};
 
 /// One measurement.
 #[derive(Debug, Clone)]
 pub(crate) struct Sample {
+    /// The run (0, 1, …) the measurement belongs to.
+    pub(crate) run: usize,
     /// System name.
     pub(crate) system: &'static str,
     /// Test name.
@@ -251,12 +255,43 @@ fn resources(records: &[Record]) -> Vec<ResourceRow> {
 /// The HTML table of resources: server CPU per 100k twoway calls and peak RSS over the run,
 /// and the same for the twoway client when it was measured.
 fn resources_table(s: &mut String, records: &[Record]) {
-    s.push_str("<h2>Resources</h2><table><tr><th>system</th><th>server CPU s / 100k twoway calls</th><th>server peak RSS</th><th>client CPU s / 100k twoway calls</th><th>client peak RSS</th></tr>");
+    s.push_str("<h3>Resources</h3><table><tr><th>system</th><th>server CPU s / 100k twoway calls</th><th>server peak RSS</th><th>client CPU s / 100k twoway calls</th><th>client peak RSS</th></tr>");
     for r in resources(records) {
         let _ = write!(
             s,
             "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{:.1} MB</td><td>{}</td><td>{}</td></tr>",
             r.system, r.server_cpu, r.server_rss_mb, r.client_cpu, r.client_rss
+        );
+    }
+    s.push_str("</table>");
+}
+
+/// The HTML table of the rate tests: per test, its seed, unit, every system's median and
+/// floe's ratios.
+fn html_table(s: &mut String, tests: &[Test], records: &[Record]) {
+    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>tokio</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/tokio</th><th>floe/ice</th><th>floe/tonic</th></tr>");
+    for t in tests {
+        let f = find(records, t.name, "floe");
+        let cell = |sys: &str| find(records, t.name, sys).map(|r| human(r.median)).unwrap_or("-".into());
+        let ratio = |sys: &str| match (f, find(records, t.name, sys)) {
+            (Some(a), Some(b)) if b.median > 0.0 => format!("{:.2}", a.median / b.median),
+            _ => "-".into(),
+        };
+        let _ = write!(
+            s,
+            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_escape(t.title),
+            html_escape(t.seed),
+            t.unit,
+            cell("floe"),
+            cell("raw"),
+            cell("tokio"),
+            cell("ice-cpp"),
+            cell("tonic"),
+            ratio("raw"),
+            ratio("tokio"),
+            ratio("ice-cpp"),
+            ratio("tonic")
         );
     }
     s.push_str("</table>");
@@ -309,82 +344,159 @@ pub(crate) fn json_records(records: &[Record]) -> Vec<serde_json::Value> {
 }
 
 /// The start of the HTML report, up to its body.
-pub(crate) const HTML_HEAD: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}.chart{display:inline-block;margin:1em;vertical-align:top}</style></head><body>";
+pub(crate) const HTML_HEAD: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>floe-bench</title><style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#eee}pre{font-size:12px;overflow-x:auto;background:#f8f8f8;padding:6px}figure.chart{margin:1em 0}figcaption{font-size:13px;color:#444;max-width:900px}ul.verdicts{font-size:15px;line-height:1.5}details{margin:1em 0}</style></head><body>";
 
-/// The rate tests' part of the HTML report: the table, one bar chart per test (median with
-/// min–max whiskers), the throughput against message size, the resources and the notes.
-pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[String]) -> String {
-    let mut s = String::new();
-    let _ = write!(s, "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>", html_escape(machine));
-    s.push_str("<table><tr><th>test</th><th>seed</th><th>unit</th><th>floe</th><th>raw socket</th><th>tokio</th><th>ice-cpp</th><th>tonic</th><th>floe/raw</th><th>floe/tokio</th><th>floe/ice</th><th>floe/tonic</th></tr>");
+/// The peers of floe in the rate tests, with the names the report gives them.
+const PEERS: [(&str, &str); 4] = [("raw", "raw"), ("ice-cpp", "Ice C++"), ("tonic", "tonic"), ("tokio", "tokio")];
+
+/// The rate of every run of `system` on `test`, by run.
+fn runs_of(samples: &[Sample], test: &str, system: &str) -> Vec<(usize, f64)> {
+    samples.iter().filter(|s| s.test == test && s.system == system).map(|s| (s.run, s.rate)).collect()
+}
+
+/// floe's ratio to each peer on each of `tests`: the ratio of the medians, with the spread of
+/// the ratios of the runs (floe's rate in a run over the peer's in the same run).
+fn ratios(tests: &[&Test], records: &[Record], samples: &[Sample]) -> Vec<Ratio> {
+    let mut out = Vec::new();
     for t in tests {
-        let f = find(records, t.name, "floe");
-        let cell = |sys: &str| find(records, t.name, sys).map(|r| human(r.median)).unwrap_or("-".into());
-        let ratio = |sys: &str| match (f, find(records, t.name, sys)) {
-            (Some(a), Some(b)) if b.median > 0.0 => format!("{:.2}", a.median / b.median),
-            _ => "-".into(),
-        };
-        let _ = write!(
-            s,
-            "<tr><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            html_escape(t.title),
-            html_escape(t.seed),
-            t.unit,
-            cell("floe"),
-            cell("raw"),
-            cell("tokio"),
-            cell("ice-cpp"),
-            cell("tonic"),
-            ratio("raw"),
-            ratio("tokio"),
-            ratio("ice-cpp"),
-            ratio("tonic")
-        );
+        let floe = runs_of(samples, t.name, "floe");
+        for (system, peer) in PEERS {
+            let of_peer = runs_of(samples, t.name, system);
+            let per_run: Vec<f64> = floe
+                .iter()
+                .filter_map(|(run, f)| {
+                    of_peer.iter().find(|(r, _)| r == run).filter(|(_, p)| *p > 0.0).map(|(_, p)| f / p)
+                })
+                .collect();
+            let median = |sys: &str| find(records, t.name, sys).map(|r| r.median);
+            out.extend(Ratio::new(t.name, peer, median("floe"), median(system), &per_run));
+        }
     }
-    s.push_str("</table>");
-    for t in tests {
-        let rs: Vec<&Record> = SYSTEMS.iter().filter_map(|sys| find(records, t.name, sys)).collect();
-        if rs.is_empty() {
+    out
+}
+
+/// The rate tests' part of the summary: floe's ratios on the README's headline tests that
+/// ran.
+pub(crate) fn summary(tests: &[Test], records: &[Record], samples: &[Sample]) -> Option<StageSummary> {
+    let headline: Vec<&Test> = tests.iter().filter(|t| HEADLINE.iter().any(|(h, _)| *h == t.name)).collect();
+    StageSummary::new("rates", "headline tests", ratios(&headline, records, samples))
+}
+
+/// The median and min–max of `system` on `test`, through `f` (a rate to Mbit/s, say).
+fn spread_of(records: &[Record], test: &str, system: &str, f: impl Fn(f64) -> f64) -> Option<Spread> {
+    find(records, test, system).map(|r| Spread { mid: f(r.median), low: f(r.min), high: f(r.max) })
+}
+
+/// The scaling charts: twoway calls/s against the number of clients, one chart per server
+/// size (on their defaults, and each exact thread count), one line per system.
+fn scaling_charts(s: &mut String, tests: &[Test], records: &[Record], systems: &[&str]) {
+    let twoway: Vec<&Test> = tests.iter().filter(|t| t.kind == Kind::Twoway && !t.ssl).collect();
+    let mut sizes: Vec<Option<usize>> = twoway.iter().map(|t| t.threads).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let mut points: Vec<&Test> = twoway.iter().copied().filter(|t| t.threads == size).collect();
+        points.sort_by_key(|t| t.clients);
+        points.dedup_by_key(|t| t.clients);
+        if points.len() < 2 {
             continue;
         }
-        let top = rs.iter().map(|r| r.max).fold(0.0, f64::max).max(1.0);
-        let (w, h, bar) = (360.0, 200.0, 70.0);
-        let _ = write!(
-            s,
-            "<div class=\"chart\"><h3>{}</h3><svg width=\"{w}\" height=\"{}\">",
-            html_escape(t.title),
-            h + 40.0
-        );
-        for (i, r) in rs.iter().enumerate() {
-            let x = 30.0 + i as f64 * (bar + 40.0);
-            let bh = r.median / top * h;
-            let color = match r.system {
-                "floe" => "#2a7",
-                "raw" => "#888",
-                "tonic" => "#36c",
-                "tokio" => "#a5a",
-                _ => "#c63",
-            };
-            let _ = write!(
-                s,
-                "<rect x=\"{x}\" y=\"{}\" width=\"{bar}\" height=\"{bh}\" fill=\"{color}\"/><line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\"/><text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{} {}</text>",
-                h - bh,
-                x + bar / 2.0,
-                x + bar / 2.0,
-                h - r.min / top * h,
-                h - r.max / top * h,
-                x + bar / 2.0,
-                h + 16.0,
-                r.system,
-                human(r.median)
-            );
-        }
-        s.push_str("</svg></div>");
+        let groups: Vec<Group> = systems
+            .iter()
+            .map(|sys| Group {
+                name: sys.to_string(),
+                values: points.iter().map(|t| spread_of(records, t.name, sys, |v| v)).collect(),
+            })
+            .collect();
+        let xs: Vec<f64> = points.iter().map(|t| t.clients as f64).collect();
+        let server = match size {
+            None => "servers on their defaults".to_string(),
+            Some(n) => format!("servers with {n} thread(s)"),
+        };
+        s.push_str(&charts::lines(
+            &format!("Scaling: twoway calls/s by clients, {server}"),
+            ("clients, each on its own connection (log scale)", "calls/s"),
+            &xs,
+            &groups,
+            charts::axis_label,
+        ));
     }
-    sweep_chart(&mut s, tests, records);
+}
+
+/// The rate tests' part of the HTML report: floe's ratio to each peer per test (and per
+/// batched-oneway payload variant), throughput against message size, scaling with clients,
+/// twoway latency by the Demarey method, the resources, then the table (`table`, the terminal's) and the notes.
+pub(crate) fn html(tests: &[Test], records: &[Record], samples: &[Sample], table: &str, notes: &[String]) -> String {
+    let mut s = String::from("<h2 id=\"rates\">Rate tests</h2>\n");
+    let (payload, plain): (Vec<&Test>, Vec<&Test>) = tests.iter().partition(|t| t.kind.is_payload());
+    for (title, set) in [
+        ("floe against each peer, per rate test (median ratio, min–max of the runs)", &plain),
+        ("Batched oneways with a payload: floe against each peer, per variant", &payload),
+    ] {
+        let r = ratios(set, records, samples);
+        if r.is_empty() {
+            continue;
+        }
+        let _ = write!(s, "<p>{}</p>", html_escape(&crate::summary::verdict("rates", "tests", &r)));
+        let rows: Vec<(String, &Ratio)> = r.iter().map(|x| (x.test.to_string(), x)).collect();
+        s.push_str(&crate::summary::ratio_chart(title, &rows));
+    }
+    let present: Vec<&str> = SYSTEMS.iter().copied().filter(|sys| records.iter().any(|r| r.system == *sys)).collect();
+    let sweep: Vec<&Test> = tests.iter().filter(|t| t.sweep && t.payload > 0).collect();
+    let groups: Vec<Group> = present
+        .iter()
+        .map(|sys| Group {
+            name: sys.to_string(),
+            values: sweep
+                .iter()
+                .map(|t| spread_of(records, t.name, sys, |v| v * t.payload as f64 * 8.0 / 1e6))
+                .collect(),
+        })
+        .collect();
+    let xs: Vec<f64> = sweep.iter().map(|t| t.payload as f64).collect();
+    s.push_str(&charts::lines(
+        "Throughput by message size (median, min–max of the runs)",
+        ("payload bytes per call (log scale)", "Mbit/s of payload"),
+        &xs,
+        &groups,
+        charts::bytes_label,
+    ));
+    scaling_charts(&mut s, tests, records, &present);
+    let demarey: Vec<Group> = present
+        .iter()
+        .filter_map(|sys| {
+            let (mean, min, max, _) = find(records, "demarey", sys)?.steps?;
+            Some(Group { name: sys.to_string(), values: vec![Some(Spread { mid: mean, low: min, high: max })] })
+        })
+        .collect();
+    s.push_str(&charts::bars(
+        "Twoway latency per call, Demarey method (mean of the steps, min–max)",
+        "µs per call",
+        &["twoway o()".to_string()],
+        &demarey,
+    ));
+    // Resources: per side (server, twoway client), one bar per system.
+    let rows = resources(records);
+    let exact = |v: Option<f64>| v.map(|v| Spread { mid: v, low: v, high: v });
+    let groups = |f: &dyn Fn(&ResourceRow) -> [Option<f64>; 2]| -> Vec<Group> {
+        rows.iter().map(|r| Group { name: r.system.into(), values: f(r).into_iter().map(exact).collect() }).collect()
+    };
+    let sides = ["server".to_string(), "twoway client".to_string()];
+    let cpu = groups(&|r| [r.server_cpu.parse().ok(), r.client_cpu.parse().ok()]);
+    s.push_str(&charts::bars("CPU seconds per 100,000 twoway calls", "CPU s / 100k calls", &sides, &cpu));
+    let client_rss =
+        |sys: &str| find(records, "twoway", sys).and_then(|t| t.client).map(|c| c.peak_rss_kb as f64 / 1024.0);
+    let rss = groups(&|r| [Some(r.server_rss_mb), client_rss(r.system)]);
+    s.push_str(&charts::bars("Peak RSS (the server's over the run, the twoway client's)", "MB", &sides, &rss));
+    html_table(&mut s, tests, records);
     resources_table(&mut s, records);
+    let _ = write!(
+        s,
+        "<details><summary>The terminal's table, with min–max</summary><pre>{}</pre></details>",
+        html_escape(table)
+    );
     if !notes.is_empty() {
-        s.push_str("<h2>Notes</h2><ul>");
+        s.push_str("<h3>Notes</h3><ul>");
         for n in notes {
             let _ = write!(s, "<li>{}</li>", html_escape(n));
         }
@@ -393,64 +505,7 @@ pub(crate) fn html(tests: &[Test], records: &[Record], machine: &str, notes: &[S
     s
 }
 
-/// Throughput (Mbit/s of payload) against message size, one line per system, log-scale x.
-fn sweep_chart(s: &mut String, tests: &[Test], records: &[Record]) {
-    let sweep: Vec<&Test> = tests.iter().filter(|t| t.sweep && t.payload > 0).collect();
-    if sweep.len() < 2 {
-        return;
-    }
-    let (w, h, left, bottom) = (640.0, 320.0, 60.0, 40.0);
-    let xmin = (sweep.iter().map(|t| t.payload).min().unwrap_or(1) as f64).log2();
-    let xmax = (sweep.iter().map(|t| t.payload).max().unwrap_or(2) as f64).log2();
-    let mbit = |r: &Record| r.median * r.payload as f64 * 8.0 / 1e6;
-    let ymax = records
-        .iter()
-        .filter(|r| r.payload > 0 && sweep.iter().any(|t| t.name == r.test))
-        .map(mbit)
-        .fold(1.0, f64::max);
-    let _ = write!(
-        s,
-        "<h2>Throughput against message size</h2><svg width=\"{}\" height=\"{}\">",
-        w + left + 20.0,
-        h + bottom + 20.0
-    );
-    let x = |p: usize| left + ((p as f64).log2() - xmin) / (xmax - xmin).max(1e-9) * w;
-    let y = |v: f64| 10.0 + h - v / ymax * h;
-    let _ =
-        write!(s, "<line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#000\"/>", h + 10.0, left + w, h + 10.0);
-    let _ = write!(s, "<line x1=\"{left}\" y1=\"10\" x2=\"{left}\" y2=\"{}\" stroke=\"#000\"/>", h + 10.0);
-    let _ = write!(s, "<text x=\"5\" y=\"20\" font-size=\"12\">{ymax:.0} Mbit/s</text>");
-    for t in &sweep {
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-            x(t.payload),
-            h + 28.0,
-            t.name.trim_start_matches("send-")
-        );
-    }
-    for (sys, color) in [("floe", "#2a7"), ("raw", "#888"), ("tokio", "#a5a"), ("ice-cpp", "#c63"), ("tonic", "#36c")] {
-        let pts: Vec<String> = sweep
-            .iter()
-            .filter_map(|t| find(records, t.name, sys).map(|r| format!("{:.1},{:.1}", x(t.payload), y(mbit(r)))))
-            .collect();
-        if pts.len() >= 2 {
-            let _ = write!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-                pts.join(" ")
-            );
-            let last = pts.last().cloned().unwrap_or_default();
-            let (lx, ly) = last.split_once(',').unwrap_or(("0", "0"));
-            let _ = write!(s, "<text x=\"{lx}\" y=\"{ly}\" font-size=\"12\" dx=\"4\" fill=\"{color}\">{sys}</text>");
-        }
-    }
-    s.push_str("</svg>");
-}
-
-pub(crate) fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
+pub(crate) use crate::charts::html_escape;
 
 /// The tests of the README's headline table, with the label each row has there.
 const HEADLINE: &[(&str, &str)] = &[

@@ -30,7 +30,9 @@ use serde::Serialize;
 
 use crate::report::{figure_cell as cell, ratio_cell as ratio};
 use crate::stats::{middle as median, round_to};
+use crate::charts::{Group, Spread};
 use crate::suite::{Context, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// How a client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -417,6 +419,62 @@ fn median_of(series: &[Series], pair: Pair, path: RoutePath, name: &str) -> Opti
     series.iter().find(|s| s.pair == pair && s.path == path && s.name == name).and_then(|s| median(&s.values))
 }
 
+fn values_of<'a>(series: &'a [Series], pair: Pair, path: RoutePath, name: &str) -> &'a [f64] {
+    series.iter().find(|s| s.pair == pair && s.path == path && s.name == name).map_or(&[], |s| &s.values)
+}
+
+/// floe-router's ratios to glacier2router per pair: each rate, and the added p50 latency of
+/// the twoway pings turned over (less is better).
+fn ratios(series: &[Series]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for pair in PAIRS {
+        let who = if pair == Pair::Ice { "Ice pair" } else { "floe pair" };
+        let v = |path, name: &str| values_of(series, pair, path, name);
+        for (name, _) in RATES {
+            let test = format!("{who}, {name}");
+            out.extend(of_runs(&test, "glacier2router", v(RoutePath::Floe, name), v(RoutePath::Glacier2, name)));
+        }
+        let (f, g) = (v(RoutePath::Floe, "twoway_p50"), v(RoutePath::Glacier2, "twoway_p50"));
+        out.extend(of_runs(&format!("{who}, added p50 latency"), "glacier2router", f, g).and_then(Ratio::inverted));
+    }
+    out
+}
+
+/// The stage's charts, per pair: each path's rates, and each router's added latency.
+fn charts(series: &[Series]) -> String {
+    let mut s = String::new();
+    for pair in PAIRS {
+        if !series.iter().any(|x| x.pair == pair) {
+            continue;
+        }
+        let rates: Vec<String> = RATES.iter().map(|(n, u)| format!("{n} ({u})")).collect();
+        let groups: Vec<Group> = PATHS
+            .iter()
+            .map(|p| Group {
+                name: p.name().to_string(),
+                values: RATES.iter().map(|(n, _)| Spread::of(values_of(series, pair, *p, n))).collect(),
+            })
+            .collect();
+        let title = format!("Router, {}: rates by path (median, min–max of the rounds)", pair.title());
+        s.push_str(&crate::charts::bars(&title, "rate", &rates, &groups));
+        let figures: Vec<(String, String)> = LATENCIES
+            .iter()
+            .flat_map(|(n, what)| ["p50", "p99"].map(|q| (format!("{n}_{q}"), format!("{what} {q}"))))
+            .collect();
+        let labels: Vec<String> = figures.iter().map(|(_, l)| l.clone()).collect();
+        let groups: Vec<Group> = [RoutePath::Floe, RoutePath::Glacier2, RoutePath::Relay]
+            .iter()
+            .map(|p| Group {
+                name: p.name().to_string(),
+                values: figures.iter().map(|(n, _)| Spread::of(values_of(series, pair, *p, n))).collect(),
+            })
+            .collect();
+        let title = format!("Router, {}: added latency over the direct path", pair.title());
+        s.push_str(&crate::charts::bars(&title, "µs added", &labels, &groups));
+    }
+    s
+}
+
 /// The Markdown tables, per pair: rates per path with floe-router / glacier2router, then the
 /// added latencies with the same ratio.
 pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String]) -> String {
@@ -563,6 +621,14 @@ impl Suite for Router {
 
     fn table(&self, ctx: &Context, (series, notes): &Self::Results) -> String {
         table(series, ctx.args.quick, ctx.stage_rounds(), notes)
+    }
+
+    fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
+        crate::suite::charts_section(self.title(), &charts(&r.0), &self.table(ctx, r))
+    }
+
+    fn summary(&self, _ctx: &Context, (series, _): &Self::Results) -> Option<StageSummary> {
+        StageSummary::new("router", "figures", ratios(series))
     }
 
     fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {

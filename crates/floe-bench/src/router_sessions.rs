@@ -12,7 +12,9 @@ use serde::Serialize;
 use crate::report::figure_cell as cell;
 use crate::router::{client, client_command, floe_router_binary, start, start_router, Pair, RoutePath};
 use crate::stats::round_to;
+use crate::charts::{Group, Spread};
 use crate::suite::{Context, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// What the `router-sessions` test measured for one router.
 #[derive(Debug, Clone)]
@@ -298,6 +300,51 @@ pub(crate) fn sessions_json(outcomes: &[SessionsOutcome]) -> Vec<serde_json::Val
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RouterSessions;
 
+/// The stage's charts: each router's sessions created per second and memory per session,
+/// and its twoway pings before and with the sessions held.
+fn charts(outcomes: &[SessionsOutcome]) -> String {
+    type Figure = fn(&SessionsOutcome) -> Option<f64>;
+    let by_router = |figures: &[Figure]| -> Vec<Group> {
+        outcomes
+            .iter()
+            .map(|o| Group {
+                name: o.router.to_string(),
+                values: figures.iter().map(|f| f(o).map(|v| Spread { mid: v, low: v, high: v })).collect(),
+            })
+            .collect()
+    };
+    let one = |label: &str| [label.to_string()];
+    let rate: Figure = |o| (o.create_s > 0.0).then(|| o.created as f64 / o.create_s);
+    let mut s = crate::charts::bars(
+        "Router sessions: sessions created per second",
+        "sessions/s",
+        &one("createSession"),
+        &by_router(&[rate]),
+    );
+    let memory: Figure = |o| Some(o.per_session_bytes());
+    s.push_str(&crate::charts::bars(
+        "Router sessions: router memory per session",
+        "bytes",
+        &one("RSS per session"),
+        &by_router(&[memory]),
+    ));
+    let (before, during): (Figure, Figure) = (|o| o.probe_before.map(|p| p.0), |o| o.probe_during.map(|p| p.0));
+    s.push_str(&crate::charts::bars(
+        "Router sessions: twoway pings through the router",
+        "calls/s",
+        &["before the sessions".to_string(), "with the sessions held".to_string()],
+        &by_router(&[before, during]),
+    ));
+    s
+}
+
+/// floe-router's memory per session against glacier2router's, turned over (less is better).
+fn ratios(outcomes: &[SessionsOutcome]) -> Vec<Ratio> {
+    let of = |name: &str| outcomes.iter().filter(|o| o.router == name).map(|o| o.per_session_bytes()).collect::<Vec<f64>>();
+    let (f, g) = (of(RoutePath::Floe.name()), of(RoutePath::Glacier2.name()));
+    of_runs("RSS per session", "glacier2router", &f, &g).and_then(Ratio::inverted).into_iter().collect()
+}
+
 impl Suite for RouterSessions {
     type Results = (Vec<SessionsOutcome>, Vec<String>);
 
@@ -328,6 +375,14 @@ impl Suite for RouterSessions {
 
     fn table(&self, _ctx: &Context, (outcomes, notes): &Self::Results) -> String {
         sessions_table(outcomes, notes)
+    }
+
+    fn charts(&self, ctx: &Context, r: &Self::Results) -> String {
+        crate::suite::charts_section(self.title(), &charts(&r.0), &self.table(ctx, r))
+    }
+
+    fn summary(&self, _ctx: &Context, (outcomes, _): &Self::Results) -> Option<StageSummary> {
+        StageSummary::new("router sessions", "figures", ratios(outcomes))
     }
 
     fn records(&self, (outcomes, _): &Self::Results) -> Vec<serde_json::Value> {

@@ -42,7 +42,9 @@ use serde::Serialize;
 
 use crate::report::{figure_cell as cell, ratio_cell as ratio};
 use crate::stats::{middle as median, round_to};
+use crate::charts::{Group, Spread};
 use crate::suite::{Context as RunContext, Suite};
+use crate::summary::{of_runs, Ratio, StageSummary};
 
 /// The Ice protocol's validate-connection message, which a server sends first.
 const VALIDATE: [u8; 14] = [b'I', b'c', b'e', b'P', 1, 0, 1, 0, 3, 0, 14, 0, 0, 0];
@@ -673,6 +675,32 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
     s
 }
 
+/// floe-storm's events/s over IceStorm's per case, with the spread of the rounds' ratios.
+fn ratios(series: &[Series]) -> Vec<Ratio> {
+    let rates = |service, case| get(series, service, case).map_or(&[][..], |s| &s.events_per_s);
+    cases()
+        .into_iter()
+        .filter_map(|c| of_runs(&c.label(), "IceStorm", rates(Service::Floe, c), rates(Service::IceStorm, c)))
+        .collect()
+}
+
+/// The stage's charts: each service's events/s and p99 delivery latency per case.
+fn charts(series: &[Series]) -> String {
+    let labels: Vec<String> = cases().iter().map(|c| c.label()).collect();
+    let groups = |f: fn(&Series) -> &[f64]| -> Vec<Group> {
+        [Service::Floe, Service::IceStorm, Service::Relay]
+            .iter()
+            .map(|sv| Group {
+                name: sv.name().to_string(),
+                values: cases().into_iter().map(|c| get(series, *sv, c).and_then(|s| Spread::of(f(s)))).collect(),
+            })
+            .collect()
+    };
+    let mut s = crate::charts::bars("Storm: events delivered per second", "events/s", &labels, &groups(|s| &s.events_per_s));
+    s.push_str(&crate::charts::bars("Storm: p99 delivery latency at 1,000 events/s", "µs", &labels, &groups(|s| &s.p99_us)));
+    s
+}
+
 /// The JSON record of one figure of a service and case.
 #[derive(Debug, Serialize)]
 struct Record {
@@ -733,6 +761,14 @@ impl Suite for Storm {
 
     fn table(&self, ctx: &RunContext, (series, notes): &Self::Results) -> String {
         table(series, ctx.args.quick, ctx.stage_rounds(), notes)
+    }
+
+    fn charts(&self, ctx: &RunContext, r: &Self::Results) -> String {
+        crate::suite::charts_section(self.title(), &charts(&r.0), &self.table(ctx, r))
+    }
+
+    fn summary(&self, _ctx: &RunContext, (series, _): &Self::Results) -> Option<StageSummary> {
+        StageSummary::new("storm", "cases (events/s)", ratios(series))
     }
 
     fn records(&self, (series, _): &Self::Results) -> Vec<serde_json::Value> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cli::Args;
+use crate::summary::StageSummary;
 
 /// What every suite of a run shares: the command line, the Ice C++ peer when it was built,
 /// the machine, and when the run started.
@@ -96,6 +97,12 @@ pub trait Suite {
         section(self.title(), &self.table(ctx, results))
     }
 
+    /// The suite's part of the report's summary: floe's ratio to each peer per test, with the
+    /// spread of the per-run ratios, and the stage's verdict line. By default none.
+    fn summary(&self, _ctx: &Context, _results: &Self::Results) -> Option<StageSummary> {
+        None
+    }
+
     /// The suite's records of the `--json` array.
     fn records(&self, results: &Self::Results) -> Vec<serde_json::Value>;
 
@@ -107,13 +114,25 @@ pub trait Suite {
 
 /// A section of the HTML report: `text` (a suite's table) under the heading `title`.
 pub fn section(title: &str, text: &str) -> String {
-    format!("<h2>{title}</h2>\n<pre>{}</pre>\n", crate::report::html_escape(text))
+    format!("<h2>{title}</h2>\n{}", table_html(text))
+}
+
+/// A suite's table (its text, as the terminal shows it) in the HTML report, below its charts.
+pub fn table_html(text: &str) -> String {
+    format!("<pre>{}</pre>\n", crate::report::html_escape(text))
+}
+
+/// A suite's section of the HTML report: its heading, its charts, then its table.
+pub fn charts_section(title: &str, charts: &str, table: &str) -> String {
+    format!("<h2>{title}</h2>\n{charts}{}", table_html(table))
 }
 
 /// A suite that has run, with its results: what the run's outputs are made of.
 pub trait Finished {
     /// The suite's part of the HTML report.
     fn charts(&self) -> String;
+    /// The suite's part of the report's summary, if it has one.
+    fn summary(&self) -> Option<StageSummary>;
     /// The suite's JSON records.
     fn records(&self) -> Vec<serde_json::Value>;
     /// The suite's part of the Markdown file.
@@ -131,12 +150,21 @@ impl<S: Suite> Finished for Done<'_, S> {
     fn charts(&self) -> String {
         self.suite.charts(self.ctx, &self.results)
     }
+    fn summary(&self) -> Option<StageSummary> {
+        self.suite.summary(self.ctx, &self.results)
+    }
     fn records(&self) -> Vec<serde_json::Value> {
         self.suite.records(&self.results)
     }
     fn markdown(&self) -> String {
         self.suite.markdown(self.ctx, &self.results)
     }
+}
+
+/// A suite with results it did not run for: a report from synthetic results.
+#[cfg(test)]
+pub(crate) fn finished<'a, S: Suite + 'a>(suite: S, ctx: &'a Context, results: S::Results) -> Box<dyn Finished + 'a> {
+    Box::new(Done { suite, ctx, results })
 }
 
 /// Runs `suite` if the run includes it and prints its terminal text.
@@ -147,6 +175,23 @@ pub fn run_suite<'a, S: Suite + 'a>(suite: S, ctx: &'a Context) -> Option<Box<dy
     let results = suite.run(ctx);
     print!("{}", suite.terminal(ctx, &results));
     Some(Box::new(Done { suite, ctx, results }))
+}
+
+/// The HTML report of the suites that ran, on `machine`: the summary (the verdicts and one
+/// chart of floe's ratios to its peers), then each suite's charts and tables.
+pub fn html_page(machine: &str, done: &[Box<dyn Finished + '_>]) -> String {
+    let mut page = String::from(crate::report::HTML_HEAD);
+    page.push_str(&format!(
+        "<h1>floe-bench</h1><p>{}; medians over interleaved runs.</p>\n",
+        crate::report::html_escape(machine)
+    ));
+    let stages: Vec<StageSummary> = done.iter().filter_map(|d| d.summary()).collect();
+    page.push_str(&crate::summary::html(&stages));
+    for d in done {
+        page.push_str(&d.charts());
+    }
+    page.push_str("</body></html>\n");
+    page
 }
 
 /// Writes the outputs of the suites that ran: the `--json` array, the `--markdown` file and
@@ -172,12 +217,7 @@ pub fn write_outputs(ctx: &Context, done: &[Box<dyn Finished + '_>]) {
     if let Some(dir) = html.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    let mut page = String::from(crate::report::HTML_HEAD);
-    for d in done {
-        page.push_str(&d.charts());
-    }
-    page.push_str("</body></html>\n");
-    match std::fs::write(&html, page) {
+    match std::fs::write(&html, html_page(&ctx.machine, done)) {
         Ok(()) => println!("HTML report: {}", html.display()),
         Err(e) => eprintln!("cannot write {}: {e}", html.display()),
     }

@@ -77,7 +77,11 @@ fn quick_run_produces_a_table_and_json() {
     }
     assert!(stdout.contains("client: CPU"), "{stdout}");
     let html_text = std::fs::read_to_string(&html).unwrap();
-    assert!(html_text.contains("<svg") && html_text.contains("<h2>Resources</h2>"));
+    assert!(html_text.contains("<svg") && html_text.contains("<h3>Resources</h3>"));
+    assert!(
+        html_text.contains("<h2 id=\"summary\">Summary</h2>") && html_text.contains("<li>rates: floe ≥ raw on "),
+        "{html_text}"
+    );
     assert!(stdout.contains("Demarey method") && stdout.contains("std-dev"), "{stdout}");
     let md = std::fs::read_to_string(&markdown).unwrap();
     for row in ["| twoway `o()`", "| batched oneway `incr()`, delivered", "| v (0 B) |", "| d8 (64 B) |"] {
