@@ -132,7 +132,10 @@ impl Communicator {
             let known: Vec<&str> = known.iter().map(String::as_str).collect();
             let logger = self.logger();
             for name in properties.unknown(&known) {
-                logger.warning(&format!("unknown property: `{name}'"));
+                match crate::properties::suggestion(&name) {
+                    Some(known) => logger.warning(&format!("unknown property: `{name}'; did you mean `{known}'")),
+                    None => logger.warning(&format!("unknown property: `{name}'")),
+                }
             }
         }
         Ok(())

@@ -177,20 +177,32 @@ pub fn is_checked(name: &str) -> bool {
 
 /// Whether `name` is a property name that floe knows, or one it does not check (a name
 /// outside the checked prefixes, such as `MyAdapter.Endpoints`). Matching is exact, case
-/// included: `Ice.messagesizemax` is unknown.
+/// included: `Ice.messagesizemax` is unknown (see [`suggestion`]).
 pub fn is_known(name: &str) -> bool {
     match section_of(name) {
         None => true,
-        Some((section, rest)) => sections()
-            .filter(|(s, _)| s.eq_ignore_ascii_case(section))
-            .any(|(s, words)| s == section && matches(words, rest)),
+        Some((section, rest)) => sections().any(|(s, words)| s == section && find(words, rest, false, None)),
     }
+}
+
+/// For an unknown name that matches a known one when ASCII case is ignored, that name (a
+/// pattern, with `*` where any characters go), as Ice suggests it: `Ice.MessageSizeMax` for
+/// `ice.messagesizemax`.
+pub fn suggestion(name: &str) -> Option<String> {
+    if is_known(name) {
+        return None;
+    }
+    let (section, rest) = section_of(name)?;
+    sections().filter(|(s, _)| s.eq_ignore_ascii_case(section)).find_map(|(s, words)| {
+        let mut found = format!("{s}.");
+        find(words, rest, true, Some(&mut found)).then_some(found)
+    })
 }
 
 /// Whether `name` matches `pattern`, where each `*` stands for one or more characters that
 /// are not white space (`Ice.Plugin.*`, `MyService.*.Endpoints`).
 pub fn matches_pattern(pattern: &str, name: &str) -> bool {
-    glob(pattern, name)
+    glob(pattern, name, false)
 }
 
 fn sections() -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -203,32 +215,63 @@ fn section_of(name: &str) -> Option<(&str, &str)> {
     sections().any(|(s, _)| s.eq_ignore_ascii_case(section)).then_some((section, rest))
 }
 
-/// Whether `s` matches one of `words` (the table syntax of the module doc).
-fn matches(words: &str, s: &str) -> bool {
-    words.split_ascii_whitespace().any(|word| match word.split_once(':') {
-        None => glob(word, s),
-        Some((pattern, class)) => {
-            let Some(&(_, prefix_only, suffixes)) = CLASSES.iter().find(|(c, _, _)| *c == class) else {
-                debug_assert!(false, "no property class {class}");
-                return false;
-            };
-            if pattern.is_empty() {
-                return matches(suffixes, s);
+/// Whether `s` matches one of `words` (the table syntax of the module doc), ignoring ASCII
+/// case when `fold`; `found` gets the patterns of the match appended.
+fn find(words: &str, s: &str, fold: bool, mut found: Option<&mut String>) -> bool {
+    for word in words.split_ascii_whitespace() {
+        let (pattern, class) = match word.split_once(':') {
+            None => (word, None),
+            Some((pattern, class)) => (pattern, CLASSES.iter().find(|(c, _, _)| *c == class)),
+        };
+        let Some(&(_, prefix_only, suffixes)) = class else {
+            if glob(pattern, s, fold) {
+                found.into_iter().for_each(|f| f.push_str(pattern));
+                return true;
             }
-            (!prefix_only && glob(pattern, s))
-                || s.match_indices('.').any(|(i, _)| glob(pattern, &s[..i]) && matches(suffixes, &s[i + 1..]))
+            continue;
+        };
+        if pattern.is_empty() {
+            if find(suffixes, s, fold, found.as_deref_mut()) {
+                return true;
+            }
+            continue;
         }
-    })
+        if !prefix_only && glob(pattern, s, fold) {
+            found.into_iter().for_each(|f| f.push_str(pattern));
+            return true;
+        }
+        for (i, _) in s.match_indices('.') {
+            if !glob(pattern, &s[..i], fold) {
+                continue;
+            }
+            let mark = found.as_deref().map_or(0, String::len);
+            if let Some(f) = found.as_deref_mut() {
+                f.push_str(pattern);
+                f.push('.');
+            }
+            if find(suffixes, &s[i + 1..], fold, found.as_deref_mut()) {
+                return true;
+            }
+            if let Some(f) = found.as_deref_mut() {
+                f.truncate(mark);
+            }
+        }
+    }
+    false
 }
 
-fn glob(pattern: &str, s: &str) -> bool {
+fn glob(pattern: &str, s: &str, fold: bool) -> bool {
+    let same = |a: &str, b: &str| if fold { a.eq_ignore_ascii_case(b) } else { a == b };
     match pattern.split_once('*') {
-        None => pattern == s,
-        Some((head, tail)) => s.strip_prefix(head).is_some_and(|rest| {
-            rest.char_indices()
-                .take_while(|(_, c)| !c.is_whitespace())
-                .any(|(i, c)| glob(tail, &rest[i + c.len_utf8()..]))
-        }),
+        None => same(pattern, s),
+        Some((head, tail)) => {
+            s.get(..head.len()).is_some_and(|h| same(h, head)) && {
+                let rest = &s[head.len()..];
+                rest.char_indices()
+                    .take_while(|(_, c)| !c.is_whitespace())
+                    .any(|(i, c)| glob(tail, &rest[i + c.len_utf8()..], fold))
+            }
+        }
     }
 }
 
@@ -293,6 +336,14 @@ mod tests {
         assert!(is_checked("iceSSL.X") && !is_checked("MyAdapter.Endpoints") && !is_checked("Ice"));
         assert!(matches_pattern("My.*.Endpoints", "My.a.b.Endpoints") && !matches_pattern("My.*", "My."));
         assert!(!matches_pattern("My.*", "My.a b"));
+        assert_eq!(suggestion("ice.messagesizemax").as_deref(), Some("Ice.MessageSizeMax"));
+        assert_eq!(suggestion("Ice.default.locator.context.x").as_deref(), Some("Ice.Default.Locator.Context.*"));
+        assert_eq!(
+            suggestion("icegrid.registry.client.threadpool.size").as_deref(),
+            Some("IceGrid.Registry.Client.ThreadPool.Size")
+        );
+        assert_eq!(suggestion("Ice.MessageSizeMaxx"), None);
+        assert_eq!(suggestion("Ice.MessageSizeMax"), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 mod known;
 
-pub use known::{is_checked, is_known, matches_pattern};
+pub use known::{is_checked, is_known, matches_pattern, suggestion};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
