@@ -3,10 +3,16 @@
 
 usage: ice-property-names.py PropertyNames.xml table   # the sections, for src/properties/known.rs
        ice-property-names.py PropertyNames.xml names   # every name, classes expanded, `*` = any
+       ice-property-names.py PropertyNames.xml unread  # the names floe does not read (run at the root)
 
-The `names` output is what docs/properties.md's list of the Ice 3.7 properties that floe
-does not read was checked against (with grep over crates/*/src).
+`unread` is what docs/properties.md's list of the Ice 3.7 properties that floe does not read
+was made from: a name is read when the sources of the runtime and the services (comments and
+unit tests left out) spell it, or when it is one of the adapter properties the runtime reads
+for every adapter (`{name}.Endpoints`...) of an adapter that floe creates, or one of the
+`Ice.ACM.*` names the runtime builds.
 """
+import glob
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -28,8 +34,30 @@ def expand(base, cls):
     return out
 
 
+ADAPTERS = ["Ice.Admin", "IceGrid.Registry.Client", "IceGrid.Registry.Server", "IceGrid.Registry.Internal",
+            "Glacier2.Client", "Glacier2.Server", "IceStorm.TopicManager", "IceStorm.Publish"]
+ADAPTER_READS = ["AdapterId", "ReplicaGroupId", "Locator", "ACM.Timeout", "ACM.Heartbeat", "ACM.Close",
+                 "MessageSizeMax", "Endpoints"]
+
+
+def read_by_floe():
+    names = set()
+    for crate in ["floe", "floe-registry", "floe-storm", "floe-router"]:
+        for f in glob.glob(f"crates/{crate}/src/**/*.rs", recursive=True):
+            if f.endswith("properties/known.rs"):
+                continue
+            text = open(f).read().split("#[cfg(test)]\nmod tests")[0]
+            text = "\n".join(l for l in text.splitlines() if not l.strip().startswith("//"))
+            names.update(re.findall(r'"((?:Ice|IceSSL|IceGrid|IceStorm|Glacier2|IceMX|IceBox)\.[A-Za-z0-9_.]*[A-Za-z0-9])"', text))
+    names.update(f"{a}.{r}" for a in ADAPTERS for r in ADAPTER_READS)
+    names.update(f"Ice.ACM.{side}{k}" for side in ["", "Client.", "Server."] for k in ["Timeout", "Heartbeat", "Close"])
+    return names
+
+
 def main():
     mode = sys.argv[2]
+    read = read_by_floe() if mode == "unread" else set()
+    total = unread = 0
     if mode == "table":
         for c in classes.values():
             words = [pat(s.get("name")) + (":" + s.get("class") if s.get("class") else "") for s in c]
@@ -45,7 +73,14 @@ def main():
             names = expand(name, p.get("class")) if p.get("class") else [name]
             dep = " deprecated" if p.get("deprecated") == "true" or p.get("deprecatedBy") else ""
             for n in names:
-                print(n + dep)
+                total += 1
+                if mode == "names":
+                    print(n + dep)
+                elif n not in read:
+                    unread += 1
+                    print(n + dep)
+    if mode == "unread":
+        print(f"{unread} of {total} names not read", file=sys.stderr)
 
 
 main()
