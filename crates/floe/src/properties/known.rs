@@ -164,7 +164,7 @@ const FLOE_SECTIONS: &[(&str, &str)] = &[
         Storm.Etcd.Endpoints Storm.Etcd.LeaseTTL Storm.Etcd.Prefix Storm.Etcd.Timeout Storm.QueueBytesMax",
     ),
     // Names floe reads in Ice's sections that Ice 3.7 does not define: Ice 3.8's idle
-    // timeout, and the registry's data directory (Ice 3.5's name, kept for old configurations).
+    // timeout, and the registry's data directory (Ice 3.6's name, kept for old configurations).
     ("Ice", "Connection.IdleTimeout Connection.EnableIdleCheck"),
     ("IceGrid", "Registry.Data"),
 ];
