@@ -108,17 +108,37 @@ impl Communicator {
     }
 
     fn make(properties: Properties, sink: Option<Arc<dyn LogSink>>) -> Result<Communicator> {
-        Communicator::make_with(properties, sink, None)
+        Communicator::make_with(properties, sink, None, &[])
     }
 
     fn make_with(
         properties: Properties,
         sink: Option<Arc<dyn LogSink>>,
         hooks: Option<ThreadHooks>,
+        known: &[String],
     ) -> Result<Communicator> {
         let instance = Instance::new(properties, hooks)?;
         crate::admin::init(&instance, sink)?;
-        Ok(Communicator { instance })
+        let communicator = Communicator { instance };
+        communicator.warn_unknown_properties(known)?;
+        Ok(communicator)
+    }
+
+    /// With `Ice.Warn.UnknownProperties` > 0 (the default), a warning through the logger for
+    /// each unknown property ([`Properties::unknown`]), worded as Ice words it.
+    fn warn_unknown_properties(&self, known: &[String]) -> Result<()> {
+        let properties = self.properties();
+        if properties.get_int("Ice.Warn.UnknownProperties", 1)? > 0 {
+            let known: Vec<&str> = known.iter().map(String::as_str).collect();
+            let logger = self.logger();
+            for name in properties.unknown(&known) {
+                match crate::properties::suggestion(&name) {
+                    Some(known) => logger.warning(&format!("unknown property: `{name}'; did you mean `{known}'")),
+                    None => logger.warning(&format!("unknown property: `{name}'")),
+                }
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn from_instance(instance: Instance) -> Communicator {
@@ -368,6 +388,7 @@ pub struct CommunicatorBuilder {
     properties: Properties,
     sink: Option<Arc<dyn LogSink>>,
     hooks: Option<ThreadHooks>,
+    known: Vec<String>,
 }
 
 impl std::fmt::Debug for CommunicatorBuilder {
@@ -387,6 +408,14 @@ impl CommunicatorBuilder {
     /// rather than `tracing`.
     pub fn logger(mut self, sink: Arc<dyn LogSink>) -> Self {
         self.sink = Some(sink);
+        self
+    }
+
+    /// Property names the program reads itself under the prefixes that floe checks (`Ice.`,
+    /// `IceGrid.`, `Floe.`…, see [`Properties::unknown`]), so that the communicator does not
+    /// warn about them: patterns where `*` stands for one or more characters.
+    pub fn known_properties(mut self, names: &[&str]) -> Self {
+        self.known.extend(names.iter().map(|n| n.to_string()));
         self
     }
 
@@ -410,7 +439,7 @@ impl CommunicatorBuilder {
 
     /// The communicator, as [`Communicator::with_properties`] makes it.
     pub fn build(self) -> Result<Communicator> {
-        Communicator::make_with(self.properties, self.sink, self.hooks)
+        Communicator::make_with(self.properties, self.sink, self.hooks, &self.known)
     }
 }
 

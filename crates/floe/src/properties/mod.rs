@@ -1,5 +1,10 @@
 //! Ice-compatible configuration properties (`Ice.MessageSizeMax`, `<Adapter>.Endpoints`…),
-//! from command-line arguments, configuration files and code.
+//! from command-line arguments, configuration files and code, and the names floe knows
+//! ([`Properties::unknown`], in `known.rs`).
+
+mod known;
+
+pub use known::{is_checked, is_known, matches_pattern, suggestion};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -122,6 +127,22 @@ impl Properties {
     /// A boolean property (`0` / non-zero integer), or `default`.
     pub fn get_bool(&self, name: &str, default: bool) -> Result<bool> {
         Ok(self.get_int(name, default as i64)? != 0)
+    }
+
+    /// The names of the properties set that are unknown: under a checked prefix (`Ice.`,
+    /// `IceSSL.`, `IceGrid.`, `IceStorm.`, `Glacier2.`, `Floe.` and Ice 3.7's other sections,
+    /// see [`is_checked`]) but neither a name of Ice 3.7 or floe ([`is_known`]) nor a match of
+    /// one of `extra_known` (patterns where `*` stands for one or more characters, for the
+    /// names a program reads itself). A communicator logs a warning for each of them when it
+    /// is created, unless `Ice.Warn.UnknownProperties` is 0.
+    pub fn unknown(&self, extra_known: &[&str]) -> Vec<String> {
+        self.map
+            .read()
+            .expect("properties lock")
+            .keys()
+            .filter(|name| !is_known(name) && !extra_known.iter().any(|p| matches_pattern(p, name)))
+            .cloned()
+            .collect()
     }
 
     /// All properties whose name starts with `prefix`.
