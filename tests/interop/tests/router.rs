@@ -920,16 +920,18 @@ impl floe::Dispatcher for Recorder {
     }
 }
 
-/// A loopback port that starts accepting only after `delay`, and then relays each
-/// connection to `backend` (a server slow to accept: the router's connection to it is not
-/// established before).
+/// A loopback port that relays each connection to `backend`, the first one only `delay` after
+/// it came (a server slow to accept: the router's first connection to it is not validated
+/// before then, however long the router took to start and to forward its first request).
 fn slow_relay(backend: u16, delay: Duration) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
-        std::thread::sleep(delay);
-        for s in listener.incoming().take(4) {
+        for (n, s) in listener.incoming().take(4).enumerate() {
             let Ok(mut a) = s else { break };
+            if n == 0 {
+                std::thread::sleep(delay);
+            }
             let Ok(mut b) = TcpStream::connect(("127.0.0.1", backend)) else { break };
             let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
             std::thread::spawn(move || {
