@@ -1473,6 +1473,17 @@ fn refresh_session_pings_the_managers_session_as_glacier2_does() {
     }
 }
 
+/// A router of `kind` that lets everyone in, on a free port: the router and its port.
+fn open_router(kind: RouterKind) -> (Server, u16) {
+    let port = free_port();
+    let router = router_of(
+        kind,
+        &format!("tcp -h 127.0.0.1 -p {port}"),
+        &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()],
+    );
+    (router, port)
+}
+
 /// Ice's Python client ends its session and opens another on the same communicator, then calls
 /// a proxy of the first session: the router, whose new routing table lacks that proxy, answers
 /// as Glacier2 does (`ObjectNotExistException` for `ice_add_proxy`), so Ice's client adds the
@@ -1482,12 +1493,7 @@ fn ice_python_client_calls_an_old_proxy_in_a_new_session() {
     let server_port = free_port();
     let _server = python_server(server_port);
     for kind in BOTH {
-        let router_port = free_port();
-        let _router = router_of(
-            kind,
-            &format!("tcp -h 127.0.0.1 -p {router_port}"),
-            &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()],
-        );
+        let (_router, router_port) = open_router(kind);
         let mut client = Command::new("/usr/bin/python3");
         client.arg(root().join("python/glacier2_resession.py")).args([
             "--proxy",
@@ -1506,12 +1512,7 @@ fn floe_client_calls_an_old_proxy_in_a_new_session() {
     let server_port = free_port();
     let _server = python_server(server_port);
     for kind in BOTH {
-        let router_port = free_port();
-        let _router = router_of(
-            kind,
-            &format!("tcp -h 127.0.0.1 -p {router_port}"),
-            &["--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier".to_string()],
-        );
+        let (_router, router_port) = open_router(kind);
         runtime().block_on(async {
             let (c, tester) = routed_tester(router_port, server_port).await;
             let router = RouterPrx::from_object(c.default_router().unwrap());
