@@ -101,3 +101,49 @@ fn words_of_ice() {
     assert_eq!(ice, floe, "Ice printed {stderr:?}");
     assert_eq!(ice.len(), 3, "Ice printed {stderr:?}");
 }
+
+/// Every `Floe.*` name that the runtime or a service spells in its source (outside test
+/// modules) is in the table of known names, so that reading a new property without adding it
+/// there fails here instead of warning every user who sets it.
+#[test]
+fn every_floe_property_the_sources_read_is_known() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    let mut dirs = vec![crates];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                // Sources only: each crate's src/, not its tests, benches or peers.
+                if !["tests", "target", "benches", "examples", "peers", "golden"].contains(&name.as_str()) {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") && path.components().any(|c| c.as_os_str() == "src") {
+                files.push(path);
+            }
+        }
+    }
+    let mut unknown = Vec::new();
+    let mut seen = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for piece in code.split("\"Floe.").skip(1) {
+            let end = piece.find(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).unwrap_or(piece.len());
+            let (name, next) = (&piece[..end], piece[end..].chars().next());
+            // Whole names only (every Floe property has two segments at least): not the bases
+            // or prefixes names are built from ("Floe.Registry", "Floe.Registry.ReplicaGroup.").
+            if next != Some('"') || !name.contains('.') || name.ends_with('.') {
+                continue;
+            }
+            seen += 1;
+            let full = format!("Floe.{name}");
+            if !floe::properties::is_known(&full) {
+                unknown.push(format!("{full} ({})", file.display()));
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} Floe.* names found: the scan is broken");
+    assert!(unknown.is_empty(), "Floe.* names read but not in properties/known.rs:\n{}", unknown.join("\n"));
+}
