@@ -80,10 +80,16 @@ impl CryptPasswords {
 
     /// Checks `user`'s `password` on a blocking thread; `Ok` when it matches. Must be
     /// called inside a tokio runtime.
+    /// A password longer than [`PASSWORD_LEN_MAX`] bytes is refused unhashed: SHA-crypt's
+    /// work grows with the password's length, and a client could otherwise hold the hashing
+    /// threads with megabyte passwords.
     pub async fn verify(&self, user: &str, password: &str) -> Result<(), CryptError> {
         let Some(hash) = self.hashes.get(user).cloned() else {
             return Err(CryptError::UnknownUser);
         };
+        if password.len() > PASSWORD_LEN_MAX {
+            return Err(CryptError::WrongPassword);
+        }
         let Ok(_permit) = permits().acquire().await else {
             return Err(CryptError::Unavailable);
         };
@@ -96,6 +102,9 @@ impl CryptPasswords {
         }
     }
 }
+
+/// The longest password [`CryptPasswords::verify`] hashes, in bytes.
+pub const PASSWORD_LEN_MAX: usize = 1024;
 
 /// Whether `password` matches the crypt(3) `hash`, on the calling thread (it may take long:
 /// see [`CryptPasswords::verify`]); `BadHash` when the hash is malformed.
@@ -128,6 +137,8 @@ mod tests {
                 assert_eq!(p.verify(user, "wrong").await, Err(CryptError::WrongPassword), "{user}");
             }
             assert_eq!(p.verify("nobody", "secret").await, Err(CryptError::UnknownUser));
+            let long = "s".repeat(PASSWORD_LEN_MAX + 1);
+            assert_eq!(p.verify("sha512", &long).await, Err(CryptError::WrongPassword), "too long");
             assert!(p.verify("broken", "secret").await.is_err());
         });
         assert!(CryptPasswords::parse("only-a-user\n").is_err());
