@@ -29,9 +29,6 @@ use crate::proxy::ObjectPrx;
 use crate::reference::{parse_endpoint, Reference};
 use crate::transport::{accept_layers, tcp, Layers};
 
-/// How long an accepted connection has to complete its TLS handshake or WebSocket upgrade.
-const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// A socket an adapter bound at creation.
 enum Listener {
     /// A stream endpoint: TCP, with the layers above it (TLS, WebSocket) for ssl, ws and wss.
@@ -704,7 +701,9 @@ impl ObjectAdapter {
                 // The TLS handshake and the WebSocket upgrade happen here, in the
                 // connection's own task, bounded in time: a silent or hostile peer holds
                 // nothing but its own connection, and not for long.
-                let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept_layers(stream, &layers)).await {
+                let stream = match tokio::time::timeout(me.inner.config.accept_timeout, accept_layers(stream, &layers))
+                    .await
+                {
                     Ok(Ok(s)) => s,
                     Ok(Err(e)) => {
                         match &e {

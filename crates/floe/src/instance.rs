@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::connection::{AcmClose, AcmConfig, AcmHeartbeat, Connection, ConnectionConfig, RequestHandler};
+use crate::connection::{Connection, ConnectionConfig, RequestHandler};
 use crate::encoding::{Context, DecoderContext, EncodingVersion, EndpointData, ValueFactories};
 use crate::error::{Error, Result};
 use crate::properties::Properties;
@@ -24,6 +24,8 @@ use crate::routing::{LocatorTable, RouterTable};
 pub(crate) use crate::runtime::RuntimeLease;
 pub(crate) use crate::runtime::ThreadHooks;
 use crate::runtime::{ConnectionRuntimes, OwnedRuntime, SingleThreadConfig};
+use crate::settings::client_connect_timeout;
+pub(crate) use crate::settings::connection_config;
 use crate::transport::ssl::SslContext;
 use crate::transport::{tcp, Layers};
 
@@ -148,42 +150,6 @@ fn parse_defaults(properties: &Properties) -> Result<ParseDefaults> {
     Ok(defaults)
 }
 
-/// A duration property in milliseconds; negative means none.
-fn millis(props: &Properties, name: &str, default: i64) -> Result<Option<Duration>> {
-    let v = props.get_int(name, default)?;
-    Ok(if v < 0 { None } else { Some(Duration::from_millis(v as u64)) })
-}
-
-fn acm(props: &Properties, prefix: &str, side: &str, default_close: i64) -> Result<AcmConfig> {
-    // `<Adapter>.ACM.X` overrides `Ice.ACM.<Side>.X`, which overrides `Ice.ACM.X`.
-    let get = |key: &str, default: i64| -> Result<i64> {
-        let general = props.get_int(&format!("Ice.ACM.{key}"), default)?;
-        let side = props.get_int(&format!("Ice.ACM.{side}.{key}"), general)?;
-        if prefix.is_empty() {
-            Ok(side)
-        } else {
-            props.get_int(&format!("{prefix}.ACM.{key}"), side)
-        }
-    };
-    let mut a = AcmConfig::from_ints(get("Timeout", 60)?, get("Heartbeat", 1)?, get("Close", default_close)?);
-    // Ice 3.8: an idle timeout means a heartbeat whenever nothing was written for a while,
-    // and, with the idle check on, aborting a connection that heard nothing for the timeout.
-    if let Some(idle) = props.get("Ice.Connection.IdleTimeout") {
-        let secs: u64 = idle.parse().map_err(|_| Error::Property {
-            name: "Ice.Connection.IdleTimeout".into(),
-            reason: format!("{idle:?} is not an integer"),
-        })?;
-        a.timeout = Duration::from_secs(secs);
-        a.heartbeat = AcmHeartbeat::OnIdle;
-        a.close = if props.get_bool("Ice.Connection.EnableIdleCheck", true)? {
-            AcmClose::OnIdleForceful
-        } else {
-            AcmClose::Off
-        };
-    }
-    Ok(a)
-}
-
 /// `Ice.TCP.RcvSize` and `Ice.TCP.SndSize` (bytes; unset or ≤ 0 keeps the system default).
 pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<tcp::BufferSizes> {
     let size = |name: &str| -> Result<Option<u32>> {
@@ -193,42 +159,6 @@ pub(crate) fn tcp_buffer_sizes(props: &Properties) -> Result<tcp::BufferSizes> {
         })
     };
     Ok(tcp::BufferSizes { receive: size("Ice.TCP.RcvSize")?, send: size("Ice.TCP.SndSize")? })
-}
-
-/// The settings of the connections of one side: `prefix` is an adapter's name (its
-/// `<Adapter>.X` properties override the general ones) or "" for clients; `side` is `Client`
-/// or `Server` (`Ice.ACM.<Side>.X`).
-pub(crate) fn connection_config(
-    props: &Properties,
-    prefix: &str,
-    side: &str,
-    default_close: i64,
-) -> Result<ConnectionConfig> {
-    let kb = props.get_int("Ice.MessageSizeMax", 1024)?;
-    let kb = props.get_int(&format!("{prefix}.MessageSizeMax"), kb)?;
-    let max_message_size =
-        if kb <= 0 { i32::MAX as usize } else { (kb as usize).saturating_mul(1024).min(i32::MAX as usize) };
-    let acm = acm(props, prefix, side, default_close)?;
-    Ok(ConnectionConfig {
-        max_message_size,
-        compression_level: props.get_int("Ice.Compression.Level", 1)?.clamp(1, 9) as u32,
-        acm,
-        max_dispatches: {
-            // Ice.ThreadPool.Server.Serialize=1 serializes the dispatches of each connection.
-            let serialize = side == "Server" && props.get_bool("Ice.ThreadPool.Server.Serialize", false)?;
-            // A safe default: one connection cannot pile up more than 1000 waiting dispatches.
-            let general = props.get_int("Floe.MaxDispatchesPerConnection", if serialize { 1 } else { 1000 })?;
-            props.get_int(&format!("{prefix}.MaxDispatches"), general)?.max(0) as usize
-        },
-        close_timeout: millis(props, "Ice.Override.CloseTimeout", 10_000)?.unwrap_or(Duration::from_secs(10)),
-        trace_protocol: props.get_int("Ice.Trace.Protocol", 0)? > 0,
-        trace_network: props.get_int("Ice.Trace.Network", 0)? > 0,
-        partial_message_timeout: match props.get_int("Floe.Connection.PartialMessageTimeout", 30)? {
-            t if t <= 0 => None,
-            t => Some(Duration::from_secs(t as u64)),
-        },
-        ..ConnectionConfig::default()
-    })
 }
 
 /// `Ice.Default.EncodingVersion` (1.1 when unset).
@@ -293,11 +223,7 @@ impl Instance {
         if properties.get_bool("Floe.Malloc.Tune", true)? {
             crate::malloc::tune(client_config.max_message_size);
         }
-        let connect_timeout = millis(
-            &properties,
-            "Ice.Override.ConnectTimeout",
-            millis(&properties, "Ice.Override.Timeout", -1)?.map(|d| d.as_millis() as i64).unwrap_or(-1),
-        )?;
+        let connect_timeout = client_connect_timeout(&properties)?;
         let inner = Inner {
             accept_class_cycles: properties.get_int("Ice.AcceptClassCycles", 0)? > 0,
             sliced_format: properties.get_int("Ice.Default.SlicedFormat", 0)? > 0,

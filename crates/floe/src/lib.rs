@@ -18,6 +18,7 @@ mod runtime;
 pub mod connection;
 
 mod instance;
+mod settings;
 
 pub mod proxy;
 

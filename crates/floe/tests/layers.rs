@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["reference", "response", "routing", "runtime"],
     &["connection"],
+    &["settings"],
     &["instance"],
     &["proxy"],
     &["dispatch"],

@@ -292,7 +292,7 @@ fn idle_timeout_heartbeats_and_aborts_a_silent_peer() {
         }
         (talking.join().unwrap(), heard)
     });
-    let (c, _) = Communicator::from_args(["--Ice.Connection.IdleTimeout=1"]).unwrap();
+    let (c, _) = Communicator::from_args(["--Ice.Connection.Client.IdleTimeout=1"]).unwrap();
     let p = c.string_to_proxy(&format!("x:tcp -h 127.0.0.1 -p {port}")).unwrap();
     let conn = c.block_on(p.ice_get_connection()).unwrap();
     let start = Instant::now();

@@ -1,5 +1,7 @@
 //! Active connection management: Ice 3.7 ACM heartbeats and idle closing, which also covers
-//! Ice 3.8's idle timeout (heartbeat always, close when nothing was heard for the timeout).
+//! Ice 3.8's idle timeout (a heartbeat whenever nothing was written for a while, an abort when
+//! nothing was heard for the timeout) and its inactivity timeout (a graceful close once no
+//! request or reply went either way for a while).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -19,6 +21,15 @@ pub(super) struct Activity {
     heartbeats_received: AtomicU64,
     /// A heartbeat of the sweeper's is being written.
     heartbeat_in_flight: std::sync::atomic::AtomicBool,
+    /// The last read that held a request or a reply (the reader copies `last_read_ms`).
+    last_call_read_ms: AtomicU64,
+    /// The last write of a request or a reply known before the latest heartbeat was written.
+    last_call_write_ms: AtomicU64,
+    /// When the latest heartbeat was written (`last_write_ms` right after it).
+    last_heartbeat_write_ms: AtomicU64,
+    /// [`Connection::disable_inactivity_check`](super::Connection::disable_inactivity_check)
+    /// was called.
+    inactivity_check_off: std::sync::atomic::AtomicBool,
 }
 
 impl Activity {
@@ -30,7 +41,46 @@ impl Activity {
             last_write_ms: AtomicU64::new(0),
             heartbeats_received: AtomicU64::new(0),
             heartbeat_in_flight: std::sync::atomic::AtomicBool::new(false),
+            last_call_read_ms: AtomicU64::new(0),
+            last_call_write_ms: AtomicU64::new(0),
+            last_heartbeat_write_ms: AtomicU64::new(u64::MAX),
+            inactivity_check_off: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The read just recorded held a request or a reply: a load and a store, no clock.
+    #[inline]
+    pub(super) fn call_read(&self) {
+        self.last_call_read_ms.store(self.last_read_ms.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// A heartbeat is about to be written: every write since the previous heartbeat carried
+    /// requests or replies, so the latest of them is kept.
+    pub(super) fn heartbeat_writing(&self) {
+        let last = self.last_write_ms.load(Ordering::Relaxed);
+        if last != self.last_heartbeat_write_ms.load(Ordering::Relaxed) {
+            self.last_call_write_ms.store(last, Ordering::Relaxed);
+        }
+    }
+
+    /// A heartbeat was written.
+    pub(super) fn heartbeat_written(&self) {
+        self.last_heartbeat_write_ms.store(self.last_write_ms.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// When a request or a reply was last read or written (milliseconds since the epoch).
+    fn last_call_ms(&self) -> u64 {
+        let last_write = self.last_write_ms.load(Ordering::Relaxed);
+        let write = if last_write == self.last_heartbeat_write_ms.load(Ordering::Relaxed) {
+            self.last_call_write_ms.load(Ordering::Relaxed)
+        } else {
+            last_write
+        };
+        write.max(self.last_call_read_ms.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn disable_inactivity_check(&self) {
+        self.inactivity_check_off.store(true, Ordering::Relaxed);
     }
 
     /// Microseconds since the connection's epoch.
@@ -92,7 +142,8 @@ pub enum AcmHeartbeat {
     Off,
     /// Only while requests are being dispatched (1, Ice 3.7's default).
     OnDispatch,
-    /// When nothing was written for a quarter of the timeout (2; also Ice 3.8's idle timeout).
+    /// When nothing was written for a quarter of the timeout (2; also Ice 3.8's idle timeout,
+    /// which asks for one after half of it).
     OnIdle,
     /// Always, every quarter of the timeout (3; what Ice 3.8's idle timeout needs).
     Always,
@@ -136,6 +187,16 @@ impl Default for AcmConfig {
 }
 
 impl AcmConfig {
+    /// Ice 3.8's idle timeout (zero: none): a heartbeat when nothing was written for a while
+    /// and, with `idle_check`, an abort when nothing was heard for the timeout.
+    pub fn idle_timeout(timeout: Duration, idle_check: bool) -> Self {
+        AcmConfig {
+            timeout,
+            heartbeat: AcmHeartbeat::OnIdle,
+            close: if idle_check { AcmClose::OnIdleForceful } else { AcmClose::Off },
+        }
+    }
+
     /// True when the monitor has anything to do.
     pub fn is_enabled(&self) -> bool {
         !self.timeout.is_zero() && (self.heartbeat != AcmHeartbeat::Off || self.close != AcmClose::Off)
@@ -304,6 +365,19 @@ fn check(conn: Connection) {
     let unwritten = now.saturating_sub(last_write);
     let dispatching = conn.dispatch_count() > 0;
     let outstanding = conn.pending_count() > 0;
+    if let Some(inactivity) = conn.shared.config.inactivity_timeout {
+        let quiet = now.saturating_sub(Duration::from_millis(activity.last_call_ms()));
+        if quiet >= inactivity
+            && !dispatching
+            && !outstanding
+            && !activity.inactivity_check_off.load(Ordering::Relaxed)
+            && conn.shared.oneways.is_empty()
+        {
+            tracing::debug!(target: "floe::network", "closing a connection inactive for {quiet:?}\n{}", conn.shared.description);
+            tokio::spawn(async move { conn.close().await });
+            return;
+        }
+    }
     if silent >= acm.timeout {
         let forceful = acm.close == AcmClose::OnIdleForceful
             || (acm.close != AcmClose::OnIdle && acm.close != AcmClose::Off && outstanding);

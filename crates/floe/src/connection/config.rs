@@ -18,6 +18,13 @@ pub struct ConnectionConfig {
     pub max_dispatches: usize,
     /// How long a graceful close waits for the peer to close its side.
     pub close_timeout: Duration,
+    /// Ice 3.8's inactivity timeout: a connection with no call in progress and no request or
+    /// reply sent or received for this long is closed gracefully (`None`: never). It is checked
+    /// at the heartbeat checks, so it needs a (smaller) idle timeout.
+    pub inactivity_timeout: Option<Duration>,
+    /// How long an accepted connection may take for its TLS handshake or WebSocket upgrade
+    /// (Ice 3.8's server-side connect timeout).
+    pub accept_timeout: Duration,
     /// Log every message (`Ice.Trace.Protocol`).
     pub trace_protocol: bool,
     /// Log connection establishment and closing at info level (`Ice.Trace.Network`; they are
@@ -39,6 +46,8 @@ impl Default for ConnectionConfig {
             acm: AcmConfig::default(),
             max_dispatches: 1000,
             close_timeout: Duration::from_secs(10),
+            inactivity_timeout: None,
+            accept_timeout: Duration::from_secs(10),
             trace_protocol: false,
             trace_network: false,
             partial_message_timeout: Some(Duration::from_secs(30)),

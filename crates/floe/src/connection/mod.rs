@@ -305,6 +305,13 @@ impl Connection {
         self.shared.activity.heartbeats_received()
     }
 
+    /// Turns off the inactivity check of this connection (Ice 3.8's
+    /// `Connection::disableInactivityCheck`): it is no longer closed for lack of calls. The
+    /// idle check and heartbeats go on.
+    pub fn disable_inactivity_check(&self) {
+        self.shared.activity.disable_inactivity_check();
+    }
+
     /// The reason the connection closed, or the error every use of it now fails with.
     fn close_error(&self) -> Error {
         self.shared.state.reason().unwrap_or_else(|| Error::ConnectionLost("connection closed".into()))

@@ -361,7 +361,10 @@ impl Connection {
 
     /// Sends a heartbeat (a ValidateConnection message).
     pub async fn heartbeat(&self) -> Result<()> {
-        self.write_message(&VALIDATE_CONNECTION).await
+        self.shared.activity.heartbeat_writing();
+        let written = self.write_message(&VALIDATE_CONNECTION).await;
+        self.shared.activity.heartbeat_written();
+        written
     }
 }
 

@@ -355,6 +355,9 @@ fn handle_message(
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
     }
+    if msg.header.message_type != MessageType::ValidateConnection {
+        conn.shared.activity.call_read();
+    }
     match msg.header.message_type {
         MessageType::Reply => {
             let reply = Reply::decode(msg.body)?;

@@ -64,6 +64,11 @@ pub(super) enum Queueing {
 
 impl OnewayQueue {
     /// Wakes the callers waiting for room (the connection closed, or room was made).
+    /// True when no oneway request waits here to be written.
+    pub(super) fn is_empty(&self) -> bool {
+        !self.has_queued.load(Ordering::Acquire)
+    }
+
     pub(super) fn wake_waiters(&self) {
         self.space.notify_waiters();
     }

@@ -21,13 +21,15 @@ const CLASSES: &[(&str, bool, &str)] = &[
         CollocationOptimized Context.*",
     ),
     ("acm", false, "Timeout Heartbeat Close"),
+    // Ice 3.8's connection settings (`Ice.Connection.Client.*`, `<Adapter>.Connection.*`).
+    ("connection", true, "IdleTimeout EnableIdleCheck InactivityTimeout ConnectTimeout CloseTimeout MaxDispatches"),
     ("threadpool", true, "Size SizeMax SizeWarn StackSize Serialize ThreadIdleTime ThreadPriority"),
     (
         "objectadapter",
         true,
         "ACM:acm AdapterId Endpoints Locator:proxy PublishedEndpoints ReplicaGroupId Router:proxy \
         ProxyOptions ThreadPool:threadpool MessageSizeMax \
-        MaxConnections MaxDispatches",
+        MaxConnections MaxDispatches Connection:connection",
     ),
     ("deprecatedthreadpool", true, "Size SizeMax SizeWarn StackSize"),
     (
@@ -163,9 +165,13 @@ const FLOE_SECTIONS: &[(&str, &str)] = &[
         Registry.Etcd.LeaseTTL Registry.Etcd.Prefix Registry.Etcd.Timeout Registry.ReplicaGroup.* \
         Storm.Etcd.Endpoints Storm.Etcd.LeaseTTL Storm.Etcd.Prefix Storm.Etcd.Timeout Storm.QueueBytesMax",
     ),
-    // Names floe reads in Ice's sections that Ice 3.7 does not define: Ice 3.8's idle
-    // timeout, and the registry's data directory (Ice 3.6's name, kept for old configurations).
-    ("Ice", "Connection.IdleTimeout Connection.EnableIdleCheck"),
+    // Names floe reads in Ice's sections that Ice 3.7 does not define: Ice 3.8's connection
+    // settings, floe's earlier names of the idle timeout, and the registry's data directory
+    // (Ice 3.6's name, kept for old configurations).
+    (
+        "Ice",
+        "Connection.Client:connection Connection.Server:connection Connection.IdleTimeout Connection.EnableIdleCheck",
+    ),
     ("IceGrid", "Registry.Data"),
 ];
 
@@ -293,6 +299,11 @@ mod tests {
             "Ice.ACM.Client.Heartbeat",
             "Ice.Plugin.IceSSL",
             "Ice.Connection.IdleTimeout",
+            "Ice.Connection.Client.IdleTimeout",
+            "Ice.Connection.Server.MaxDispatches",
+            "MyAdapter.Connection.InactivityTimeout",
+            "Ice.Admin.Connection.CloseTimeout",
+            "IceGrid.Registry.Client.Connection.EnableIdleCheck",
             "IceMX.Metrics.ByOp.GroupBy",
             "IceMX.Metrics.Debug",
             "IceSSL.CertFile",
