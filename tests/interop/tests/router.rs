@@ -1024,6 +1024,32 @@ fn oneways_to_a_slow_server(
     recorded.values()
 }
 
+/// How many times a run that should show replaced requests is tried with `kind`. floe queues
+/// every request while the server's connection is pending, so one run always shows it.
+/// glacier2router replaces only the requests that arrived together before its queue's flush
+/// ran, and on a loaded machine it may flush each one as it comes: a few tries are needed to
+/// see it there.
+fn tries_to_see_replacement(kind: RouterKind) -> usize {
+    match kind {
+        RouterKind::Floe => 1,
+        RouterKind::Glacier2 => 4,
+    }
+}
+
+/// Runs `run` until what it returns has fewer than `count` values, at most
+/// [`tries_to_see_replacement`] times for `kind`; the last result.
+fn until_replaced(kind: RouterKind, count: i32, run: impl Fn() -> Vec<i32>) -> Vec<i32> {
+    let mut got = run();
+    for _ in 1..tries_to_see_replacement(kind) {
+        if got.len() < count as usize {
+            break;
+        }
+        eprintln!("{kind:?}: nothing replaced this time, trying again: {got:?}");
+        got = run();
+    }
+    got
+}
+
 /// Buffered (the default): oneway requests with the same `_ovrd` value, queued while the
 /// router waits for the server's connection, replace each other: fewer than sent arrive, in
 /// order, and the last always does. Without `_ovrd`, or unbuffered, all arrive in order.
@@ -1032,14 +1058,16 @@ fn ovrd_replaces_queued_oneways_as_glacier2_does() {
     const N: i32 = 40;
     let all: Vec<i32> = (0..N).collect();
     for kind in BOTH {
-        let got = oneways_to_a_slow_server(kind, &[], |_| Some("position"), N);
+        let got = until_replaced(kind, N, || oneways_to_a_slow_server(kind, &[], |_| Some("position"), N));
         eprintln!("{kind:?} buffered, _ovrd: {got:?}");
         assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
         assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
         assert!(got.windows(2).all(|w| w[0] < w[1]), "{kind:?}: out of order: {got:?}");
 
         // A request replaces only one with the same `_ovrd` value.
-        let got = oneways_to_a_slow_server(kind, &[], |i| Some(if i % 2 == 0 { "even" } else { "odd" }), N);
+        let got = until_replaced(kind, N, || {
+            oneways_to_a_slow_server(kind, &[], |i| Some(if i % 2 == 0 { "even" } else { "odd" }), N)
+        });
         eprintln!("{kind:?} buffered, two _ovrd values: {got:?}");
         assert!(got.len() < N as usize, "{kind:?}: no request was replaced: {got:?}");
         assert!(got.contains(&(N - 2)) && got.contains(&(N - 1)), "{kind:?}: the last of a value was lost: {got:?}");
@@ -1388,7 +1416,7 @@ fn ovrd_replaces_queued_batched_requests_as_glacier2_does() {
         recorded.values()
     };
     for kind in BOTH {
-        let got = batched(kind, true);
+        let got = until_replaced(kind, N, || batched(kind, true));
         eprintln!("{kind:?} buffered, batched with _ovrd: {got:?}");
         assert!(got.len() < N as usize, "{kind:?}: no batched request was replaced: {got:?}");
         assert_eq!(got.last(), Some(&(N - 1)), "{kind:?}: the last request was lost");
