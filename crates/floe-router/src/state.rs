@@ -111,6 +111,7 @@ impl RouterCore {
                 props.set("Glacier2.Client.ACM.Timeout", &t.as_secs().to_string());
             }
         }
+        client_connection_defaults(&props, config.session_timeout.is_some());
         let client_adapter =
             communicator.create_object_adapter_with_endpoints("Glacier2.Client", &config.client_endpoints)?;
         let server_adapter = if config.server_endpoints.is_empty() {
@@ -477,4 +478,25 @@ fn endpoint_host(e: &floe::encoding::EndpointData) -> Option<String> {
 fn host_matches(pattern: &str, host: &str) -> bool {
     let pattern = pattern.rsplit_once(':').map_or(pattern, |(h, _)| h);
     pattern == "*" || pattern == host
+}
+
+/// The client adapter's connection settings when nothing selects Ice 3.7's ACM for it (no
+/// `Glacier2.SessionTimeout`, no `Ice.ACM.*` or `Glacier2.Client.ACM.*`): Ice 3.8's model, in
+/// which a session lasts as long as its connection, so without an inactivity timeout (as
+/// glacier2router 3.8 sets it), with heartbeats that keep Ice 3.8 clients' idle checks
+/// satisfied, and, unless configured, without an idle check of the router's own, which would
+/// abort the sessions of Ice 3.7 clients that send no heartbeats (glacier2router 3.7 keeps them).
+fn client_connection_defaults(props: &floe::Properties, session_timeout: bool) {
+    let acm = !props.with_prefix("Ice.ACM.").is_empty() || !props.with_prefix("Glacier2.Client.ACM.").is_empty();
+    if session_timeout || acm {
+        return;
+    }
+    for (name, value, side) in [
+        ("Glacier2.Client.Connection.InactivityTimeout", "0", "Ice.Connection.Server.InactivityTimeout"),
+        ("Glacier2.Client.Connection.EnableIdleCheck", "0", "Ice.Connection.Server.EnableIdleCheck"),
+    ] {
+        if props.get(name).is_none() && props.get(side).is_none() {
+            props.set(name, value);
+        }
+    }
 }

@@ -7,6 +7,9 @@
 //       Pings PROXY, keeps its connection idle for SECONDS, then prints "RESULT same-connection"
 //       when the connection is still the one it pinged over and pings again over it;
 //       "RESULT closed: REASON" when the connection closed while idle.
+//   idle-peer glacier2 PROXY SECONDS
+//       The same through the router of Ice.Default.Router, after creating a session on it
+//       (createSession("idle", "idle")): the connection watched is the router's.
 //
 // Ice properties come from the command line (--Ice.Connection.Client.IdleTimeout=2, ...).
 
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -69,8 +73,35 @@ namespace
         return 0;
     }
 
-    int runClient(const Ice::CommunicatorPtr& communicator, const std::string& proxy, int seconds)
+    // Creates a Glacier2 session on the default router, marshaling createSession's two strings
+    // by hand (the Glacier2 library is not needed for one call).
+    void createSession(const Ice::CommunicatorPtr& communicator)
     {
+        auto router = communicator->getDefaultRouter();
+        if (!router)
+        {
+            throw std::runtime_error("no Ice.Default.Router");
+        }
+        Ice::OutputStream out(communicator);
+        out.startEncapsulation();
+        out.write(std::string("idle"));
+        out.write(std::string("idle"));
+        out.endEncapsulation();
+        std::vector<std::byte> inParams;
+        out.finished(inParams);
+        std::vector<std::byte> outParams;
+        if (!(*router)->ice_invoke("createSession", Ice::OperationMode::Normal, inParams, outParams))
+        {
+            throw std::runtime_error("createSession raised a user exception");
+        }
+    }
+
+    int runClient(const Ice::CommunicatorPtr& communicator, const std::string& proxy, int seconds, bool routed)
+    {
+        if (routed)
+        {
+            createSession(communicator);
+        }
         Ice::ObjectPrx target(communicator, proxy);
         target->ice_ping();
         auto connection = target->ice_getConnection();
@@ -119,9 +150,13 @@ int main(int argc, char* argv[])
         }
         if (mode == "client" && argc == 4)
         {
-            return runClient(holder.communicator(), argv[2], std::stoi(argv[3]));
+            return runClient(holder.communicator(), argv[2], std::stoi(argv[3]), false);
         }
-        std::cerr << "usage: idle-peer server ENDPOINTS | idle-peer client PROXY SECONDS" << std::endl;
+        if (mode == "glacier2" && argc == 4)
+        {
+            return runClient(holder.communicator(), argv[2], std::stoi(argv[3]), true);
+        }
+        std::cerr << "usage: idle-peer server ENDPOINTS | idle-peer client|glacier2 PROXY SECONDS" << std::endl;
         return 2;
     }
     catch (const std::exception& ex)

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use floe::Communicator;
+use floe::{Communicator, Proxy};
 
 /// The Ice 3.8 idle peer (built once).
 fn idle_peer() -> PathBuf {
@@ -245,6 +245,83 @@ fn the_inactivity_timeout_closes_only_connections_without_calls() {
     assert!(busy.heartbeats_received() > 0 && exempt.heartbeats_received() > 0, "no heartbeats from the server");
     assert_eq!(busy_c.block_on(busy_p.ice_get_connection()).unwrap(), busy, "the busy connection was replaced");
     for c in [quiet_c, busy_c, exempt_c] {
+        c.destroy_blocking();
+    }
+}
+
+/// An Ice 3.8 client with a Glacier2 session through floe-router, on every setting's default
+/// but 2 s idle timeouts and no session timeout (Ice 3.8's glacier2router has none): the
+/// router's heartbeats keep the client's connection, and so its session, for five idle
+/// timeouts, and a routed call afterwards goes over the same connection. floe-router's own
+/// idle check is off by default there, so that Ice 3.7 clients without heartbeats keep their
+/// sessions too; with it on, the client's heartbeats keep the session.
+#[test]
+fn an_idle_ice38_client_keeps_its_floe_router_session() {
+    let backend_port = free_port();
+    let _backend = floe_server(&format!("tcp -h 127.0.0.1 -p {backend_port}"), SHORT);
+    for router_check in ["0", "1"] {
+        let router_port = free_port();
+        let mut cmd = Command::new(router_binary());
+        cmd.arg(format!("--Glacier2.Client.Endpoints=tcp -h 127.0.0.1 -p {router_port}"))
+            .arg("--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier")
+            .arg("--Ice.Connection.Server.IdleTimeout=2")
+            .arg("--Ice.Connection.Client.IdleTimeout=2")
+            .stderr(Stdio::null());
+        if router_check == "1" {
+            cmd.arg("--Glacier2.Client.Connection.EnableIdleCheck=1");
+        }
+        let _router = start_until(cmd, "floe-router ready");
+        let router = format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}");
+        let out = Command::new(idle_peer())
+            .args(["glacier2", &format!("tester:tcp -h 127.0.0.1 -p {backend_port}"), "10"])
+            .arg(&router)
+            .args(SHORT)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("RESULT same-connection"), "idle check {router_check}: {stdout}");
+    }
+}
+
+/// The other side of floe-router's default: a client that sends no heartbeats (Ice 3.7's
+/// defaults, here a floe client with `Ice.ACM.Heartbeat=0`) keeps its session while idle for
+/// three of the router's idle timeouts, as with glacier2router 3.7; with the router's idle
+/// check turned on, the same client loses its connection.
+#[test]
+fn a_client_without_heartbeats_keeps_its_floe_router_session_unless_the_idle_check_is_on() {
+    let backend_port = free_port();
+    let _backend = floe_server(&format!("tcp -h 127.0.0.1 -p {backend_port}"), &[]);
+    for router_check in [false, true] {
+        let router_port = free_port();
+        let mut cmd = Command::new(router_binary());
+        cmd.arg(format!("--Glacier2.Client.Endpoints=tcp -h 127.0.0.1 -p {router_port}"))
+            .arg("--Glacier2.PermissionsVerifier=Glacier2/NullPermissionsVerifier")
+            .arg("--Ice.Connection.Server.IdleTimeout=2")
+            .stderr(Stdio::null());
+        if router_check {
+            cmd.arg("--Glacier2.Client.Connection.EnableIdleCheck=1");
+        }
+        let _router = start_until(cmd, "floe-router ready");
+        let (c, _) = Communicator::from_args([
+            format!("--Ice.Default.Router=Glacier2/router:tcp -h 127.0.0.1 -p {router_port}"),
+            "--Ice.ACM.Heartbeat=0".into(),
+            "--Ice.ACM.Close=0".into(),
+        ])
+        .unwrap();
+        let session = floe_router::slice::glacier2::RouterPrx::from_object(c.default_router().unwrap());
+        c.block_on(session.create_session("u", "x")).unwrap();
+        let target = c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {backend_port}")).unwrap();
+        c.block_on(target.ice_ping()).unwrap();
+        let conn = c.block_on(target.ice_get_connection()).unwrap();
+        let until = Instant::now() + Duration::from_secs(6);
+        while Instant::now() < until && !conn.is_closed() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(conn.is_closed(), router_check, "idle check {router_check}: closed {}", conn.is_closed());
+        if !router_check {
+            c.block_on(target.ice_ping()).unwrap();
+        }
         c.destroy_blocking();
     }
 }

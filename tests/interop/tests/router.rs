@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{floe_server, free_port, rss_kb, run_client, start, start_until, Server};
+use common::{floe_server, free_port, router_binary, rss_kb, run_client, start, start_until, Server};
 use floe::encoding::{Encoder, EncodingVersion, Identity};
 use floe::protocol::request::encode_request;
 use floe::protocol::{OperationMode, RequestPrefix};
@@ -32,22 +32,6 @@ use floe_router::slice::glacier2::{RouterCreateSessionError, RouterPrx, RouterRe
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-/// The floe-router binary, built once per test process (it belongs to another package).
-fn router_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "-p", "floe-router", "--bin", "floe-router"])
-                .current_dir(root().join("../.."))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building floe-router failed");
-            Path::new(env!("CARGO_BIN_EXE_floe-interop-client")).with_file_name("floe-router")
-        })
-        .clone()
 }
 
 fn floe_router(client_port: u16, extra: &[&str]) -> Server {

@@ -121,3 +121,19 @@ pub fn run_client(mut cmd: Command, min_checks: usize) -> String {
     eprintln!("{cmd:?}: {last} in {:?}", start.elapsed());
     last
 }
+
+/// The floe-router binary, built once per test process (it belongs to another package).
+pub fn router_binary() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "-p", "floe-router", "--bin", "floe-router"])
+                .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building floe-router failed");
+            std::path::Path::new(env!("CARGO_BIN_EXE_floe-interop-client")).with_file_name("floe-router")
+        })
+        .clone()
+}
