@@ -5,7 +5,8 @@
 //!
 //! - floe's server is `floe-interop-server` on its defaults;
 //! - Ice's is `ice-tester-server` (`peers/ice-tester`), a typed C++11 servant of the same
-//!   Slice file;
+//!   Slice file, built against Ice 3.7 and, as a second Ice peer, against Ice 3.8
+//!   (`scripts/build-ice38`);
 //! - floe's client is this binary with `--against`;
 //! - Ice's is `ice-tester-client`.
 //!
@@ -40,7 +41,10 @@ use crate::summary::{of_runs, Ratio, StageSummary};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
     Floe,
+    /// ZeroC Ice 3.7's C++ peer.
     Ice,
+    /// ZeroC Ice 3.8's C++ peer (the same sources built against Ice 3.8).
+    Ice38,
     /// The raw replay side of the caps.
     Raw,
 }
@@ -50,6 +54,7 @@ impl Side {
         match self {
             Side::Floe => "floe",
             Side::Ice => "ice-cpp",
+            Side::Ice38 => "ice-cpp-3.8",
             Side::Raw => "raw",
         }
     }
@@ -64,6 +69,36 @@ const PAIRS: [(Side, Side); 6] = [
     (Side::Raw, Side::Ice),
     (Side::Floe, Side::Floe),
 ];
+
+/// The pairs with Ice 3.8's peer, after those, when it could be built.
+const PAIRS_38: [(Side, Side); 3] = [(Side::Ice38, Side::Floe), (Side::Ice38, Side::Ice38), (Side::Floe, Side::Ice38)];
+
+/// Where the Ice peers' binaries are: Ice 3.7's, and Ice 3.8's when it could be built.
+#[derive(Debug, Clone)]
+pub(crate) struct IcePeers {
+    pub(crate) ice37: PathBuf,
+    pub(crate) ice38: Option<PathBuf>,
+}
+
+impl IcePeers {
+    /// The directory of `side`'s binaries (Ice's sides only).
+    fn dir(&self, side: Side) -> Result<&Path, String> {
+        match side {
+            Side::Ice => Ok(&self.ice37),
+            Side::Ice38 => self.ice38.as_deref().ok_or_else(|| "the Ice 3.8 peer is not built".to_string()),
+            _ => Err(format!("{} is no Ice peer", side.name())),
+        }
+    }
+
+    /// The pairs the stage runs with these peers.
+    fn pairs(&self) -> Vec<(Side, Side)> {
+        let mut pairs = PAIRS.to_vec();
+        if self.ice38.is_some() {
+            pairs.extend(PAIRS_38);
+        }
+        pairs
+    }
+}
 
 /// The values of one test of one pair, over the rounds.
 #[derive(Debug, Clone)]
@@ -105,7 +140,7 @@ impl Drop for Server {
     }
 }
 
-fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, String> {
+fn start(side: Side, floe_server: &Path, peers: &IcePeers) -> Result<Server, String> {
     let port = crate::proc::free_port();
     let mut cmd = match side {
         Side::Floe => {
@@ -115,8 +150,8 @@ fn start(side: Side, floe_server: &Path, ice_dir: &Path) -> Result<Server, Strin
             crate::floe_system::forward_as_program_properties(&mut c);
             c
         }
-        Side::Ice => {
-            let mut c = Command::new(ice_dir.join("ice-tester-server"));
+        Side::Ice | Side::Ice38 => {
+            let mut c = Command::new(peers.dir(side)?.join("ice-tester-server"));
             crate::proc::ice_malloc_env(&mut c);
             c.arg(port.to_string());
             c
@@ -174,7 +209,7 @@ enum StepError {
 
 impl SteppedClient {
     /// Starts a `side` client against `port` and waits for the end of its warm-up.
-    fn start(side: Side, port: u16, quick: bool, ice_dir: &Path) -> Result<SteppedClient, String> {
+    fn start(side: Side, port: u16, quick: bool, peers: &IcePeers) -> Result<SteppedClient, String> {
         let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
         let mut cmd = match side {
             Side::Floe => {
@@ -183,8 +218,8 @@ impl SteppedClient {
                 crate::floe_system::forward_properties(&mut c);
                 c
             }
-            Side::Ice => {
-                let mut c = Command::new(ice_dir.join("ice-tester-client"));
+            Side::Ice | Side::Ice38 => {
+                let mut c = Command::new(peers.dir(side)?.join("ice-tester-client"));
                 crate::proc::ice_malloc_env(&mut c);
                 c.arg(&proxy);
                 c
@@ -308,12 +343,14 @@ impl SteppedClient {
     }
 }
 
-/// The stage: the six pairs' clients, warmed up one after the other, then `runs` rounds in
-/// which the pairs take turns at each test. Returns the series and notes on what failed.
-pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec<String>) {
+/// The stage: the pairs' clients (six, and three more with Ice 3.8), warmed up one after the
+/// other, then `runs` rounds in which the pairs take turns at each test. Returns the series and
+/// notes on what failed.
+pub(crate) fn run(quick: bool, runs: usize, peers: &IcePeers) -> (Vec<Series>, Vec<String>) {
     let mut notes = Vec::new();
     let mut series: Vec<Series> = Vec::new();
-    for (client, server) in PAIRS {
+    let pairs = peers.pairs();
+    for &(client, server) in &pairs {
         for (test, unit) in TESTS {
             series.push(Series { client, server, test, unit, values: Vec::new() });
         }
@@ -325,15 +362,18 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
             return (Vec::new(), notes);
         }
     };
-    let servers = [Side::Floe, Side::Ice, Side::Raw].map(|s| start(s, &floe_server, ice_dir));
+    let mut server_sides: Vec<Side> = Vec::new();
+    for &(_, server) in &pairs {
+        if !server_sides.contains(&server) {
+            server_sides.push(server);
+        }
+    }
+    let servers: Vec<(Side, Result<Server, String>)> =
+        server_sides.iter().map(|&s| (s, start(s, &floe_server, peers))).collect();
     let started = Instant::now();
     let mut clients: Vec<Option<SteppedClient>> = Vec::new();
-    for (client_side, server_side) in PAIRS {
-        let server = &servers[match server_side {
-            Side::Floe => 0,
-            Side::Ice => 1,
-            Side::Raw => 2,
-        }];
+    for &(client_side, server_side) in &pairs {
+        let server = &servers.iter().find(|(s, _)| *s == server_side).expect("a server per side").1;
         let client = match server {
             Err(e) => {
                 let note = format!("{} server: {e}", server_side.name());
@@ -342,7 +382,7 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
                 }
                 None
             }
-            Ok(server) => match SteppedClient::start(client_side, server.port, quick, ice_dir) {
+            Ok(server) => match SteppedClient::start(client_side, server.port, quick, peers) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     notes.push(format!("{} client → {} server: {e}", client_side.name(), server_side.name()));
@@ -357,7 +397,8 @@ pub(crate) fn run(quick: bool, runs: usize, ice_dir: &Path) -> (Vec<Series>, Vec
     for round in 0..runs {
         for (test, _) in TESTS {
             // Odd rounds take the pairs in reverse, so that no pair always follows the same one.
-            let mut turns: Vec<(&mut Option<SteppedClient>, (Side, Side))> = clients.iter_mut().zip(PAIRS).collect();
+            let mut turns: Vec<(&mut Option<SteppedClient>, (Side, Side))> =
+                clients.iter_mut().zip(pairs.iter().copied()).collect();
             if round % 2 == 1 {
                 turns.reverse();
             }
@@ -437,6 +478,27 @@ pub(crate) fn table(series: &[Series], quick: bool, runs: usize, notes: &[String
             cell(floe_floe)
         );
     }
+    if series.iter().any(|x| x.client == Side::Ice38 && !x.values.is_empty()) {
+        s.push_str(
+            "\nwith Ice 3.8.2's C++ peer (the same sources built against Ice 3.8):\n\n\
+             | test | unit | Ice 3.8 → floe | Ice 3.8 → Ice 3.8 | floe server / Ice 3.8 server \
+             | floe → Ice 3.8 | floe client / Ice 3.8 client |\n|---|---|---|---|---|---|---|\n",
+        );
+        for (test, unit) in TESTS {
+            let ice_floe = median_of(series, Side::Ice38, Side::Floe, test);
+            let ice_ice = median_of(series, Side::Ice38, Side::Ice38, test);
+            let floe_ice = median_of(series, Side::Floe, Side::Ice38, test);
+            let _ = writeln!(
+                s,
+                "| {test} | {unit} | {} | {} | {} | {} | {} |",
+                cell(ice_floe),
+                cell(ice_ice),
+                ratio(ice_floe, ice_ice),
+                cell(floe_ice),
+                ratio(floe_ice, ice_ice)
+            );
+        }
+    }
     for n in notes {
         let _ = writeln!(s, "note: {n}");
     }
@@ -462,6 +524,8 @@ fn ratios(series: &[Series], caps: bool) -> Vec<Ratio> {
         if caps {
             out.extend(of_runs(test, "cap: raw client", v(Side::Floe, Side::Ice), v(Side::Raw, Side::Ice)));
         }
+        out.extend(of_runs(test, "Ice 3.8 C++ server", v(Side::Ice38, Side::Floe), v(Side::Ice38, Side::Ice38)));
+        out.extend(of_runs(test, "Ice 3.8 C++ client", v(Side::Floe, Side::Ice38), v(Side::Ice38, Side::Ice38)));
     }
     out
 }
@@ -473,7 +537,13 @@ fn charts(series: &[Series]) -> String {
     let rows: Vec<(String, &Ratio)> = r.iter().map(|x| (x.test.clone(), x)).collect();
     let mut s = crate::summary::ratio_chart("Each side alone: floe's server and client against Ice C++'s and the caps", &rows);
     let categories: Vec<String> = TESTS.iter().map(|(t, u)| format!("{t} ({u})")).collect();
-    let groups: Vec<Group> = PAIRS
+    let mut pairs: Vec<(Side, Side)> = Vec::new();
+    for x in series.iter().filter(|x| !x.values.is_empty()) {
+        if !pairs.contains(&(x.client, x.server)) {
+            pairs.push((x.client, x.server));
+        }
+    }
+    let groups: Vec<Group> = pairs
         .iter()
         .map(|(c, sv)| Group {
             name: format!("{} → {}", c.name(), sv.name()),
@@ -539,12 +609,18 @@ impl Suite for Cross {
     }
 
     fn systems(&self, _ctx: &Context) -> Vec<String> {
-        PAIRS.iter().map(|(c, s)| format!("{} client → {} server", c.name(), s.name())).collect()
+        PAIRS.iter().chain(&PAIRS_38).map(|(c, s)| format!("{} client → {} server", c.name(), s.name())).collect()
     }
 
     fn run(&self, ctx: &Context) -> Self::Results {
-        let dir = build_tester_peer()?;
-        Ok(run(ctx.args.quick, ctx.stage_rounds(), &dir))
+        let ice37 = build_tester_peer()?;
+        let (ice38, note) = match crate::proc::build_cpp_peer_ice38("ice-tester", "Ice C++ Tester peer") {
+            Ok(dir) => (Some(dir), None),
+            Err(e) => (None, Some(format!("no Ice 3.8 pairs: {e}"))),
+        };
+        let (series, mut notes) = run(ctx.args.quick, ctx.stage_rounds(), &IcePeers { ice37, ice38 });
+        notes.extend(note);
+        Ok((series, notes))
     }
 
     fn table(&self, ctx: &Context, r: &Self::Results) -> String {

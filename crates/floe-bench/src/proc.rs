@@ -142,6 +142,37 @@ pub fn build_cpp_peer(dir: &str, what: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// Builds Ice 3.8's C++ core once (`scripts/build-ice38`, cached under `target/ice38/`; about
+/// five minutes on two cores the first time), then the C++ peer in `peers/<dir>` against it
+/// into `target/floe-bench/<dir>-3.8`.
+pub fn build_cpp_peer_ice38(dir: &str, what: &str) -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    eprintln!("building Ice 3.8 (once) and the {what} against it…");
+    let built = Command::new("bash")
+        .arg(root.join("scripts/build-ice38"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("scripts/build-ice38: {e}"))?;
+    if !built.status.success() {
+        return Err("building Ice 3.8 failed (scripts/build-ice38)".into());
+    }
+    let cpp = String::from_utf8_lossy(&built.stdout).lines().last().unwrap_or("").trim().to_string();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers").join(dir);
+    let out = root.join("target/floe-bench").join(format!("{dir}-3.8"));
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&src)
+        .arg(format!("OUT={}", out.display()))
+        .arg(format!("ICE_CPP={cpp}"))
+        .status()
+        .map_err(|e| format!("make: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the {what} against Ice 3.8 failed"));
+    }
+    Ok(out)
+}
+
 /// What a client process used: the operations it did, its CPU seconds (user + system) and
 /// its peak RSS in kB.
 #[derive(Debug, Clone, Copy)]

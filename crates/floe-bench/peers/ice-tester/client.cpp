@@ -1,5 +1,5 @@
-// ZeroC Ice 3.7 C++11 benchmark client for any server implementing Interop::Tester
-// (tests/interop/Test.ice).
+// ZeroC Ice C++ benchmark client for any server implementing Interop::Tester
+// (tests/interop/Test.ice): built with Ice 3.7's C++11 mapping or with Ice 3.8, as the server.
 // Usage: ice-tester-client <proxy-string> [--quick] [--stepped] [--Ice.Prop=value ...]
 // Runs a fixed workload and prints one line per test: "RESULT <name> <value> <unit>", or
 // "RESULT <name> error <what>". Exits 0 when every test produced a value, 1 otherwise.
@@ -29,7 +29,13 @@ namespace
 {
 
 using Clock = chrono::steady_clock;
+#if ICE_INT_VERSION >= 30800
+using TesterHandle = std::optional<TesterPrx>;
+using ByteElement = std::byte; // an element of a ByteSeq
+#else
 using TesterHandle = shared_ptr<TesterPrx>;
+using ByteElement = Ice::Byte;
+#endif
 
 bool allProduced = true;
 
@@ -260,7 +266,7 @@ void runTests(const TesterHandle& t, int scale)
         ByteSeq payload(byteSize);
         for(size_t k = 0; k < payload.size(); ++k)
         {
-            payload[k] = static_cast<Ice::Byte>(k);
+            payload[k] = static_cast<ByteElement>(k & 0xFF);
         }
         auto start = Clock::now();
         for(int i = 0; i < n; ++i)

@@ -1,4 +1,6 @@
-// ZeroC Ice 3.7 C++11 server for tests/interop/Test.ice, used as a benchmark peer.
+// ZeroC Ice C++ server for tests/interop/Test.ice, used as a benchmark peer: built with Ice
+// 3.7's C++11 mapping (Debian's libzeroc-ice-dev) or with Ice 3.8 (scripts/build-ice38); the
+// few places where the two APIs differ are under ICE_INT_VERSION.
 // Usage: ice-tester-server <port | endpoints> [--Ice.Prop=value ...] [--IceSSL.Prop=value ...]
 // Listens on "tcp -h 127.0.0.1 -p <port>" (or on the endpoints given, such as
 // "ssl -h 127.0.0.1 -p 12011" with the IceSSL plugin's properties; adapter "Tester"), hosts every object Test.ice
@@ -27,6 +29,24 @@ using namespace Interop;
 
 namespace
 {
+
+#if ICE_INT_VERSION >= 30800
+using ByteValue = std::uint8_t;    // a Slice byte
+using ByteElement = std::byte;     // an element of a ByteSeq
+using LongValue = std::int64_t;
+template<typename T> using Optional = std::optional<T>;
+using EchoHandle = std::optional<EchoPrx>;
+using TesterHandle = std::optional<TesterPrx>;
+using Bytes = pair<const std::byte*, const std::byte*>;
+#else
+using ByteValue = Ice::Byte;
+using ByteElement = Ice::Byte;
+using LongValue = long long;
+template<typename T> using Optional = Ice::optional<T>;
+using EchoHandle = shared_ptr<EchoPrx>;
+using TesterHandle = shared_ptr<TesterPrx>;
+using Bytes = pair<const Ice::Byte*, const Ice::Byte*>;
+#endif
 
 // The counter of incCounter / getCounter / resetCounter, one per process.
 atomic<int> counter(0);
@@ -162,9 +182,9 @@ public:
         return !a;
     }
 
-    Ice::Byte opByte(Ice::Byte a, Ice::Byte b, Ice::Byte& sum, const Ice::Current&) override
+    ByteValue opByte(ByteValue a, ByteValue b, ByteValue& sum, const Ice::Current&) override
     {
-        sum = static_cast<Ice::Byte>((a + b) & 0xFF);
+        sum = static_cast<ByteValue>((a + b) & 0xFF);
         return a;
     }
 
@@ -180,7 +200,7 @@ public:
         return a;
     }
 
-    long long opLong(long long a, long long& doubled, const Ice::Current&) override
+    LongValue opLong(LongValue a, LongValue& doubled, const Ice::Current&) override
     {
         doubled = static_cast<int64_t>(static_cast<uint64_t>(a) * 2u);
         return a;
@@ -257,21 +277,21 @@ public:
     PointStringDict opPointStringDict(PointStringDict a, const Ice::Current&) override { return a; }
     StringStringSeqDict opStringStringSeqDict(StringStringSeqDict a, const Ice::Current&) override { return a; }
 
-    Ice::optional<int> opOptionalInt(Ice::optional<int> a, Ice::optional<int>& b, const Ice::Current&) override
+    Optional<int> opOptionalInt(Optional<int> a, Optional<int>& b, const Ice::Current&) override
     {
         b = a;
         return a;
     }
 
-    Ice::optional<string> opOptionalString(Ice::optional<string> a, Ice::optional<string>& b,
+    Optional<string> opOptionalString(Optional<string> a, Optional<string>& b,
                                            const Ice::Current&) override
     {
         b = a;
         return a;
     }
 
-    Ice::optional<Point> opOptionalPoint(Ice::optional<Point> a, const Ice::Current&) override { return a; }
-    Ice::optional<IntSeq> opOptionalIntSeq(Ice::optional<IntSeq> a, const Ice::Current&) override { return a; }
+    Optional<Point> opOptionalPoint(Optional<Point> a, const Ice::Current&) override { return a; }
+    Optional<IntSeq> opOptionalIntSeq(Optional<IntSeq> a, const Ice::Current&) override { return a; }
 
     void throwBase(string reason, const Ice::Current&) override { throw BaseError(reason); }
     void throwDerived(string reason, int code, const Ice::Current&) override { throw DerivedError(reason, code); }
@@ -281,22 +301,25 @@ public:
     // Not a Slice exception: the caller gets UnknownException.
     void throwNonSlice(const Ice::Current&) override { throw runtime_error("throwNonSlice: not a Slice exception"); }
 
-    StringStringDict getContext(const Ice::Current& current) override { return current.ctx; }
+    StringStringDict getContext(const Ice::Current& current) override
+    {
+        return StringStringDict(current.ctx.begin(), current.ctx.end());
+    }
     string getFacet(const Ice::Current& current) override { return current.facet; }
 
-    shared_ptr<EchoPrx> getEcho(const Ice::Current& current) override
+    EchoHandle getEcho(const Ice::Current& current) override
     {
         return Ice::uncheckedCast<EchoPrx>(current.adapter->createProxy(Ice::Identity{"echo", ""}));
     }
 
-    shared_ptr<TesterPrx> getSelf(const Ice::Current& current) override
+    TesterHandle getSelf(const Ice::Current& current) override
     {
         return Ice::uncheckedCast<TesterPrx>(current.adapter->createProxy(current.id));
     }
 
-    shared_ptr<EchoPrx> echoProxy(shared_ptr<EchoPrx> p, const Ice::Current&) override { return p; }
+    EchoHandle echoProxy(EchoHandle p, const Ice::Current&) override { return p; }
 
-    string callEcho(shared_ptr<EchoPrx> e, string s, const Ice::Current&) override
+    string callEcho(EchoHandle e, string s, const Ice::Current&) override
     {
         if(!e)
         {
@@ -316,7 +339,7 @@ public:
         ByteSeq r(static_cast<size_t>(max(size, 0)));
         for(size_t k = 0; k < r.size(); ++k)
         {
-            r[k] = static_cast<Ice::Byte>(k);
+            r[k] = static_cast<ByteElement>(k & 0xFF);
         }
         return r;
     }
@@ -375,8 +398,13 @@ class SleepThenReturn : public Ice::BlobjectArrayAsync
 public:
     explicit SleepThenReturn(shared_ptr<SleepTimer> timer) : _timer(move(timer)) {}
 
-    void ice_invokeAsync(pair<const Ice::Byte*, const Ice::Byte*> inEncaps,
-                         function<void(bool, const pair<const Ice::Byte*, const Ice::Byte*>&)> response,
+#if ICE_INT_VERSION >= 30800
+    void ice_invokeAsync(Bytes inEncaps,
+                         function<void(bool, Bytes)> response,
+#else
+    void ice_invokeAsync(Bytes inEncaps,
+                         function<void(bool, const Bytes&)> response,
+#endif
                          function<void(exception_ptr)> error,
                          const Ice::Current& current) override
     {
@@ -393,7 +421,7 @@ public:
         auto reply = [communicator, encoding, value, response]()
         {
             Ice::OutputStream out(communicator, encoding);
-            out.startEncapsulation(encoding, Ice::FormatType::DefaultFormat);
+            out.startEncapsulation();
             out.write(value);
             out.endEncapsulation();
             response(true, out.finished());
@@ -407,6 +435,30 @@ private:
 
 // The servant registered as "tester": every request goes to the typed TesterI, except
 // sleepThenReturn, which goes to the asynchronous SleepThenReturn.
+#if ICE_INT_VERSION >= 30800
+class TesterDispatch : public Ice::Object
+{
+public:
+    TesterDispatch(shared_ptr<TesterI> tester, shared_ptr<SleepThenReturn> sleeper) :
+        _tester(move(tester)), _sleeper(move(sleeper))
+    {
+    }
+
+    void dispatch(Ice::IncomingRequest& request, function<void(Ice::OutgoingResponse)> sendResponse) override
+    {
+        if(request.current().operation == "sleepThenReturn")
+        {
+            _sleeper->dispatch(request, move(sendResponse));
+            return;
+        }
+        _tester->dispatch(request, move(sendResponse));
+    }
+
+private:
+    shared_ptr<TesterI> _tester;
+    shared_ptr<SleepThenReturn> _sleeper;
+};
+#else
 class TesterDispatch : public Ice::DispatchInterceptor
 {
 public:
@@ -428,6 +480,7 @@ private:
     shared_ptr<TesterI> _tester;
     shared_ptr<SleepThenReturn> _sleeper;
 };
+#endif
 
 void setDefault(const Ice::PropertiesPtr& properties, const string& key, const string& value)
 {
