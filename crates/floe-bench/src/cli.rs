@@ -67,6 +67,10 @@ pub struct Args {
     /// `router-sessions` test (default 10,000, or 2,000 with --quick).
     #[arg(long)]
     pub connections: Option<usize>,
+    /// The most threads and clients of the `scaling` stage: it measures 1…N clients against
+    /// servers with 1…N threads (default: the machine's CPU count).
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<usize>,
     /// The most connections one load process of the `connections` test opens (default 10,000).
     #[arg(long, value_name = "N")]
     pub conn_per_process: Option<usize>,

@@ -50,7 +50,7 @@ pub(crate) enum Side {
 }
 
 impl Side {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Floe => "floe",
             Side::Ice => "ice-cpp",
@@ -82,7 +82,7 @@ pub(crate) struct IcePeers {
 
 impl IcePeers {
     /// The directory of `side`'s binaries (Ice's sides only).
-    fn dir(&self, side: Side) -> Result<&Path, String> {
+    pub(crate) fn dir(&self, side: Side) -> Result<&Path, String> {
         match side {
             Side::Ice => Ok(&self.ice37),
             Side::Ice38 => self.ice38.as_deref().ok_or_else(|| "the Ice 3.8 peer is not built".to_string()),
@@ -175,7 +175,7 @@ fn start(side: Side, floe_server: &Path, peers: &IcePeers) -> Result<Server, Str
 }
 
 /// A client that runs the tests it is told, one at a time (`--stepped`); killed when dropped.
-struct SteppedClient {
+pub(crate) struct SteppedClient {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
@@ -200,7 +200,7 @@ impl Drop for SteppedClient {
 }
 
 /// Why a stepped client gave no value.
-enum StepError {
+pub(crate) enum StepError {
     /// The test failed; the client goes on.
     Test(String),
     /// The client is gone or stuck; it gets no more tests.
@@ -209,7 +209,7 @@ enum StepError {
 
 impl SteppedClient {
     /// Starts a `side` client against `port` and waits for the end of its warm-up.
-    fn start(side: Side, port: u16, quick: bool, peers: &IcePeers) -> Result<SteppedClient, String> {
+    pub(crate) fn start(side: Side, port: u16, quick: bool, peers: &IcePeers) -> Result<SteppedClient, String> {
         let proxy = format!("tester:tcp -h 127.0.0.1 -p {port}");
         let mut cmd = match side {
             Side::Floe => {
@@ -309,11 +309,22 @@ impl SteppedClient {
     }
 
     /// Runs `test`; its value, or why there is none.
-    fn run(&mut self, test: &str, limit: Duration) -> Result<f64, StepError> {
+    pub(crate) fn run(&mut self, test: &str, limit: Duration) -> Result<f64, StepError> {
+        self.ask(test)?;
+        self.answer(test, limit)
+    }
+
+    /// Tells the client to run `test` (see [`answer`](Self::answer)), so that several clients
+    /// can run it at once.
+    pub(crate) fn ask(&mut self, test: &str) -> Result<(), StepError> {
         let stdin = self.stdin.as_mut().ok_or_else(|| StepError::Client("its input is closed".into()))?;
         writeln!(stdin, "{test}")
             .and_then(|()| stdin.flush())
-            .map_err(|e| StepError::Client(format!("cannot tell it the test: {e}")))?;
+            .map_err(|e| StepError::Client(format!("cannot tell it the test: {e}")))
+    }
+
+    /// The value of the `test` it was asked to run, or why there is none.
+    pub(crate) fn answer(&mut self, test: &str, limit: Duration) -> Result<f64, StepError> {
         let deadline = Instant::now() + limit;
         loop {
             let line = match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {

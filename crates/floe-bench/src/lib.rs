@@ -83,6 +83,7 @@ suites! {
     storm::Storm,
     router_sessions::RouterSessions,
     connections::Connections,
+    scaling::Scaling,
 }
 
 /// What both binaries do first: raise the file limit (the connections test and the router

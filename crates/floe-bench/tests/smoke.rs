@@ -146,12 +146,18 @@ fn connections_smoke_run_opens_every_connection_and_reports_latencies() {
 /// checks that it succeeded with no note (nothing failed or was skipped), and returns its
 /// standard output and its JSON records.
 fn quick_ice_run(exe: &std::path::Path, tests: &str) -> (String, String) {
+    quick_ice_run_with(exe, tests, &[])
+}
+
+/// [`quick_ice_run`] with more arguments.
+fn quick_ice_run_with(exe: &std::path::Path, tests: &str, extra: &[&str]) -> (String, String) {
     let tag = tests.replace(',', "_");
     let dir = std::env::temp_dir().join(format!("floe-bench-{tag}-smoke-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("out.json");
     let out = Command::new(exe)
         .args(["--quick", "--runs", "1", "--peers", "ice", "--tests", tests])
+        .args(extra)
         .arg("--json")
         .arg(&json)
         .arg("--html")
@@ -167,8 +173,8 @@ fn quick_ice_run(exe: &std::path::Path, tests: &str) -> (String, String) {
 }
 
 /// Each side alone, one quick round: Ice C++'s (3.7 and 3.8) and floe's clients against
-/// floe's and Ice's Tester servers, every pair giving every test a value. floe's server is the workspace's
-/// `floe-interop-server`, which `cargo test --workspace` builds beside floe-bench.
+/// floe's and Ice's Tester servers, every pair giving every test a value. floe's server is the
+/// workspace's `floe-interop-server`, which `cargo test --workspace` builds beside floe-bench.
 #[test]
 fn cross_pairs_give_every_test_a_value_for_every_client_and_server() {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
@@ -437,4 +443,25 @@ fn the_helper_binary_runs_the_roles_and_only_them() {
     let none = Command::new(helper).arg("--quick").output().expect("floe-bench-helper runs");
     assert_eq!(none.status.code(), Some(2), "{none:?}");
     assert!(String::from_utf8_lossy(&none.stderr).contains("no role"), "{none:?}");
+}
+
+/// The scaling stage, one quick round with `--max-threads 2`: a figure for floe's, Ice C++'s
+/// and the raw server in each of the four configurations, the growth line, and a JSON record
+/// per server and configuration.
+#[test]
+fn scaling_gives_every_server_a_figure_in_every_configuration() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    let (stdout, text) = quick_ice_run_with(exe, "scaling", &["--max-threads", "2"]);
+    for (clients, threads) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {clients} | {threads} |")))
+            .unwrap_or_else(|| panic!("no row for {clients} clients, {threads} threads:\n{stdout}"));
+        assert!(!row.contains('–'), "a server has no figure: {row}");
+        for server in ["floe server", "ice-cpp server"] {
+            let needle = format!("\"system\": \"{server}\", \"test\": \"scaling/{clients}c{threads}t\"");
+            assert!(text.contains(&needle), "no JSON record {needle}");
+        }
+    }
+    assert!(stdout.contains("from 1 client and 1 thread to 2 of each: floe "), "{stdout}");
 }
