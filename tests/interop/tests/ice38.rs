@@ -325,3 +325,45 @@ fn a_client_without_heartbeats_keeps_its_floe_router_session_unless_the_idle_che
         c.destroy_blocking();
     }
 }
+
+/// Ice 3.8's `MaxDispatches`: with `Ice.Connection.Server.MaxDispatches=1` the server
+/// dispatches one request of a connection at a time (it stops reading meanwhile), so four
+/// 300 ms calls sent at once over one connection take four times as long as over a server
+/// with the default; with `<Adapter>.Connection.MaxDispatches`, the
+/// adapter's own setting wins.
+#[test]
+fn max_dispatches_holds_a_connections_requests_back() {
+    let took = |extra: &[&str]| {
+        let port = free_port();
+        let _server = floe_server(&format!("tcp -h 127.0.0.1 -p {port}"), extra);
+        let (c, _) = Communicator::from_args(Vec::<String>::new()).unwrap();
+        let t = floe_interop::interop::TesterPrx::from_object(
+            c.string_to_proxy(&format!("tester:tcp -h 127.0.0.1 -p {port}")).unwrap(),
+        );
+        c.block_on(t.ice_ping()).unwrap();
+        let start = Instant::now();
+        let values: Vec<i32> = c.block_on(async {
+            let calls: Vec<_> = (0..4)
+                .map(|k| {
+                    let t = t.clone();
+                    tokio::spawn(async move { t.sleep_then_return(300, k).await })
+                })
+                .collect();
+            let mut values = Vec::new();
+            for call in calls {
+                values.push(call.await.unwrap().unwrap());
+            }
+            values
+        });
+        let took = start.elapsed();
+        assert_eq!(values, vec![0, 1, 2, 3]);
+        c.destroy_blocking();
+        took
+    };
+    let unbounded = took(&[]);
+    let one_at_a_time = took(&["--Ice.Connection.Server.MaxDispatches=1"]);
+    let adapter_wins = took(&["--Ice.Connection.Server.MaxDispatches=1", "--TestAdapter.Connection.MaxDispatches=4"]);
+    assert!(unbounded < Duration::from_millis(900), "4 calls at once took {unbounded:?}");
+    assert!(one_at_a_time >= Duration::from_millis(1200), "one at a time took only {one_at_a_time:?}");
+    assert!(adapter_wins < Duration::from_millis(900), "the adapter's setting was ignored: {adapter_wins:?}");
+}
