@@ -104,3 +104,16 @@ fn cpp38_fault_tolerance() {
         Suite { servers: 12, ..suite!("faultTolerance", "floe-conformance-fault-tolerance", ["TestAdapter"], 13) };
     check_cpp38(suite, "1.1", &[]);
 }
+
+/// As for the 3.7 C++ client, the server leaves `Ice.AcceptClassCycles` unset in the
+/// communicators it makes; and it sets `Ice.ProgramName` in them, as Ice 3.8 for C++ does in
+/// every communicator (the client counts the properties).
+#[test]
+fn cpp38_admin() {
+    check_cpp38_sides(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.1",
+        &[],
+        &["--Test.Admin.AcceptClassCycles=0", "--Test.Admin.ProgramName=server"],
+    );
+}
