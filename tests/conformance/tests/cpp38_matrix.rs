@@ -38,11 +38,6 @@ fn cpp38_facets() {
 }
 
 #[test]
-fn cpp38_timeout() {
-    check_cpp38(suite!("timeout", "floe-conformance-timeout", ["TestAdapter", "ControllerAdapter"], 2), "1.1", &[]);
-}
-
-#[test]
 fn cpp38_inheritance() {
     check_cpp38(suite!("inheritance", "floe-conformance-inheritance", ["TestAdapter"], 1), "1.1", &[]);
 }
@@ -62,6 +57,9 @@ fn cpp38_slicing_exceptions_1_0() {
     check_cpp38(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.0", &[]);
 }
 
+/// 1.0 only: with 1.1 the client expects the server to keep the slices of a class it does not
+/// know, which Ice 3.8 does for every class and floe, as Ice 3.7, only for classes marked
+/// `["preserve-slice"]` (see this crate's README).
 #[test]
 fn cpp38_slicing_objects_1_0() {
     check_cpp38(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.0", &[]);
