@@ -152,6 +152,8 @@ where
     run_against(setup, start, checks);
 }
 
+/// Starts the server with `start` (given its arguments and the adapters to wait for), runs
+/// `checks` on a client communicator, and requires the server to exit 0 afterwards.
 fn run_against<S, F, Fut>(setup: Setup<'_>, start: S, checks: F)
 where
     S: FnOnce(&[String], &[&str]) -> Result<Server, String>,
