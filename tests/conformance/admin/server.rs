@@ -162,6 +162,10 @@ struct FactoryI {
     /// communicator, and the Python client counts it among the properties it reads back; the
     /// C++ run sets 0, meaning unset, as Ice for C++ leaves it.
     accept_class_cycles: bool,
+    /// What `Ice.ProgramName` is set to in those communicators (`Test.Admin.ProgramName`,
+    /// default unset): Ice 3.8 for C++ gives every communicator a program name (its
+    /// executable's), and its admin client counts it among the properties it reads back.
+    program_name: Option<String>,
 }
 
 impl RemoteCommunicatorFactory for FactoryI {
@@ -176,6 +180,9 @@ impl RemoteCommunicatorFactory for FactoryI {
         }
         if self.accept_class_cycles {
             properties.set("Ice.AcceptClassCycles", "1");
+        }
+        if let Some(name) = &self.program_name {
+            properties.set("Ice.ProgramName", name);
         }
         let communicator = if properties.get_int("NullLogger", 0)? > 0 {
             Communicator::with_logger(properties, Arc::new(NullSink))?
@@ -204,7 +211,9 @@ fn main() -> std::process::ExitCode {
     TestServer::main("admin", &[], |server| async move {
         let adapter = server.adapter("TestAdapter", 0)?;
         let accept_class_cycles = server.communicator.properties().get_bool("Test.Admin.AcceptClassCycles", true)?;
-        adapter.add(RemoteCommunicatorFactoryServer::new(FactoryI { accept_class_cycles }), Identity::new("factory"));
+        let program_name = server.communicator.properties().get("Test.Admin.ProgramName");
+        let factory = FactoryI { accept_class_cycles, program_name };
+        adapter.add(RemoteCommunicatorFactoryServer::new(factory), Identity::new("factory"));
         adapter.activate().await
     })
 }

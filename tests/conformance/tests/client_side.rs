@@ -1,12 +1,17 @@
 //! floe's client against ZeroC Ice 3.7.8's own servers: Rust ports of the client checks
-//! (`AllTests.py`) of Ice's suites, run against each suite's unmodified Python server. See
-//! `client_side/mod.rs` for how a port is run, and each suite's module for what it checks.
+//! (`AllTests.py`) of Ice's suites, run against each suite's unmodified Python server, and
+//! one of them (`exceptions_ice38_cpp_server`) against Ice 3.8.2's C++ server of the suite
+//! (the others against 3.8 servers are in `cpp38_matrix.rs`). See `client_side/mod.rs` for
+//! how a port is run, and each suite's module for what it checks.
 
 #[macro_use]
 #[allow(unused_macros)]
 mod runner;
 #[path = "client_side/mod.rs"]
 mod client_side;
+#[path = "cpp38_programs/mod.rs"]
+#[allow(dead_code)]
+mod cpp38_programs;
 
 use client_side::{run, Setup};
 
@@ -229,4 +234,23 @@ fn optional_class_data_members_sliced_format() {
         client_side::optional::unknown_class_slices(&h).await;
         client_side::optional::data_members(h).await;
     });
+}
+
+/// The exceptions checks against Ice 3.8.2's C++ exceptions server, built from its source
+/// tarball (the other suites against Ice 3.8 servers are in `cpp38_matrix.rs`).
+#[test]
+fn exceptions_ice38_cpp_server() {
+    let setup = Setup {
+        dir: "exceptions",
+        script: "Server.cpp",
+        adapters: &["TestAdapter", "TestAdapter2", "TestAdapter3"],
+        ports: 3,
+        encoding: "1.1",
+        extra: &[],
+        client_extra: &["--Ice.MessageSizeMax=10", "--Ice.Warn.Connections=0"],
+    };
+    let server = cpp38_programs::program("exceptions", cpp38_programs::Role::Server)
+        .unwrap_or_else(|e| panic!("building the Ice 3.8 C++ exceptions server: {e}"));
+    let cwd = cpp38_programs::suite_dir("exceptions");
+    client_side::run_program(setup, &server, &cwd, client_side::exceptions::all_tests);
 }

@@ -1,7 +1,7 @@
 //! floe's client against Ice's own servers: a suite's Python server (`Server.py`, unmodified)
-//! is started as Ice's test driver starts servers, and a Rust port of that suite's client
-//! checks (`AllTests.py`) runs against it on a floe communicator configured as the driver
-//! configures clients.
+//! or Ice 3.8's C++ server of the suite is started as Ice's test driver starts servers, and a
+//! Rust port of that suite's client checks (`AllTests.py`) runs against it on a floe
+//! communicator configured as the driver configures clients.
 
 pub(crate) mod binding;
 pub(crate) mod exceptions;
@@ -60,16 +60,23 @@ impl Drop for Server {
 /// and waits for each of `adapters` to be reported ready.
 fn start_python(dir: &str, script: &str, args: &[String], adapters: &[&str]) -> Result<Server, String> {
     let suite = sources().join("Ice").join(dir);
-    let mut child = Command::new(PYTHON)
+    let mut command = Command::new(PYTHON);
+    command
         .current_dir(&suite)
         .env("PYTHONPATH", format!("{}:.", sources().display()))
         .arg(sources().join("TestHelper.py"))
-        .arg(script)
+        .arg(script);
+    start_server(command, &format!("{dir}/{script}"), args, adapters)
+}
+
+/// Starts `command` with `args` and waits for each of `adapters` to be reported ready.
+fn start_server(mut command: Command, what: &str, args: &[String], adapters: &[&str]) -> Result<Server, String> {
+    let mut child = command
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {script} of {dir}: {e}"))?;
+        .map_err(|e| format!("cannot start {what}: {e}"))?;
     let stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
@@ -97,7 +104,7 @@ fn start_python(dir: &str, script: &str, args: &[String], adapters: &[&str]) -> 
                     kill(c);
                 }
                 let err = server.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-                return Err(format!("{dir}/{script} never printed `{} ready`; stderr:\n{err}", waiting[0]));
+                return Err(format!("{what} never printed `{} ready`; stderr:\n{err}", waiting[0]));
             }
         }
     }
@@ -125,6 +132,34 @@ where
     F: FnOnce(Helper) -> Fut,
     Fut: Future<Output = ()>,
 {
+    let (dir, script) = (setup.dir, setup.script);
+    run_against(setup, |args, adapters| start_python(dir, script, args, adapters), checks);
+}
+
+/// [`run`] against a server that is a program of its own (an Ice 3.8 C++ test server), run
+/// in `cwd` (ignores `setup.script`).
+pub(crate) fn run_program<F, Fut>(setup: Setup<'_>, program: &std::path::Path, cwd: &std::path::Path, checks: F)
+where
+    F: FnOnce(Helper) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let what = format!("{} ({})", program.display(), setup.dir);
+    let start = |args: &[String], adapters: &[&str]| {
+        let mut command = Command::new(program);
+        command.current_dir(cwd);
+        start_server(command, &what, args, adapters)
+    };
+    run_against(setup, start, checks);
+}
+
+/// Starts the server with `start` (given its arguments and the adapters to wait for), runs
+/// `checks` on a client communicator, and requires the server to exit 0 afterwards.
+fn run_against<S, F, Fut>(setup: Setup<'_>, start: S, checks: F)
+where
+    S: FnOnce(&[String], &[&str]) -> Result<Server, String>,
+    F: FnOnce(Helper) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let base = port_base(setup.ports);
     let mut common: Vec<String> = DRIVER_PROPERTIES.iter().map(|s| s.to_string()).collect();
     common.push(format!("--Test.BasePort={base}"));
@@ -132,8 +167,7 @@ where
     common.extend(setup.extra.iter().map(|s| s.to_string()));
     let mut server_args = common.clone();
     server_args.extend(SERVER_PROPERTIES.iter().map(|s| s.to_string()));
-    let mut server =
-        start_python(setup.dir, setup.script, &server_args, setup.adapters).unwrap_or_else(|e| panic!("{e}"));
+    let mut server = start(&server_args, setup.adapters).unwrap_or_else(|e| panic!("{e}"));
 
     let mut client_args = vec!["client".to_string()];
     client_args.extend(common);

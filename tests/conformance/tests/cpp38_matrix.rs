@@ -1,0 +1,117 @@
+//! The matrix of Ice 3.8.2's C++ test clients against the floe servers of this crate: every
+//! suite of the 3.7 C++ matrix that Ice 3.8 still has and whose 3.8 client floe's server
+//! serves, with each encoding and format Ice 3.8's driver plays (`scripts/tests/Ice/*.py`:
+//! 1.0 for enums, exceptions, objects and slicing, the sliced format for exceptions, objects
+//! and optional), and (module `cpp38_servers`) floe's ported client checks against Ice 3.8's
+//! C++ servers. Not part of the default run (its first run builds every client); run it
+//! with `cargo test -p floe-conformance --test cpp38_matrix`. Which suites are not here, and
+//! why, is in this crate's README.
+
+#[macro_use]
+#[allow(unused_macros)]
+mod runner;
+#[path = "client_side/mod.rs"]
+#[allow(dead_code)]
+mod client_side;
+#[path = "cpp38_programs/mod.rs"]
+mod cpp38_programs;
+/// floe's client against Ice 3.8's C++ servers.
+#[path = "cpp38_servers/mod.rs"]
+mod cpp38_servers;
+
+use cpp38_programs::{check_cpp38, check_cpp38_sides};
+use runner::*;
+
+#[test]
+fn cpp38_enums() {
+    check_cpp38(suite!("enums", "floe-conformance-enums", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_enums_1_0() {
+    check_cpp38(suite!("enums", "floe-conformance-enums", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+fn cpp38_facets() {
+    check_cpp38(suite!("facets", "floe-conformance-facets", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_inheritance() {
+    check_cpp38(suite!("inheritance", "floe-conformance-inheritance", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_operations() {
+    check_cpp38(suite!("operations", "floe-conformance-operations", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_slicing_exceptions() {
+    check_cpp38(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_slicing_exceptions_1_0() {
+    check_cpp38(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+/// 1.0 only: with 1.1 the client expects the server to keep the slices of a class it does not
+/// know, which Ice 3.8 does for every class and floe, as Ice 3.7, only for classes marked
+/// `["preserve-slice"]` (see this crate's README).
+#[test]
+fn cpp38_slicing_objects_1_0() {
+    check_cpp38(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+fn cpp38_servant_locator() {
+    check_cpp38(suite!("servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_binding() {
+    check_cpp38(suite!("binding", "floe-conformance-binding", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_info() {
+    check_cpp38(suite!("info", "floe-conformance-info", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_adapter_deactivation() {
+    check_cpp38(
+        suite!("adapterDeactivation", "floe-conformance-adapter-deactivation", ["TestAdapter"], 11),
+        "1.1",
+        &[],
+    );
+}
+
+/// Ice 3.8's `executor` is 3.7's `dispatcher` renamed (its Test.ice is the same): floe's
+/// dispatcher server.
+#[test]
+fn cpp38_executor() {
+    check_cpp38(suite!("executor", "floe-conformance-dispatcher", ["TestAdapter", "ControllerAdapter"], 2), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_fault_tolerance() {
+    let suite =
+        Suite { servers: 12, ..suite!("faultTolerance", "floe-conformance-fault-tolerance", ["TestAdapter"], 13) };
+    check_cpp38(suite, "1.1", &[]);
+}
+
+/// As for the 3.7 C++ client, the server leaves `Ice.AcceptClassCycles` unset in the
+/// communicators it makes; and it sets `Ice.ProgramName` in them, as Ice 3.8 for C++ does in
+/// every communicator (the client counts the properties).
+#[test]
+fn cpp38_admin() {
+    check_cpp38_sides(
+        suite!("admin", "floe-conformance-admin", ["TestAdapter"], 1),
+        "1.1",
+        &[],
+        &["--Test.Admin.AcceptClassCycles=0", "--Test.Admin.ProgramName=server"],
+    );
+}
