@@ -103,6 +103,13 @@ fn cpp38_fault_tolerance() {
     check_cpp38(suite, "1.1", &[]);
 }
 
+/// The close timeout check holds the adapter and expects another connection's graceful close to
+/// time out: floe's held connections act on no message read after the hold.
+#[test]
+fn cpp38_timeout() {
+    check_cpp38(suite!("timeout", "floe-conformance-timeout", ["TestAdapter", "ControllerAdapter"], 2), "1.1", &[]);
+}
+
 /// As for the 3.7 C++ client, the server leaves `Ice.AcceptClassCycles` unset in the
 /// communicators it makes; and it sets `Ice.ProgramName` in them, as Ice 3.8 for C++ does in
 /// every communicator (the client counts the properties).

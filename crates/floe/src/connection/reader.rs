@@ -15,6 +15,7 @@ use bytes::BytesMut;
 use tokio::io::AsyncReadExt;
 use tracing::{debug, trace, warn};
 
+use super::handler::HoldGate;
 use super::incoming::{self, DeferredReplies, Handlers};
 use super::Connection;
 use crate::error::{Error, Result};
@@ -79,6 +80,14 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                             // The handler may have changed meanwhile.
                             handlers.refresh(&conn);
                         }
+                    } else if handlers.gate().is_some_and(HoldGate::is_held) {
+                        // A held adapter's connections act on nothing, as Ice's stop reading:
+                        // a reply or a CloseConnection read with the hold waits for its end.
+                        replies.flush().await;
+                        if let Some(gate) = handlers.gate() {
+                            gate.until_released().await;
+                        }
+                        handlers.refresh(&conn);
                     }
                     replies.backlog = buf.len();
                     // A dispatch that writes (a router forwarding, a servant calling another
