@@ -250,10 +250,14 @@ impl Current {
         }
     }
 
+    /// The reply to a request whose parameters use an encoding floe does not support: an
+    /// `UnknownLocalException` that names both Ice 3.7's exception and Ice 3.8's, so that the
+    /// callers of either version recognise it.
     #[cold]
     fn unsupported_encoding(&self) -> Response {
         self.error(&Error::UnknownLocalException(format!(
-            "::Ice::UnsupportedEncodingException:\nencoding error: unsupported encoding version: {}\n\
+            "::Ice::UnsupportedEncodingException (::Ice::MarshalException since Ice 3.8):\n\
+             encoding error: unsupported encoding version: {}\n\
              (can only support encodings compatible with version 1.1) (operation {})",
             self.encoding, self.operation
         )))
