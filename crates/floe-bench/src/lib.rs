@@ -122,7 +122,7 @@ mod registry_tests {
         };
         let plan = crate::suite_plan(&ctx(&[]));
         let names: Vec<&str> = plan.iter().map(|(n, _, _)| *n).collect();
-        assert_eq!(names, ["rates", "cross", "locate", "router", "storm", "router-sessions", "connections"]);
+        assert_eq!(names, ["rates", "cross", "locate", "router", "storm", "router-sessions", "connections", "scaling"]);
         // Without the Ice peer: the rate tests, locate and connections; router-sessions only
         // when named.
         let selected: Vec<&str> = plan.iter().filter(|(_, s, _)| *s).map(|(n, _, _)| *n).collect();
@@ -134,5 +134,6 @@ mod registry_tests {
         assert_eq!(systems("rates"), ["floe", "raw", "tokio"]);
         assert_eq!(systems("connections"), ["floe", "raw"]);
         assert_eq!(systems("locate").len(), 3);
+        assert_eq!(systems("scaling"), ["floe server", "ice-cpp server", "raw server"]);
     }
 }
