@@ -59,6 +59,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
         // waits for no answer (transport::busy_poll::peer_not_waiting).
         let mut messages = 0u32;
         let mut answer_awaited = false;
+        // Whether this buffer held a request or a reply (a heartbeat is neither): the
+        // inactivity timeout's clock is set once per buffer, not per message.
+        let mut calls = false;
         // Take every complete message out of the buffer.
         loop {
             match frames.next_message(&mut buf) {
@@ -71,6 +74,10 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                         MessageType::BatchRequest => false,
                         _ => true,
                     };
+                    calls |= matches!(
+                        msg.header.message_type,
+                        MessageType::Request | MessageType::BatchRequest | MessageType::Reply
+                    );
                     if matches!(msg.header.message_type, MessageType::Request | MessageType::BatchRequest) {
                         handlers.refresh(&conn);
                         if !incoming::dispatch_slot_free(&conn, &handlers) {
@@ -116,6 +123,9 @@ pub(super) async fn run(conn: Connection, mut read: ReadHalf) {
                     return;
                 }
             }
+        }
+        if calls {
+            conn.shared.activity.call_read();
         }
         coalesce::expect_writes(completed);
         // The replies of the requests dispatched from this buffer, in one write.
@@ -363,9 +373,6 @@ fn handle_message(
 ) -> Result<Option<incoming::ReplyParts>> {
     if conn.shared.config.trace_protocol {
         trace!(target: "floe::protocol", "received {:?} ({} bytes)", msg.header.message_type, msg.header.size);
-    }
-    if msg.header.message_type != MessageType::ValidateConnection {
-        conn.shared.activity.call_read();
     }
     match msg.header.message_type {
         MessageType::Reply => {
