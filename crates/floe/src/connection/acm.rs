@@ -367,7 +367,9 @@ fn check(conn: Connection) {
     let outstanding = conn.pending_count() > 0;
     if let Some(inactivity) = conn.shared.config.inactivity_timeout {
         let quiet = now.saturating_sub(Duration::from_millis(activity.last_call_ms()));
+        // A connection already closing is left to its close (one close per connection).
         if quiet >= inactivity
+            && !conn.is_closed()
             && !dispatching
             && !outstanding
             && !activity.inactivity_check_off.load(Ordering::Relaxed)
