@@ -128,9 +128,9 @@ pub(crate) fn floe_server_binary() -> Result<PathBuf, String> {
 }
 
 /// A server that is killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Drop for Server {

@@ -15,13 +15,13 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::charts::{Group, Spread};
-use crate::cross::{IcePeers, Side, StepError, SteppedClient};
+use crate::cross::{IcePeers, Server, Side, StepError, SteppedClient};
 use crate::report::ratio_cell as ratio;
 use crate::stats::round_to;
 use crate::suite::{Context, Suite};
@@ -61,19 +61,6 @@ pub(crate) struct Series {
     pub(crate) server: Side,
     pub(crate) config: Config,
     pub(crate) values: Vec<f64>,
-}
-
-/// A server killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_server(side: Side, threads: usize, floe_server: &Path, peers: &IcePeers) -> Result<Server, String> {
