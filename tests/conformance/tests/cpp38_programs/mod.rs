@@ -11,11 +11,11 @@
 mod ice38;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::runner::{run_sides, Client, Suite};
+use crate::runner::{compile_units, run_sides, Client, Suite};
 
 /// Which of a suite's programs to build.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -136,36 +136,9 @@ pub(crate) fn program(suite: &str, role: Role) -> Result<PathBuf, String> {
         }
         units.push(work.join(slice.replace(".ice", ".cpp")));
     }
-    let compile = |unit: &PathBuf, k: usize| -> Result<std::process::Child, String> {
-        Command::new("g++")
-            .args(["-c", "-O0", "-std=c++17", "-w"])
-            .arg(format!("-I{}", work.display()))
-            .arg(format!("-I{}", dir.display()))
-            .arg(format!("-I{}", cpp.join("test/include").display()))
-            .arg(format!("-I{}", cpp.join("include").display()))
-            .arg(format!("-I{}", cpp.join("include/generated").display()))
-            .arg("-o")
-            .arg(work.join(format!("{k}.o")))
-            .arg(unit)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("g++: {e}"))
-    };
-    let mut objects = Vec::new();
-    for (pair, chunk) in units.chunks(2).enumerate() {
-        let children: Vec<_> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, u)| compile(u, pair * 2 + i).map(|c| (u, c)))
-            .collect::<Result<_, _>>()?;
-        for (unit, child) in children {
-            let output = child.wait_with_output().map_err(|e| format!("g++: {e}"))?;
-            if !output.status.success() {
-                return Err(format!("g++ {} failed:\n{}", unit.display(), String::from_utf8_lossy(&output.stderr)));
-            }
-        }
-        objects.extend((0..chunk.len()).map(|i| work.join(format!("{}.o", pair * 2 + i))));
-    }
+    let includes =
+        [work.clone(), dir.clone(), cpp.join("test/include"), cpp.join("include"), cpp.join("include/generated")];
+    let objects = compile_units(&units, &work, &["-std=c++17"], &includes)?;
     let lib = ice38::lib_dir();
     let output = Command::new("g++")
         .arg("-o")

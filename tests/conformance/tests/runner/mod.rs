@@ -258,34 +258,8 @@ pub(crate) fn cpp_client(suite: &str) -> Result<PathBuf, String> {
         }
         units.push(work.join(slice.replace(".ice", ".cpp")));
     }
-    let compile = |unit: &PathBuf, k: usize| -> Result<std::process::Child, String> {
-        Command::new("g++")
-            .args(["-c", "-O0", "-std=c++11", "-DICE_CPP11_MAPPING", "-w"])
-            .arg(format!("-I{}", work.display()))
-            .arg(format!("-I{}", src.join("include").display()))
-            .arg(format!("-I{}", dir.display()))
-            .arg("-o")
-            .arg(work.join(format!("{k}.o")))
-            .arg(unit)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("g++: {e}"))
-    };
-    let mut objects = Vec::new();
-    for (pair, chunk) in units.chunks(2).enumerate() {
-        let children: Vec<_> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, u)| compile(u, pair * 2 + i).map(|c| (u, c)))
-            .collect::<Result<_, _>>()?;
-        for (unit, child) in children {
-            let output = child.wait_with_output().map_err(|e| format!("g++: {e}"))?;
-            if !output.status.success() {
-                return Err(format!("g++ {} failed:\n{}", unit.display(), String::from_utf8_lossy(&output.stderr)));
-            }
-        }
-        objects.extend((0..chunk.len()).map(|i| work.join(format!("{}.o", pair * 2 + i))));
-    }
+    let includes = [work.clone(), src.join("include"), dir.clone()];
+    let objects = compile_units(&units, &work, &["-std=c++11", "-DICE_CPP11_MAPPING"], &includes)?;
     let mut link = Command::new("g++");
     link.arg("-o").arg(work.join("client")).args(&objects);
     if suite == "info" {
@@ -558,4 +532,42 @@ macro_rules! suite {
     ($dir:literal, $bin:literal, [$($adapter:literal),*], $ports:literal) => {
         Suite { dir: $dir, server: env!(concat!("CARGO_BIN_EXE_", $bin)), adapters: &[$($adapter),*], ports: $ports, servers: 1 }
     };
+}
+
+/// Compiles `units` with g++ (`-c -O0 -w`, `flags`, `-I` each of `includes`) into
+/// `work/<k>.o`, two at a time (the machine's two cores); the object files, in order.
+pub(crate) fn compile_units(
+    units: &[PathBuf],
+    work: &Path,
+    flags: &[&str],
+    includes: &[PathBuf],
+) -> Result<Vec<PathBuf>, String> {
+    let compile = |unit: &PathBuf, k: usize| -> Result<std::process::Child, String> {
+        Command::new("g++")
+            .args(["-c", "-O0", "-w"])
+            .args(flags)
+            .args(includes.iter().map(|i| format!("-I{}", i.display())))
+            .arg("-o")
+            .arg(work.join(format!("{k}.o")))
+            .arg(unit)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("g++: {e}"))
+    };
+    let mut objects = Vec::new();
+    for (pair, chunk) in units.chunks(2).enumerate() {
+        let children: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, u)| compile(u, pair * 2 + i).map(|c| (u, c)))
+            .collect::<Result<_, _>>()?;
+        for (unit, child) in children {
+            let output = child.wait_with_output().map_err(|e| format!("g++: {e}"))?;
+            if !output.status.success() {
+                return Err(format!("g++ {} failed:\n{}", unit.display(), String::from_utf8_lossy(&output.stderr)));
+            }
+        }
+        objects.extend((0..chunk.len()).map(|i| work.join(format!("{}.o", pair * 2 + i))));
+    }
+    Ok(objects)
 }
