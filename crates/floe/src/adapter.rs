@@ -7,6 +7,8 @@
 //! to. Its [`HoldGate`] is what `hold` closes. It also gives requests back their adapter
 //! (`Current::adapter`), an accessor that points up the layers and so lives here.
 
+mod observe;
+
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
@@ -880,9 +882,11 @@ impl RequestHandler for AdapterInner {
     fn bind(self: Arc<Self>, connection: &Connection) -> Box<dyn BoundHandler> {
         let adapter = ObjectAdapter { inner: self };
         let origin = Arc::new(adapter.origin(Some(connection)));
+        let metrics = adapter.inner.instance.metrics().clone();
         Box::new(AdapterOnConnection {
             adapter,
             origin,
+            metrics,
             servants: ServantCache::default(),
             last_servant: ServantCache::default(),
         })
@@ -903,17 +907,46 @@ struct AdapterOnConnection {
     servants: ServantCache,
     /// The servant the previous request outside a batch went to.
     last_servant: ServantCache,
+    /// The metrics views: requests are counted only while one is enabled.
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+impl AdapterOnConnection {
+    /// Dispatches a request while counting it in the metrics views.
+    #[cold]
+    fn dispatch_observed(&mut self, request: crate::protocol::Request, batched: Option<bool>) -> DispatchFuture {
+        let observed = {
+            let connection = self.origin.connection.as_ref();
+            let attributes =
+                observe::DispatchAttributes { request: &request, adapter: self.adapter.name(), connection };
+            observe::begin(&self.metrics, &attributes)
+        };
+        let future = match batched {
+            None => self.adapter.dispatch_cached(&self.origin, request, &mut self.last_servant, false),
+            Some(same_target) => {
+                self.servants.repeats = same_target;
+                self.adapter.dispatch_cached(&self.origin, request, &mut self.servants, true)
+            }
+        };
+        observe::finish(self.metrics.clone(), observed, future)
+    }
 }
 
 impl BoundHandler for AdapterOnConnection {
     #[inline]
     fn dispatch(&mut self, request: crate::protocol::Request) -> DispatchFuture {
+        if self.metrics.active() {
+            return self.dispatch_observed(request, None);
+        }
         // `repeats` stays false: outside a batch, each request's target is compared.
         self.adapter.dispatch_cached(&self.origin, request, &mut self.last_servant, false)
     }
 
     #[inline]
     fn dispatch_batched(&mut self, request: crate::protocol::Request, same_target: bool) -> DispatchFuture {
+        if self.metrics.active() {
+            return self.dispatch_observed(request, Some(same_target));
+        }
         self.servants.repeats = same_target;
         self.adapter.dispatch_cached(&self.origin, request, &mut self.servants, true)
     }

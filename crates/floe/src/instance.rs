@@ -44,6 +44,8 @@ pub(crate) struct Instance(Arc<Inner>);
 
 struct Inner {
     properties: Properties,
+    /// The IceMX metrics views.
+    metrics: Arc<crate::metrics::Metrics>,
     /// The runtime this instance started (none when it was made inside one).
     runtime: Mutex<Option<OwnedRuntime>>,
     /// The runtimes that serve accepted connections beside the instance's own one-thread
@@ -236,6 +238,7 @@ impl Instance {
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
             override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
+            metrics: crate::metrics::Metrics::new(&properties),
             properties,
             connection_runtimes: runtime.as_ref().and_then(OwnedRuntime::connection_runtimes),
             runtime: Mutex::new(runtime),
@@ -274,6 +277,11 @@ impl Instance {
     /// The properties.
     pub(crate) fn properties(&self) -> &Properties {
         &self.0.properties
+    }
+
+    /// The IceMX metrics views.
+    pub(crate) fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.0.metrics
     }
 
     /// Defaults used when parsing proxy strings.

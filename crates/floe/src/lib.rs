@@ -6,6 +6,7 @@ pub mod protocol;
 
 pub mod error;
 mod malloc;
+pub mod metrics;
 pub mod properties;
 
 pub mod transport;

@@ -38,6 +38,16 @@ impl Response {
         self.message.is_none()
     }
 
+    /// The reply status and the size of the reply's encapsulation (with its header, 0 when
+    /// the status has none), when there is a reply.
+    pub(crate) fn reply_summary(&self) -> Option<(u8, i64)> {
+        let message = self.message.as_ref()?;
+        let status = *message.get(18)?;
+        let total = message.len() + self.tail.as_ref().map_or(0, |t| t.len());
+        let size = if status <= 1 { total.saturating_sub(19) as i64 } else { 0 };
+        Some((status, size))
+    }
+
     /// The encoded message and the trailing bytes sent after it, if any.
     pub fn into_parts(self) -> Option<(BytesMut, Option<Bytes>)> {
         self.message.map(|m| (m, self.tail))

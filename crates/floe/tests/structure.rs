@@ -31,7 +31,8 @@ fn members(root: &Path) -> Vec<String> {
     let members: Vec<String> =
         list.split(',').map(|m| m.trim().trim_matches('"').to_string()).filter(|m| !m.is_empty()).collect();
     assert!(members.len() > 5, "too few workspace members parsed: {members:?}");
-    members
+    // floe for Python is a workspace of its own (maturin builds it) and is held to the same rules.
+    members.into_iter().chain(["python".to_string()]).collect()
 }
 
 /// A source file with its comments removed (`code`), and the same with the contents of string

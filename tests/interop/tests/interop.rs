@@ -172,3 +172,34 @@ fn build_cpp_client() -> PathBuf {
         })
         .clone()
 }
+
+/// ZeroC's Python IceMX client reads a floe server's metrics view (`IceMX.Metrics.ByOp.*`):
+/// the dispatches it made, counted by operation, with the failure of a call on an object that
+/// does not exist, an unknown view refused, and the view disabled.
+#[test]
+fn ice_reads_a_floe_servers_metrics_view() {
+    let (port, admin) = (free_port(), free_port());
+    let _server = floe_server(
+        port,
+        &[
+            &format!("--Ice.Admin.Endpoints=tcp -h 127.0.0.1 -p {admin}"),
+            "--Ice.Admin.InstanceName=server",
+            "--IceMX.Metrics.ByOp.GroupBy=operation",
+            "--IceMX.Metrics.Off.GroupBy=id",
+            "--IceMX.Metrics.Off.Disabled=1",
+        ],
+    );
+    let out = Command::new("/usr/bin/python3")
+        .arg(root().join("python/metrics_view.py"))
+        .args([port.to_string(), admin.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "views ByOp / Off", "{text}");
+    assert!(lines.contains(&"dispatch ice_ping total 6 failures 1 DispatchMetrics"), "{text}");
+    assert!(lines.contains(&"failure ice_ping [('::Ice::ObjectNotExistException', 1)]"), "{text}");
+    assert!(lines.contains(&"unknown view refused"), "{text}");
+    assert_eq!(lines.last(), Some(&"after disable  / ByOp,Off"), "{text}");
+}

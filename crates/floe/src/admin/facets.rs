@@ -1,5 +1,5 @@
 //! The built-in admin facets other than the logger's: `Process`, `Properties` (with the
-//! program's update callbacks) and an empty `Metrics`.
+//! program's update callbacks) and `Metrics` (the IceMX metrics views).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use super::logger::Logger;
 use super::slice::ice::{Process, ProcessServer, PropertiesAdmin, PropertiesAdminServer, PropertyDict};
 use super::slice::ice_mx::{
-    MetricsAdmin, MetricsAdminServer, MetricsFailures, MetricsFailuresSeq, MetricsView, UnknownMetricsView,
+    DispatchMetrics, Metrics, MetricsAdmin, MetricsAdminServer, MetricsFailures, MetricsFailuresSeq, MetricsView,
+    UnknownMetricsView,
 };
 use crate::dispatch::{Current, Dispatcher};
 use crate::error::{Error, Result};
@@ -163,12 +164,38 @@ pub(super) fn properties(properties: Properties, logger: Logger) -> (PropertiesA
     (PropertiesAdminHandle { shared }, facet)
 }
 
-/// The `Metrics` facet: floe gathers no metrics, so it has no views; asking for one gives
-/// `IceMX::UnknownMetricsView`.
-struct MetricsAdminI;
+/// The `Metrics` facet: the views of the communicator's IceMX metrics (see
+/// [`crate::metrics`]); an unknown view name gives `IceMX::UnknownMetricsView`.
+struct MetricsAdminI {
+    metrics: Arc<crate::metrics::Metrics>,
+}
 
 fn unknown_view() -> Error {
     Error::user(UnknownMetricsView {})
+}
+
+fn to_compact(v: Vec<String>) -> super::slice::ice::StringSeq {
+    v.into_iter().map(CompactString::from).collect()
+}
+
+fn failures_of(entry: &crate::metrics::Entry) -> MetricsFailures {
+    MetricsFailures {
+        id: entry.id.as_str().into(),
+        failures: entry.failures.iter().map(|(k, v)| (CompactString::from(k.as_str()), *v)).collect(),
+    }
+}
+
+fn metrics_object(entry: &crate::metrics::Entry) -> crate::Class<Metrics> {
+    let base = Metrics {
+        id: entry.id.as_str().into(),
+        total: entry.total,
+        current: entry.current,
+        total_lifetime: entry.total_lifetime,
+        failures: entry.failures.values().sum(),
+    };
+    let dispatch =
+        DispatchMetrics { base, user_exception: entry.user_exception, size: entry.size, reply_size: entry.reply_size };
+    crate::Class::new(dispatch).downcast::<Metrics>().expect("DispatchMetrics derives from Metrics")
 }
 
 impl MetricsAdmin for MetricsAdminI {
@@ -176,41 +203,74 @@ impl MetricsAdmin for MetricsAdminI {
         &self,
         _: &Current,
     ) -> Result<(super::slice::ice::StringSeq, super::slice::ice::StringSeq)> {
-        Ok((Vec::new(), Vec::new()))
+        let (enabled, disabled) = self.metrics.view_names();
+        Ok((to_compact(enabled), to_compact(disabled)))
     }
 
-    async fn enable_metrics_view(&self, _: CompactString, _: &Current) -> Result<()> {
-        Err(unknown_view())
+    async fn enable_metrics_view(&self, name: CompactString, _: &Current) -> Result<()> {
+        self.metrics.set_enabled(&name, true).then_some(()).ok_or_else(unknown_view)
     }
 
-    async fn disable_metrics_view(&self, _: CompactString, _: &Current) -> Result<()> {
-        Err(unknown_view())
+    async fn disable_metrics_view(&self, name: CompactString, _: &Current) -> Result<()> {
+        self.metrics.set_enabled(&name, false).then_some(()).ok_or_else(unknown_view)
     }
 
-    async fn get_metrics_view(&self, _: CompactString, _: &Current) -> Result<(MetricsView, i64)> {
-        Err(unknown_view())
+    async fn get_metrics_view(&self, name: CompactString, _: &Current) -> Result<(MetricsView, i64)> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let view = self
+            .metrics
+            .with_view(&name, |view| {
+                if !view.enabled {
+                    return MetricsView::new();
+                }
+                view.maps
+                    .iter()
+                    .map(|(map, m)| {
+                        (CompactString::from(map.as_str()), m.entries().map(|e| Some(metrics_object(e))).collect())
+                    })
+                    .collect()
+            })
+            .ok_or_else(unknown_view)?;
+        Ok((view, now))
     }
 
     async fn get_map_metrics_failures(
         &self,
-        _: CompactString,
-        _: CompactString,
+        view: CompactString,
+        map: CompactString,
         _: &Current,
     ) -> Result<MetricsFailuresSeq> {
-        Err(unknown_view())
+        self.metrics
+            .with_view(&view, |v| {
+                v.maps.get(map.as_str()).map_or_else(Vec::new, |m| {
+                    m.entries().filter(|e| !e.failures.is_empty()).map(failures_of).collect()
+                })
+            })
+            .ok_or_else(unknown_view)
     }
 
     async fn get_metrics_failures(
         &self,
-        _: CompactString,
-        _: CompactString,
-        _: CompactString,
+        view: CompactString,
+        map: CompactString,
+        id: CompactString,
         _: &Current,
     ) -> Result<MetricsFailures> {
-        Err(unknown_view())
+        self.metrics
+            .with_view(&view, |v| {
+                v.maps
+                    .get(map.as_str())
+                    .and_then(|m| m.entry(&id))
+                    .map(failures_of)
+                    .unwrap_or_else(|| MetricsFailures { id: id.clone(), failures: Default::default() })
+            })
+            .ok_or_else(unknown_view)
     }
 }
 
-pub(super) fn metrics() -> Arc<dyn Dispatcher> {
-    MetricsAdminServer::new(MetricsAdminI)
+pub(super) fn metrics(metrics: Arc<crate::metrics::Metrics>) -> Arc<dyn Dispatcher> {
+    MetricsAdminServer::new(MetricsAdminI { metrics })
 }

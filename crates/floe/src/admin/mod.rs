@@ -7,8 +7,8 @@
 //!   update callbacks the program registered ([`PropertiesAdminHandle`]);
 //! - `Logger` (`Ice::LoggerAdmin`): the recent messages of the communicator's [`Logger`]
 //!   (`getLog`), and remote loggers (`Ice::RemoteLogger`) that get them as they are logged;
-//! - `Metrics` (`IceMX::MetricsAdmin`): present, with no metrics views (floe gathers no
-//!   metrics);
+//! - `Metrics` (`IceMX::MetricsAdmin`): the views configured by `IceMX.Metrics.<view>.*`
+//!   (see [`crate::metrics`]; the Dispatch map is gathered so far);
 //!
 //! and any facet the program adds (`Communicator::add_admin_facet`).
 //!
@@ -137,7 +137,7 @@ pub(crate) fn init(instance: &Instance, sink: Option<Arc<dyn LogSink>>) -> Resul
             facets.insert(PROPERTIES.into(), facet);
         }
         if served(METRICS) {
-            facets.insert(METRICS.into(), facets::metrics());
+            facets.insert(METRICS.into(), facets::metrics(instance.metrics().clone()));
         }
     }
     let delay = props.get_int("Ice.Admin.DelayCreation", 0)? > 0;

@@ -367,6 +367,11 @@ fn start_dispatch(
     compression: CompressionStatus,
 ) -> Option<ReplyParts> {
     let request_id = request.request_id;
+    // Counted before the dispatcher is called: one that starts work elsewhere at once (a
+    // thread of its own, say) may have that work shut the adapter down, and the graceful close
+    // that follows must wait for this reply.
+    let incoming = &conn.shared.incoming;
+    incoming.start_one();
     let mut fut = match handlers.bound.as_mut() {
         // A dispatcher that panics before returning its future is answered like one that
         // panics while running: the panic resurfaces inside the guarded future below.
@@ -376,8 +381,6 @@ fn start_dispatch(
         },
         None => no_handler(request),
     };
-    let incoming = &conn.shared.incoming;
-    incoming.start_one();
     let compress = compression != CompressionStatus::NotCompressed;
     let result = match poll_once(&mut fut) {
         Some(result) => {
