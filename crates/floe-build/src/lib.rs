@@ -18,11 +18,19 @@ pub struct Builder {
     emit_rerun: bool,
     std_strings: bool,
     checksums: bool,
+    preserve_class_slices: bool,
 }
 
 /// A builder with default settings: output in `$OUT_DIR`, floe at `::floe`.
 pub fn configure() -> Builder {
-    Builder { out_dir: None, floe_path: "::floe".into(), emit_rerun: true, std_strings: false, checksums: false }
+    Builder {
+        out_dir: None,
+        floe_path: "::floe".into(),
+        emit_rerun: true,
+        std_strings: false,
+        checksums: false,
+        preserve_class_slices: false,
+    }
 }
 
 /// Compiles with default settings.
@@ -84,6 +92,14 @@ impl Builder {
         self
     }
 
+    /// Whether every class keeps the slices of unknown derived types it is received with (in
+    /// the sliced format), as Ice 3.8 does, rather than only classes marked
+    /// `["preserve-slice"]`, as Ice 3.7 does (default false).
+    pub fn preserve_class_slices(mut self, on: bool) -> Self {
+        self.preserve_class_slices = on;
+        self
+    }
+
     /// Whether to print `cargo:rerun-if-changed` lines (default true).
     pub fn emit_rerun_if_changed(mut self, on: bool) -> Self {
         self.emit_rerun = on;
@@ -95,6 +111,7 @@ impl Builder {
             floe: self.floe_path.clone(),
             std_strings: self.std_strings,
             checksums: self.checksums,
+            preserve_class_slices: self.preserve_class_slices,
         }
     }
 

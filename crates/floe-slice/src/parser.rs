@@ -288,6 +288,13 @@ impl Parser {
         let (name, kind) = match kw.as_str() {
             "module" => {
                 let (name, _) = self.def_ident("a module name")?;
+                // Ice 3.8's nested module syntax, `module A::B::C { … }`: modules `B` and `C`
+                // inside `A`, the definitions in `C`.
+                let mut inner = Vec::new();
+                while matches!(self.peek(), Some(Tok::Scope)) {
+                    self.pos += 1;
+                    inner.push(self.def_ident("a module name after '::'")?.0);
+                }
                 self.expect_punct('{')?;
                 let mut defs = Vec::new();
                 while !self.is_punct('}') {
@@ -303,6 +310,17 @@ impl Parser {
                 if defs.is_empty() {
                     self.diags.push(Diagnostic::error(Code::Syntax, span, format!("module `{name}` is empty")));
                 }
+                let defs = inner.into_iter().rev().fold(defs, |defs, inner_name| {
+                    vec![Definition {
+                        name: inner_name,
+                        kind: DefKind::Module(defs),
+                        local: false,
+                        metadata: Vec::new(),
+                        doc: None,
+                        included,
+                        span,
+                    }]
+                });
                 (name, DefKind::Module(defs))
             }
             "interface" => {

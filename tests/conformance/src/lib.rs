@@ -98,6 +98,42 @@ pub mod generated {
     }
 }
 
+/// Generated code of the Ice 3.8 Test.ice of the suites whose Slice 3.8 changed
+/// (`cpp/test/Ice/<suite>` of the 3.8.2 source tarball), for the 3.8 servers; only when
+/// `build.rs` found the tarball.
+#[cfg(floe_ice38)]
+pub mod generated38 {
+    #![allow(clippy::all, missing_docs, unreachable_pub)]
+    pub mod exceptions {
+        include!(concat!(env!("OUT_DIR"), "/ice38_exceptions.rs"));
+    }
+    pub mod proxy {
+        include!(concat!(env!("OUT_DIR"), "/ice38_proxy.rs"));
+    }
+    pub mod location {
+        include!(concat!(env!("OUT_DIR"), "/ice38_location.rs"));
+    }
+    pub mod optional {
+        include!(concat!(env!("OUT_DIR"), "/ice38_optional.rs"));
+    }
+    pub mod slicing_objects {
+        include!(concat!(env!("OUT_DIR"), "/ice38_slicing_objects.rs"));
+    }
+    pub mod ami {
+        include!(concat!(env!("OUT_DIR"), "/ice38_ami.rs"));
+    }
+    pub mod scope {
+        include!(concat!(env!("OUT_DIR"), "/ice38_scope.rs"));
+    }
+}
+
+/// What a 3.8 server does when this crate was built without Ice 3.8's source tarball, so it
+/// has no code generated from 3.8's Slice: says so and fails.
+pub fn without_ice38(name: &str) -> ExitCode {
+    eprintln!("{name}: built without the Ice 3.8 source tarball (see build.rs)");
+    ExitCode::from(2)
+}
+
 /// What every suite's `shutdown` operation does: shuts the server's communicator down.
 pub fn shutdown(current: &floe::Current) {
     if let Some(adapter) = current.adapter() {

@@ -29,6 +29,12 @@ fn cpp38_slicing_exceptions() {
     check_cpp38(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.1", &[]);
 }
 
+/// floe's server generated from 3.8's own Test.ice (see `cpp38_matrix.rs` for the others).
+#[test]
+fn cpp38_proxy() {
+    check_cpp38(suite!("proxy", "floe-conformance-proxy38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
 /// Ice 3.8's `executor` is 3.7's `dispatcher` renamed (the same interfaces): floe's
 /// dispatcher server.
 #[test]

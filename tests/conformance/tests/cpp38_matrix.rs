@@ -57,14 +57,6 @@ fn cpp38_slicing_exceptions_1_0() {
     check_cpp38(suite!("slicing/exceptions", "floe-conformance-slicing-exceptions", ["TestAdapter"], 1), "1.0", &[]);
 }
 
-/// 1.0 only: with 1.1 the client expects the server to keep the slices of a class it does not
-/// know, which Ice 3.8 does for every class and floe, as Ice 3.7, only for classes marked
-/// `["preserve-slice"]` (see this crate's README).
-#[test]
-fn cpp38_slicing_objects_1_0() {
-    check_cpp38(suite!("slicing/objects", "floe-conformance-slicing-objects", ["TestAdapter"], 1), "1.0", &[]);
-}
-
 #[test]
 fn cpp38_servant_locator() {
     check_cpp38(suite!("servantLocator", "floe-conformance-servant-locator", ["TestAdapter"], 1), "1.1", &[]);
@@ -120,5 +112,78 @@ fn cpp38_admin() {
         "1.1",
         &[],
         &["--Test.Admin.AcceptClassCycles=0", "--Test.Admin.ProgramName=server"],
+    );
+}
+
+#[test]
+fn cpp38_exceptions() {
+    check_cpp38(
+        suite!("exceptions", "floe-conformance-exceptions38", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.1",
+        &[],
+    );
+}
+
+#[test]
+fn cpp38_exceptions_1_0() {
+    check_cpp38(
+        suite!("exceptions", "floe-conformance-exceptions38", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.0",
+        &[],
+    );
+}
+
+#[test]
+fn cpp38_exceptions_sliced_format() {
+    check_cpp38(
+        suite!("exceptions", "floe-conformance-exceptions38", ["TestAdapter", "TestAdapter2", "TestAdapter3"], 3),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
+    );
+}
+
+#[test]
+fn cpp38_proxy() {
+    check_cpp38(suite!("proxy", "floe-conformance-proxy38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_location() {
+    check_cpp38(suite!("location", "floe-conformance-location38", ["ServerManager"], 40), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_optional() {
+    check_cpp38(suite!("optional", "floe-conformance-optional38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_ami() {
+    check_cpp38(suite!("ami", "floe-conformance-ami38", ["TestAdapter", "ControllerAdapter"], 2), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_scope() {
+    check_cpp38(suite!("scope", "floe-conformance-scope38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+/// floe's server generated from 3.8's Slice with every class keeping unknown slices, as Ice
+/// 3.8 does.
+#[test]
+fn cpp38_slicing_objects() {
+    check_cpp38(suite!("slicing/objects", "floe-conformance-slicing-objects38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_slicing_objects_1_0() {
+    check_cpp38(suite!("slicing/objects", "floe-conformance-slicing-objects38", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+fn cpp38_optional_sliced_format() {
+    check_cpp38(
+        suite!("optional", "floe-conformance-optional38", ["TestAdapter"], 1),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
     );
 }

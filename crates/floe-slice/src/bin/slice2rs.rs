@@ -29,6 +29,10 @@ struct Args {
     /// `slice_checksums()`), computed as Ice's compilers compute them.
     #[arg(long)]
     checksum: bool,
+    /// Every class keeps the slices of unknown derived types it is received with, as Ice 3.8
+    /// does, not only classes marked `["preserve-slice"]`.
+    #[arg(long = "preserve-class-slices")]
+    preserve_class_slices: bool,
     /// Only check the files; write nothing.
     #[arg(long)]
     check: bool,
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         floe: args.floe_path.clone(),
         std_strings: args.std_strings,
         checksums: args.checksum,
+        preserve_class_slices: args.preserve_class_slices,
     };
     let mut failed = false;
     for file in &args.files {

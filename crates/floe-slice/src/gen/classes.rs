@@ -81,7 +81,7 @@ impl Gen<'_> {
         self.line("    fn part_checker(&self) -> fn(std::any::TypeId) -> bool {");
         self.line("        Self::__has_part");
         self.line("    }");
-        if self.preserves_slices(abs) {
+        if self.preserve_class_slices || self.preserves_slices(abs) {
             self.line("    fn preserves_slices(&self) -> bool {");
             self.line("        true");
             self.line("    }");

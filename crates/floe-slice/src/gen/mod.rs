@@ -54,11 +54,15 @@ pub struct Options {
     /// Also generate the Slice checksums of the definitions (`SLICE_CHECKSUMS` and
     /// `slice_checksums()`), as Ice's compilers do with `--checksum`; see [`crate::checksum`].
     pub checksums: bool,
+    /// Keep the slices of unknown derived types with every class instance received in the
+    /// sliced format, as Ice 3.8 does (it has no `["preserve-slice"]`), not only with classes
+    /// marked `["preserve-slice"]`, as Ice 3.7 does. Exceptions are not affected.
+    pub preserve_class_slices: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { floe: "::floe".to_string(), std_strings: false, checksums: false }
+        Options { floe: "::floe".to_string(), std_strings: false, checksums: false, preserve_class_slices: false }
     }
 }
 
@@ -81,6 +85,8 @@ struct Gen<'a> {
     skipped: Vec<String>,
     /// Classes generated so far, with their compact ids (for the unit's class factory).
     classes: Vec<(String, Option<i32>)>,
+    /// Every class preserves unknown slices ([`Options::preserve_class_slices`]).
+    preserve_class_slices: bool,
 }
 
 /// Generated code that does not parse as Rust: a bug of the generator, not of the Slice.
@@ -114,6 +120,7 @@ pub fn generate(unit: &Unit, options: &Options) -> Result<String, GenerateError>
         module: Vec::new(),
         skipped: Vec::new(),
         classes: Vec::new(),
+        preserve_class_slices: options.preserve_class_slices,
     };
     let defs: Vec<Definition> = unit.defs.clone();
     g.defs(&defs);

@@ -72,3 +72,10 @@ fn floe_client_location() {
         }
     });
 }
+
+/// 1.1 only, as for the 3.7 server (the checks compare proxy strings against the 1.1
+/// default).
+#[test]
+fn floe_client_proxy() {
+    run_38(setup("proxy", &["TestAdapter"], 1, "1.1"), client_side::proxy::all_tests_ssl_server);
+}
