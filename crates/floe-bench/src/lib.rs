@@ -18,6 +18,7 @@ pub mod summary;
 pub mod tests;
 
 mod against;
+mod applications;
 mod charts;
 mod conn_load;
 mod floe_system;

@@ -1,5 +1,6 @@
 //! The `locate` test: resolutions through a locator, as every Ice and floe client makes them
-//! for indirect proxies: `Ice::Locator::findAdapterById` and `findObjectById`, answered by
+//! for indirect proxies: `Ice::Locator::findAdapterById` (of an adapter and of a replica group
+//! of three) and `findObjectById`, answered by
 //! floe-registry on its embedded store (redb), floe-registry on etcd (a one-member cluster
 //! started here: lookups are answered from the replica's cache either way), and ZeroC's
 //! `icegridregistry` 3.7 (Debian zeroc-icegrid), all on their defaults, on loopback.
@@ -75,6 +76,10 @@ const REGISTRIES: [Registry; 3] = [Registry::Embedded, Registry::Etcd, Registry:
 pub(crate) enum Call {
     Adapter,
     Object,
+    /// `findAdapterById` of a replica group (its members' endpoints together).
+    Group,
+    /// `Admin::addApplication` of an application of 100 servers (see `applications`).
+    Application,
 }
 
 impl Call {
@@ -82,11 +87,15 @@ impl Call {
         match self {
             Call::Adapter => "findAdapterById",
             Call::Object => "findObjectById",
+            Call::Group => "findAdapterById (replica group)",
+            Call::Application => "addApplication (100 servers)",
         }
     }
 }
 
-const CALLS: [Call; 2] = [Call::Adapter, Call::Object];
+const CALLS: [Call; 4] = [Call::Adapter, Call::Object, Call::Group, Call::Application];
+/// Members of the replica group `BenchGroup`.
+const GROUP_MEMBERS: usize = 3;
 
 /// One round's figures.
 #[derive(Debug, Clone, Copy)]
@@ -267,6 +276,14 @@ async fn fill(c: &Communicator, port: u16) -> Result<(), String> {
             .await
             .map_err(|e| format!("setAdapterDirectProxy: {e}"))?;
     }
+    for i in 0..GROUP_MEMBERS {
+        let proxy =
+            c.string_to_proxy(&format!("dummy:tcp -h 127.0.0.1 -p {}", 21000 + i)).map_err(|e| e.to_string())?;
+        registry
+            .set_replicated_adapter_direct_proxy(&format!("BenchGroup-{i}"), "BenchGroup", Some(&proxy))
+            .await
+            .map_err(|e| format!("setReplicatedAdapterDirectProxy: {e}"))?;
+    }
     let commands: Vec<String> =
         (0..ADAPTERS).map(|i| format!("object add 'bench-{i} @ Bench-{i}' ::Bench::Object")).collect();
     let out = Command::new("timeout")
@@ -279,6 +296,11 @@ async fn fill(c: &Communicator, port: u16) -> Result<(), String> {
     }
     // Every registry answers both calls before the clock starts.
     locator.find_adapter_by_id("Bench-0").await.map_err(|e| format!("findAdapterById: {e}"))?;
+    let group = locator.find_adapter_by_id("BenchGroup").await.map_err(|e| format!("findAdapterById: {e}"))?;
+    let members = group.map(|g| g.reference().wire.endpoints.len()).unwrap_or(0);
+    if members != GROUP_MEMBERS {
+        return Err(format!("the replica group resolves to {members} endpoints, not {GROUP_MEMBERS}"));
+    }
     let last = Identity::new(format!("bench-{}", ADAPTERS - 1));
     locator.find_object_by_id(&last).await.map_err(|e| format!("findObjectById: {e}"))?;
     Ok(())
@@ -309,6 +331,10 @@ async fn measure(locator: &LocatorPrx, call: Call, duration: Duration) -> Result
                     Call::Object => {
                         locator.find_object_by_id(&objects[i]).await.map(|p| p.is_some()).map_err(|e| e.to_string())
                     }
+                    Call::Group => {
+                        locator.find_adapter_by_id("BenchGroup").await.map(|p| p.is_some()).map_err(|e| e.to_string())
+                    }
+                    Call::Application => return Err("addApplication is measured by `applications`".into()),
                 };
                 match ok {
                     Ok(true) => latencies.push(begin.elapsed().as_micros().min(u128::from(u32::MAX)) as u32),
@@ -372,9 +398,18 @@ pub(crate) fn run(quick: bool, runs: usize) -> (Vec<Series>, Vec<String>) {
         }
     }
     for round in 0..runs {
-        for (registry, _, locator) in &running {
+        for (registry, running, locator) in &running {
             for call in CALLS {
-                match runtime.block_on(measure(locator, call, duration)) {
+                let sample = match call {
+                    Call::Application => runtime.block_on(crate::applications::measure(
+                        &communicator,
+                        INSTANCE,
+                        running.port,
+                        duration,
+                    )),
+                    _ => runtime.block_on(measure(locator, call, duration)),
+                };
+                match sample {
                     Ok(sample) => {
                         eprintln!(
                             "[{:>4.0}s] round {} locate {} {}: {:.0}/s, p50 {:.0} µs, p99 {:.0} µs",
@@ -493,21 +528,31 @@ fn charts(series: &[Series]) -> String {
             })
             .collect()
     };
-    let calls: Vec<String> = CALLS.iter().map(|c| c.name().to_string()).collect();
+    // Resolutions and the add of an application are charted apart: their scales differ by
+    // thousands.
+    let lookups = [Call::Adapter, Call::Object, Call::Group];
+    let calls: Vec<String> = lookups.iter().map(|c| c.name().to_string()).collect();
     let mut s = crate::charts::bars(
         "Locate: resolutions per second (median, min–max of the rounds)",
         "resolutions/s",
         &calls,
-        &groups(&[(Call::Adapter, rate), (Call::Object, rate)]),
+        &groups(&[(Call::Adapter, rate), (Call::Object, rate), (Call::Group, rate)]),
     );
-    let cats = [(Call::Adapter, p50), (Call::Adapter, p99), (Call::Object, p50), (Call::Object, p99)];
+    let cats: Vec<(Call, Figure)> = lookups.iter().flat_map(|c| [(*c, p50), (*c, p99)]).collect();
     let labels: Vec<String> =
-        CALLS.iter().flat_map(|c| [format!("{} p50", c.name()), format!("{} p99", c.name())]).collect();
+        lookups.iter().flat_map(|c| [format!("{} p50", c.name()), format!("{} p99", c.name())]).collect();
     s.push_str(&crate::charts::bars(
         "Locate: latency percentiles (median, min–max of the rounds)",
         "µs",
         &labels,
         &groups(&cats),
+    ));
+    let ms: Figure = |x| x.p50_us / 1000.0;
+    s.push_str(&crate::charts::bars(
+        "Deploy: addApplication of 100 servers, ms (median, min–max of the rounds)",
+        "ms",
+        &[Call::Application.name().to_string()],
+        &groups(&[(Call::Application, ms)]),
     ));
     s
 }

@@ -1,31 +1,30 @@
-//! Sessions and the administrative interface: `IceGrid::AdminSession`, the object and adapter
-//! parts of `IceGrid::Admin` (what `icegridadmin` needs for `object …`, `adapter …` and
-//! `registry …`), and client sessions (`IceGrid::Session`).
+//! Sessions and the administrative interface: `IceGrid::AdminSession`, `IceGrid::Admin` (what
+//! `icegridadmin` and the IceGrid GUI call; its application part is in
+//! [`crate::applications`]), and client sessions (`IceGrid::Session`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
+use crate::applications;
 use crate::database::{identity_string, written};
 use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
     AdapterInfo, AdapterInfoSeq, AdapterNotExistException, AdapterObserverPrx, Admin, AdminPrx, AdminSession,
-    AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationNotExistException, ApplicationObserverPrx,
-    ApplicationUpdateDescriptor, DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo,
-    NodeNotExistException, NodeObserverPrx, ObjectExistsException, ObjectInfo, ObjectInfoSeq,
-    ObjectNotRegisteredException, ObjectObserverPrx, RegistryInfo, RegistryNotExistException, RegistryObserverPrx,
-    ServerInfo, ServerInstanceDescriptor, ServerNotExistException, ServerState, Session,
+    AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx, ApplicationUpdateDescriptor,
+    DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo, NodeNotExistException,
+    NodeObserverPrx, ObjectExistsException, ObjectInfo, ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx,
+    PatchException, RegistryInfo, RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor,
+    ServerState, Session,
 };
+use crate::watchers::ObserverSet;
 
 fn deployment(reason: impl Into<String>) -> Error {
     Error::user(DeploymentException { reason: reason.into() })
 }
-
-const NO_DEPLOYMENT: &str = "floe-registry does not deploy applications: servers register their adapters \
-                             dynamically (IceGrid.Registry.DynamicRegistration)";
 
 fn new_identity(shared: &Shared) -> Identity {
     Identity::with_category(&shared.config.instance_name, uuid::Uuid::new_v4().to_string().to_uppercase())
@@ -47,6 +46,7 @@ fn register(shared: &Arc<Shared>, identities: Vec<Identity>, current: &Current) 
 fn destroy(shared: &Shared, record: &SessionRecord) {
     let key = identity_string(&record.identities[0]);
     shared.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+    crate::observers::unregister(shared, &key);
     for id in &record.identities {
         shared.client.remove(id);
     }
@@ -78,7 +78,11 @@ pub(crate) fn create_admin_session(shared: &Arc<Shared>, user: String, current: 
     let admin_id = new_identity(shared);
     let record = register(shared, vec![session_id.clone(), admin_id.clone()], current);
     let admin = shared.add_client_object(
-        crate::slice::ice_grid::AdminServer::new(AdminI { shared: shared.clone(), record: record.clone() }),
+        crate::slice::ice_grid::AdminServer::new(AdminI {
+            shared: shared.clone(),
+            record: record.clone(),
+            user: user.clone(),
+        }),
         admin_id,
     );
     let session = AdminSessionI { shared: shared.clone(), record, admin: AdminPrx::from_object(admin), user };
@@ -127,32 +131,37 @@ impl AdminSession for AdminSessionI {
 
     async fn set_observers(
         &self,
-        _registry: Option<RegistryObserverPrx>,
-        _node: Option<NodeObserverPrx>,
-        _app: Option<ApplicationObserverPrx>,
-        _adapter: Option<AdapterObserverPrx>,
-        _object: Option<ObjectObserverPrx>,
+        registry: Option<RegistryObserverPrx>,
+        node: Option<NodeObserverPrx>,
+        application: Option<ApplicationObserverPrx>,
+        adapter: Option<AdapterObserverPrx>,
+        object: Option<ObjectObserverPrx>,
         _: &Current,
     ) -> floe::Result<()> {
         self.record.touch();
+        let set = ObserverSet { registry, node, application, adapter, object };
+        crate::observers::register(&self.shared, &identity_string(&self.record.identities[0]), set).await;
         Ok(())
     }
 
     async fn set_observers_by_identity(
         &self,
-        _registry: Identity,
-        _node: Identity,
-        _app: Identity,
-        _adapter: Identity,
-        _object: Identity,
-        _: &Current,
+        registry: Identity,
+        node: Identity,
+        application: Identity,
+        adapter: Identity,
+        object: Identity,
+        current: &Current,
     ) -> floe::Result<()> {
         self.record.touch();
+        let ids = [registry, node, application, adapter, object];
+        let set = crate::observers::by_identity(&self.shared, current.connection(), ids);
+        crate::observers::register(&self.shared, &identity_string(&self.record.identities[0]), set).await;
         Ok(())
     }
 
     async fn start_update(&self, _: &Current) -> floe::Result<i32> {
-        Ok(0)
+        Ok(self.shared.serial.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     async fn finish_update(&self, _: &Current) -> floe::Result<()> {
@@ -246,14 +255,8 @@ impl Session for ClientSessionI {
 struct AdminI {
     shared: Arc<Shared>,
     record: Arc<SessionRecord>,
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
+    /// The session's user: who created or updated an application.
+    user: String,
 }
 
 impl AdminI {
@@ -284,6 +287,9 @@ impl AdminI {
             }
         };
         let id = proxy.ice_get_identity().clone();
+        if self.shared.deployment().object(&id).is_some() {
+            return Err(Error::user(ObjectExistsException { id }));
+        }
         match self.shared.db.add_object(proxy, &type_id, false) {
             Some(w) => written(w).await,
             None => Err(Error::user(ObjectExistsException { id })),
@@ -292,71 +298,95 @@ impl AdminI {
 }
 
 impl Admin for AdminI {
-    async fn add_application(&self, _: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+    async fn add_application(&self, descriptor: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        applications::add(&self.shared, &self.user, descriptor).await
     }
 
-    async fn sync_application(&self, _: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+    async fn sync_application(&self, descriptor: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        applications::sync(&self.shared, &self.user, descriptor).await
     }
 
-    async fn update_application(&self, _: ApplicationUpdateDescriptor, _: &Current) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+    async fn update_application(&self, update: ApplicationUpdateDescriptor, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        applications::update(&self.shared, &self.user, update).await
     }
 
-    async fn sync_application_without_restart(&self, _: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+    async fn sync_application_without_restart(
+        &self,
+        descriptor: ApplicationDescriptor,
+        _: &Current,
+    ) -> floe::Result<()> {
+        // No node runs the servers through this registry, so none is restarted either way.
+        self.record.touch();
+        applications::sync(&self.shared, &self.user, descriptor).await
     }
 
     async fn update_application_without_restart(
         &self,
-        _: ApplicationUpdateDescriptor,
+        update: ApplicationUpdateDescriptor,
         _: &Current,
     ) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+        self.record.touch();
+        applications::update(&self.shared, &self.user, update).await
     }
 
     async fn remove_application(&self, name: String, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ApplicationNotExistException { name }))
+        self.record.touch();
+        applications::remove(&self.shared, &name).await
     }
 
     async fn instantiate_server(
         &self,
-        _: String,
-        _: String,
-        _: ServerInstanceDescriptor,
+        application: String,
+        node: String,
+        instance: ServerInstanceDescriptor,
         _: &Current,
     ) -> floe::Result<()> {
-        Err(deployment(NO_DEPLOYMENT))
+        self.record.touch();
+        applications::instantiate(&self.shared, &self.user, application, node, instance).await
     }
 
     async fn patch_application(&self, name: String, _: bool, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ApplicationNotExistException { name }))
+        // Nothing to patch without a distribution (icegridadmin patches after every add).
+        let info = applications::info(&self.shared, &name)?;
+        if info.descriptor.distrib.icepatch.is_empty() {
+            return Ok(());
+        }
+        Err(Error::user(PatchException {
+            reasons: vec![format!("application `{name}': floe-registry does not distribute files (IcePatch2)")],
+        }))
     }
 
     async fn get_application_info(&self, name: String, _: &Current) -> floe::Result<ApplicationInfo> {
-        Err(Error::user(ApplicationNotExistException { name }))
+        self.record.touch();
+        applications::info(&self.shared, &name)
     }
 
     async fn get_default_application_descriptor(&self, _: &Current) -> floe::Result<ApplicationDescriptor> {
-        Err(deployment(NO_DEPLOYMENT))
+        Err(deployment(
+            "no default templates configured, you need to set IceGrid.Registry.DefaultTemplates in the \
+             IceGrid registry configuration.",
+        ))
     }
 
     async fn get_all_application_names(&self, _: &Current) -> floe::Result<StringSeq> {
         self.record.touch();
-        Ok(Vec::new())
+        Ok(applications::names(&self.shared))
     }
 
     async fn get_server_info(&self, id: String, _: &Current) -> floe::Result<ServerInfo> {
-        Err(Error::user(ServerNotExistException { id }))
+        self.record.touch();
+        applications::server_info(&self.shared, &id)
     }
 
     async fn get_server_state(&self, id: String, _: &Current) -> floe::Result<ServerState> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn get_server_pid(&self, id: String, _: &Current) -> floe::Result<i32> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn get_server_admin_category(&self, _: &Current) -> floe::Result<String> {
@@ -364,36 +394,36 @@ impl Admin for AdminI {
     }
 
     async fn get_server_admin(&self, id: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn enable_server(&self, id: String, _: bool, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn is_server_enabled(&self, id: String, _: &Current) -> floe::Result<bool> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn start_server(&self, id: String, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn stop_server(&self, id: String, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn patch_server(&self, id: String, _: bool, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn send_signal(&self, id: String, _: String, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ServerNotExistException { id }))
+        Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
     async fn get_all_server_ids(&self, _: &Current) -> floe::Result<StringSeq> {
         self.record.touch();
-        Ok(Vec::new())
+        Ok(applications::server_ids(&self.shared))
     }
 
     async fn get_adapter_info(&self, id: String, _: &Current) -> floe::Result<AdapterInfoSeq> {
@@ -403,18 +433,44 @@ impl Admin for AdminI {
             proxy: Some(e.proxy),
             replica_group_id: e.replica_group,
         };
+        let deployed = self.shared.deployment();
         if let Some(e) = self.shared.db.adapter(&id) {
             return Ok(vec![info(id, e)]);
         }
+        if let Some(a) = deployed.adapters.get(&id) {
+            // Deployed, not active: no endpoints yet.
+            return Ok(vec![AdapterInfo { id, proxy: None, replica_group_id: a.replica_group.clone() }]);
+        }
         let members = self.shared.db.group_members(&id);
-        if members.is_empty() {
+        let mut infos: Vec<AdapterInfo> = members.into_iter().map(|(id, e)| info(id, e)).collect();
+        for (member, a) in deployed.adapters.iter().filter(|(_, a)| a.replica_group == id) {
+            if !infos.iter().any(|i| &i.id == member) {
+                infos.push(AdapterInfo { id: member.clone(), proxy: None, replica_group_id: a.replica_group.clone() });
+            }
+        }
+        if infos.is_empty() && !deployed.groups.contains_key(&id) {
             return Err(Error::user(AdapterNotExistException { id }));
         }
-        Ok(members.into_iter().map(|(id, e)| info(id, e)).collect())
+        Ok(infos)
     }
 
     async fn remove_adapter(&self, id: String, _: &Current) -> floe::Result<()> {
         self.record.touch();
+        let deployed = self.shared.deployment();
+        if let Some(a) = deployed.adapters.get(&id) {
+            return Err(deployment(format!(
+                "removing adapter `{id}' is not allowed:\nthe adapter was added with the application descriptor `{}' \
+                 (server `{}')",
+                a.application, a.server
+            )));
+        }
+        if let Some(g) = deployed.groups.get(&id) {
+            return Err(deployment(format!(
+                "removing replica group `{id}' is not allowed:\nthe replica group was added with the application \
+                 descriptor `{}'",
+                g.application
+            )));
+        }
         match self.shared.db.remove_adapter(&id) {
             Some(w) => written(w).await,
             None => Err(Error::user(AdapterNotExistException { id })),
@@ -423,7 +479,13 @@ impl Admin for AdminI {
 
     async fn get_all_adapter_ids(&self, _: &Current) -> floe::Result<StringSeq> {
         self.record.touch();
-        Ok(self.shared.db.all_adapter_ids())
+        let mut ids = self.shared.db.all_adapter_ids();
+        let deployed = self.shared.deployment();
+        ids.extend(deployed.adapters.keys().cloned());
+        ids.extend(deployed.groups.keys().cloned());
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
     }
 
     async fn add_object(&self, obj: Option<ObjectPrx>, _: &Current) -> floe::Result<()> {
@@ -434,6 +496,13 @@ impl Admin for AdminI {
         self.record.touch();
         let Some(proxy) = obj else { return Err(deployment("the proxy is null")) };
         let id = proxy.ice_get_identity().clone();
+        if self.shared.deployment().object(&id).is_some() {
+            return Err(deployment(format!(
+                "updating object `{}' is not allowed: objects added with an application descriptor can only be \
+                 updated with an application update",
+                identity_string(&id)
+            )));
+        }
         match self.shared.db.update_object(proxy) {
             Some(w) => written(w).await,
             None => Err(Error::user(ObjectNotRegisteredException { id })),
@@ -446,6 +515,13 @@ impl Admin for AdminI {
 
     async fn remove_object(&self, id: Identity, _: &Current) -> floe::Result<()> {
         self.record.touch();
+        if self.shared.deployment().object(&id).is_some() {
+            let key = identity_string(&id);
+            let app = self.shared.deployment().object_applications.get(&key).cloned().unwrap_or_default();
+            return Err(deployment(format!(
+                "removing object `{key}' is not allowed:\nthe object was added with the application descriptor `{app}'"
+            )));
+        }
         match self.shared.db.remove_object(&id) {
             Some(w) => written(w).await,
             None => Err(Error::user(ObjectNotRegisteredException { id })),
@@ -454,7 +530,7 @@ impl Admin for AdminI {
 
     async fn get_object_info(&self, id: Identity, _: &Current) -> floe::Result<ObjectInfo> {
         self.record.touch();
-        match self.shared.db.object(&id) {
+        match self.shared.object(&id) {
             Some(e) => Ok(ObjectInfo { proxy: Some(e.proxy), r#type: e.type_id }),
             None => Err(Error::user(ObjectNotRegisteredException { id })),
         }
@@ -464,7 +540,6 @@ impl Admin for AdminI {
         self.record.touch();
         Ok(self
             .shared
-            .db
             .objects_of_type(&r#type)
             .into_iter()
             .map(|e| ObjectInfo { proxy: Some(e.proxy), r#type: e.type_id })
@@ -475,7 +550,6 @@ impl Admin for AdminI {
         self.record.touch();
         Ok(self
             .shared
-            .db
             .objects_matching(&expr)
             .into_iter()
             .map(|e| ObjectInfo { proxy: Some(e.proxy), r#type: e.type_id })
@@ -483,36 +557,41 @@ impl Admin for AdminI {
     }
 
     async fn ping_node(&self, name: String, _: &Current) -> floe::Result<bool> {
-        Err(Error::user(NodeNotExistException { name }))
+        // A declared node that has not registered is down.
+        if self.shared.deployment().node_names().contains(&name) {
+            Ok(false)
+        } else {
+            Err(Error::user(NodeNotExistException { name }))
+        }
     }
 
     async fn get_node_load(&self, name: String, _: &Current) -> floe::Result<LoadInfo> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_node_info(&self, name: String, _: &Current) -> floe::Result<NodeInfo> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_node_admin(&self, name: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_node_processor_socket_count(&self, name: String, _: &Current) -> floe::Result<i32> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn shutdown_node(&self, name: String, _: &Current) -> floe::Result<()> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_node_hostname(&self, name: String, _: &Current) -> floe::Result<String> {
-        Err(Error::user(NodeNotExistException { name }))
+        Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_all_node_names(&self, _: &Current) -> floe::Result<StringSeq> {
         self.record.touch();
-        Ok(Vec::new())
+        Ok(self.shared.deployment().node_names())
     }
 
     async fn ping_registry(&self, name: String, _: &Current) -> floe::Result<bool> {
@@ -522,7 +601,7 @@ impl Admin for AdminI {
 
     async fn get_registry_info(&self, name: String, _: &Current) -> floe::Result<RegistryInfo> {
         self.registry_name(&name)?;
-        Ok(RegistryInfo { name, hostname: hostname() })
+        Ok(RegistryInfo { name, hostname: crate::shared::hostname() })
     }
 
     async fn get_registry_admin(&self, name: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {

@@ -1,7 +1,8 @@
-//! The registry's state: dynamically registered adapters (and the replica groups they form)
-//! and well-known objects, kept in memory and written through to the [`Store`].
+//! The registry's state: dynamically registered adapters (and the replica groups they form),
+//! well-known objects and deployed applications, kept in memory and written through to the [`Store`].
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use floe::encoding::{Decode, Decoder};
@@ -22,6 +23,12 @@ struct Tables {
     /// The objects this registry serves itself (its locator, query, …): with etcd they are
     /// kept here only, as each replica has its own.
     local_objects: BTreeSet<String>,
+    /// Deployed applications: name → encoded `IceGrid::ApplicationInfo`.
+    applications: BTreeMap<String, Vec<u8>>,
+    /// Counts the changes to `applications`, so that what is derived from them knows when to
+    /// be rebuilt; shared with the [`Database`], which reads it without the tables' lock
+    /// (lookups check it on every call).
+    applications_generation: Arc<AtomicU64>,
 }
 
 impl Tables {
@@ -71,6 +78,14 @@ impl Tables {
             Op::RemoveObject(key) => {
                 self.objects.remove(&key);
             }
+            Op::PutApplication(name, info) => {
+                self.applications.insert(name, info);
+                self.applications_generation.fetch_add(1, Ordering::Release);
+            }
+            Op::RemoveApplication(name) => {
+                self.applications.remove(&name);
+                self.applications_generation.fetch_add(1, Ordering::Release);
+            }
         }
     }
 }
@@ -89,6 +104,8 @@ enum Backend {
 /// or a cache of what etcd holds.
 pub struct Database {
     tables: Arc<Mutex<Tables>>,
+    /// The tables' `applications_generation`.
+    applications_generation: Arc<AtomicU64>,
     backend: Mutex<Backend>,
 }
 
@@ -147,6 +164,8 @@ impl Mirror for SharedTables {
         let mut t = self.lock();
         t.adapters.clear();
         t.groups.clear();
+        t.applications.clear();
+        t.applications_generation.fetch_add(1, Ordering::Release);
         let local = std::mem::take(&mut t.local_objects);
         t.objects.retain(|k, _| local.contains(k));
         t.local_objects = local;
@@ -174,11 +193,15 @@ impl Database {
                         tables.apply(Op::PutObject(identity_string(&id), ObjectEntry { proxy, type_id }));
                     }
                 }
+                for (name, info) in contents.applications {
+                    tables.apply(Op::PutApplication(name, info));
+                }
                 Backend::Redb(store)
             }
             None => Backend::Memory,
         };
-        Database { tables: Arc::new(Mutex::new(tables)), backend: Mutex::new(backend) }
+        let applications_generation = tables.applications_generation.clone();
+        Database { tables: Arc::new(Mutex::new(tables)), applications_generation, backend: Mutex::new(backend) }
     }
 
     /// An empty database whose tables `connect` fills and keeps in step with etcd.
@@ -189,7 +212,8 @@ impl Database {
     {
         let tables = Arc::new(Mutex::new(Tables::default()));
         let etcd = connect(Arc::new(SharedTables(tables.clone()))).await?;
-        Ok(Database { tables, backend: Mutex::new(Backend::Etcd(etcd)) })
+        let applications_generation = tables.lock().unwrap_or_else(|e| e.into_inner()).applications_generation.clone();
+        Ok(Database { tables, applications_generation, backend: Mutex::new(Backend::Etcd(etcd)) })
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
@@ -329,6 +353,34 @@ impl Database {
         self.tables().adapters.len()
     }
 
+    // ---- deployed applications ----
+
+    /// The stored applications (name → encoded `ApplicationInfo`) and the generation they
+    /// are at.
+    pub fn applications(&self) -> (u64, BTreeMap<String, Vec<u8>>) {
+        let t = self.tables();
+        (t.applications_generation.load(Ordering::Acquire), t.applications.clone())
+    }
+
+    /// The generation of the stored applications (see [`Database::applications`]).
+    pub fn applications_generation(&self) -> u64 {
+        self.applications_generation.load(Ordering::Acquire)
+    }
+
+    /// Stores (Some) or removes (None) an application, if the stored applications are still
+    /// at `generation`; None if they changed meanwhile (the caller checks again).
+    pub fn set_application(&self, name: &str, info: Option<Vec<u8>>, generation: u64) -> Option<Written> {
+        let mut t = self.tables();
+        if t.applications_generation.load(Ordering::Acquire) != generation {
+            return None;
+        }
+        let op = match info {
+            Some(info) => Op::PutApplication(name.to_string(), info),
+            None => Op::RemoveApplication(name.to_string()),
+        };
+        Some(self.commit(&mut t, vec![op]))
+    }
+
     // ---- well-known objects ----
 
     /// The well-known object `id`.
@@ -399,6 +451,8 @@ fn change(op: &Op) -> Change {
         Op::RemoveObject(key) => Change::RemoveObject(identity_key(
             &floe::reference::string_to_identity(key).unwrap_or_else(|_| Identity::new(key)),
         )),
+        Op::PutApplication(name, info) => Change::PutApplication(name.clone(), info.clone()),
+        Op::RemoveApplication(name) => Change::RemoveApplication(name.clone()),
     }
 }
 

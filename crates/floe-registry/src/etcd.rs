@@ -14,6 +14,8 @@
 //! - `adapters/<adapter id>`: a registered adapter (its proxy and replica group), attached
 //!   to the registrations' lease;
 //! - `objects/<identity>`: a well-known object (its proxy and type), without lease;
+//! - `applications/<name>`: a deployed application (its `IceGrid::ApplicationInfo`), without
+//!   lease;
 //! - `lease`: the id of the registrations' lease (in decimal), attached to that lease.
 //!
 //! There is one registrations' lease for the whole registry, which every live replica keeps
@@ -110,6 +112,10 @@ impl Ctx {
         format!("{}objects/{id}", self.prefix)
     }
 
+    fn application_key(&self, name: &str) -> String {
+        format!("{}applications/{name}", self.prefix)
+    }
+
     fn lease_key(&self) -> String {
         format!("{}lease", self.prefix)
     }
@@ -133,6 +139,12 @@ impl Ctx {
                     Op::PutObject(id.to_string(), ObjectEntry { proxy, type_id })
                 }
                 None => Op::RemoveObject(id.to_string()),
+            });
+        }
+        if let Some(name) = rest.strip_prefix("applications/") {
+            return Some(match value {
+                Some(v) => Op::PutApplication(name.to_string(), v.to_vec()),
+                None => Op::RemoveApplication(name.to_string()),
             });
         }
         if rest == "lease" {
@@ -287,6 +299,7 @@ fn key_of(ctx: &Ctx, op: &Op) -> String {
     match op {
         Op::PutAdapter(id, _) | Op::RemoveAdapter(id) | Op::RemoveAdapterIf(id, _) => ctx.adapter_key(id),
         Op::PutObject(id, _) | Op::RemoveObject(id) => ctx.object_key(id),
+        Op::PutApplication(name, _) | Op::RemoveApplication(name) => ctx.application_key(name),
     }
 }
 
@@ -386,7 +399,10 @@ async fn commit_once(ctx: &Ctx, ops: &[&Op]) -> Result<Option<i64>, String> {
                     TxnOp::put(key, record(&a.proxy, &a.replica_group), Some(PutOptions::new().with_lease(lease)))
                 }
                 Op::PutObject(_, o) => TxnOp::put(key, record(&o.proxy, &o.type_id), None),
-                Op::RemoveAdapter(_) | Op::RemoveAdapterIf(..) | Op::RemoveObject(_) => TxnOp::delete(key, None),
+                Op::PutApplication(_, info) => TxnOp::put(key, info.clone(), None),
+                Op::RemoveAdapter(_) | Op::RemoveAdapterIf(..) | Op::RemoveObject(_) | Op::RemoveApplication(_) => {
+                    TxnOp::delete(key, None)
+                }
             }
         })
         .collect();

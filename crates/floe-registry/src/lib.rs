@@ -6,10 +6,14 @@ pub mod record;
 pub mod store;
 
 mod admin;
+mod applications;
 mod check;
+mod deploy;
 mod etcd;
+mod observers;
 mod servants;
 mod shared;
+mod watchers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -121,15 +125,24 @@ impl RegistryService {
             communicator: communicator.clone(),
             client: client.clone(),
             round_robin: Mutex::new(HashMap::new()),
+            deployed: Mutex::new((u64::MAX, Arc::default())),
+            observers: Default::default(),
+            serial: Default::default(),
             sessions: Mutex::new(HashMap::new()),
         });
         use slice::glacier2::PermissionsVerifierServer;
-        use slice::ice::LocatorRegistryServer;
+        use slice::ice::{LocatorFinderServer, LocatorRegistryServer};
         use slice::ice_grid::{LocatorServer, QueryServer, RegistryServer};
         client.add(LocatorServer::new(servants::LocatorI(shared.clone())), id("Locator"));
         client.add(QueryServer::new(servants::QueryI(shared.clone())), id("Query"));
         client.add(RegistryServer::new(servants::RegistryI(shared.clone())), id("Registry"));
         client.add(PermissionsVerifierServer::new(servants::NullPermissionsVerifier), id("NullPermissionsVerifier"));
+        // `Ice/LocatorFinder`, which clients that know only the registry's address (the
+        // IceGrid GUI, Ice's `--Ice.Default.Locator`-less tools) ask for the locator.
+        client.add(
+            LocatorFinderServer::new(servants::LocatorFinderI(shared.clone())),
+            floe::Identity::with_category("Ice", "LocatorFinder"),
+        );
         server.add(LocatorRegistryServer::new(servants::LocatorRegistryI(shared.clone())), id("LocatorRegistry"));
 
         // The registry's own well-known objects, as IceGrid lists them.

@@ -37,6 +37,10 @@ pub enum Op {
     PutObject(String, ObjectEntry),
     /// Removes a well-known object.
     RemoveObject(String),
+    /// Adds or replaces a deployed application (its encoded `IceGrid::ApplicationInfo`).
+    PutApplication(String, Vec<u8>),
+    /// Removes a deployed application.
+    RemoveApplication(String),
 }
 
 /// Encoding used for stored records.

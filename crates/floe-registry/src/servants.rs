@@ -1,4 +1,5 @@
-//! The objects that Ice programs use: the locator, the locator registry, the query object,
+//! The objects that Ice programs use: the locator (and `Ice/LocatorFinder`), the locator
+//! registry, the query object,
 //! the registry object and the null permissions verifier.
 
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub(crate) struct LocatorI(pub(crate) Arc<Shared>);
 
 impl IceLocator for LocatorI {
     async fn find_object_by_id(&self, id: Identity, _current: &Current) -> floe::Result<Option<ObjectPrx>> {
-        match self.0.db.object(&id) {
+        match self.0.object(&id) {
             Some(entry) => Ok(Some(entry.proxy)),
             None => Err(Error::user(ObjectNotFoundException {})),
         }
@@ -49,15 +50,28 @@ impl Locator for LocatorI {
     }
 }
 
+/// `Ice/LocatorFinder`: gives the locator to clients that know only the registry's endpoints.
+pub(crate) struct LocatorFinderI(pub(crate) Arc<Shared>);
+
+impl crate::slice::ice::LocatorFinder for LocatorFinderI {
+    async fn get_locator(&self, _current: &Current) -> floe::Result<Option<crate::slice::ice::LocatorPrx>> {
+        Ok(Some(crate::slice::ice::LocatorPrx::from_object(self.0.locator.clone())))
+    }
+}
+
 /// `<InstanceName>/LocatorRegistry`: where servers register their adapters' endpoints.
 pub(crate) struct LocatorRegistryI(pub(crate) Arc<Shared>);
 
 impl LocatorRegistryI {
     async fn set(&self, id: &str, group: &str, proxy: Option<ObjectPrx>) -> floe::Result<()> {
-        if !self.0.config.dynamic_registration {
-            // Only deployed adapters may register, and floe-registry deploys none.
-            return Err(Error::user(AdapterNotFoundException {}));
-        }
+        // A deployed adapter joins the replica group its descriptor names; others may
+        // register only with dynamic registration.
+        let deployed = self.0.deployment().adapters.get(id).map(|a| a.replica_group.clone());
+        let group = match &deployed {
+            Some(g) => g.as_str(),
+            None if self.0.config.dynamic_registration => group,
+            None => return Err(Error::user(AdapterNotFoundException {})),
+        };
         tracing::debug!(target: "floe_registry::locator", adapter = id, group, registered = proxy.is_some(), "setAdapterDirectProxy");
         written(self.0.db.set_adapter(id, group, proxy)).await
     }
@@ -78,9 +92,13 @@ impl LocatorRegistry for LocatorRegistryI {
         self.set(&adapter_id, &replica_group_id, p).await
     }
 
-    async fn set_server_process_proxy(&self, _id: String, _proxy: Option<ProcessPrx>, _: &Current) -> floe::Result<()> {
-        // Servers are not deployed through floe-registry, so none is known.
-        Err(Error::user(ServerNotFoundException {}))
+    async fn set_server_process_proxy(&self, id: String, _proxy: Option<ProcessPrx>, _: &Current) -> floe::Result<()> {
+        // Known for deployed servers (a node stops them through it); others are unknown.
+        if self.0.deployment().servers.contains_key(&id) {
+            Ok(())
+        } else {
+            Err(Error::user(ServerNotFoundException {}))
+        }
     }
 }
 
@@ -89,11 +107,11 @@ pub(crate) struct QueryI(pub(crate) Arc<Shared>);
 
 impl Query for QueryI {
     async fn find_object_by_id(&self, id: Identity, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        Ok(self.0.db.object(&id).map(|e| e.proxy))
+        Ok(self.0.object(&id).map(|e| e.proxy))
     }
 
     async fn find_object_by_type(&self, r#type: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        let all = self.0.db.objects_of_type(&r#type);
+        let all = self.0.objects_of_type(&r#type);
         if all.is_empty() {
             return Ok(None);
         }
@@ -111,7 +129,7 @@ impl Query for QueryI {
     }
 
     async fn find_all_objects_by_type(&self, r#type: String, _: &Current) -> floe::Result<ObjectProxySeq> {
-        Ok(self.0.db.objects_of_type(&r#type).into_iter().map(|e| Some(e.proxy)).collect())
+        Ok(self.0.objects_of_type(&r#type).into_iter().map(|e| Some(e.proxy)).collect())
     }
 
     async fn find_all_replicas(&self, proxy: Option<ObjectPrx>, _: &Current) -> floe::Result<ObjectProxySeq> {
@@ -119,7 +137,7 @@ impl Query for QueryI {
         let mut adapter_id = proxy.reference().wire.adapter_id.clone();
         if adapter_id.is_empty() {
             // A well-known object: the replica group of its registered proxy.
-            match self.0.db.object(proxy.ice_get_identity()) {
+            match self.0.object(proxy.ice_get_identity()) {
                 Some(e) => adapter_id = e.proxy.reference().wire.adapter_id.clone(),
                 None => return Ok(Vec::new()),
             }

@@ -11,7 +11,8 @@ use floe::{Communicator, Connection, Error, Identity, ObjectAdapter, ObjectPrx, 
 use floe_service::crypt::{CryptError, CryptPasswords};
 
 use crate::config::{Config, LoadBalancing};
-use crate::database::Database;
+use crate::database::{Database, ObjectEntry};
+use crate::deploy::{decode_info, Deployment};
 use crate::slice;
 use crate::slice::ice_grid::PermissionDeniedException;
 
@@ -57,6 +58,13 @@ pub(crate) struct Shared {
     pub(crate) admin_crypt_passwords: Option<CryptPasswords>,
     /// Open sessions, by the string form of their identity.
     pub(crate) sessions: Mutex<HashMap<String, Arc<SessionRecord>>>,
+    /// What the stored applications deploy, with the generation of the applications it was
+    /// built from.
+    pub(crate) deployed: Mutex<(u64, Arc<Deployment>)>,
+    /// The admin sessions' observers.
+    pub(crate) observers: crate::watchers::Observers,
+    /// Counts application changes, as observers and `startUpdate` see them.
+    pub(crate) serial: std::sync::atomic::AtomicI32,
 }
 
 impl Shared {
@@ -70,6 +78,52 @@ impl Shared {
         }
     }
 
+    /// What the stored applications deploy (rebuilt when they have changed).
+    pub(crate) fn deployment(&self) -> Arc<Deployment> {
+        let generation = self.db.applications_generation();
+        let mut cached = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 == generation {
+            return cached.1.clone();
+        }
+        let (generation, apps) = self.db.applications();
+        let mut infos = std::collections::BTreeMap::new();
+        for (name, bytes) in apps {
+            match decode_info(&bytes) {
+                Ok(info) => {
+                    infos.insert(name, info);
+                }
+                Err(e) => {
+                    tracing::error!(target: "floe_registry::deploy", "stored application `{name}' is unreadable: {e}")
+                }
+            }
+        }
+        let deployment = Deployment::build_skipping(&self.communicator, infos);
+        *cached = (generation, Arc::new(deployment));
+        cached.1.clone()
+    }
+
+    /// The well-known object `id`: declared by an application, or registered.
+    pub(crate) fn object(&self, id: &Identity) -> Option<ObjectEntry> {
+        self.deployment().object(id).cloned().or_else(|| self.db.object(id))
+    }
+
+    /// Well-known objects of type `type_id`, declared or registered.
+    pub(crate) fn objects_of_type(&self, type_id: &str) -> Vec<ObjectEntry> {
+        let d = self.deployment();
+        let mut all: Vec<ObjectEntry> = d.objects.values().filter(|e| e.type_id == type_id).cloned().collect();
+        all.extend(self.db.objects_of_type(type_id));
+        all
+    }
+
+    /// Well-known objects whose identity matches `pattern`, declared or registered.
+    pub(crate) fn objects_matching(&self, pattern: &str) -> Vec<ObjectEntry> {
+        let d = self.deployment();
+        let mut all: Vec<ObjectEntry> =
+            d.objects.iter().filter(|(k, _)| crate::database::matches(k, pattern)).map(|(_, e)| e.clone()).collect();
+        all.extend(self.db.objects_matching(pattern));
+        all
+    }
+
     /// What `findAdapterById` answers: the adapter's proxy, or for a replica group a proxy
     /// with the endpoints of every member.
     pub(crate) fn adapter_proxy(&self, id: &str) -> Option<ObjectPrx> {
@@ -78,7 +132,9 @@ impl Shared {
         }
         let mut members = self.db.group_members(id);
         let first = members.first()?.1.proxy.clone();
-        if let Some(group) = self.config.replica_groups.get(id) {
+        let deployed = self.deployment();
+        let group = deployed.groups.get(id).map(|g| &g.config).or_else(|| self.config.replica_groups.get(id));
+        if let Some(group) = group {
             match group.load_balancing {
                 LoadBalancing::Undeclared => {}
                 LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
@@ -140,4 +196,13 @@ impl Shared {
              IceGrid.Registry.{kind}CryptPasswords"
         )))
     }
+}
+
+/// This machine's host name.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }

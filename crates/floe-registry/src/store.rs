@@ -14,6 +14,8 @@ use floe_service::store::{err, read_table, Schema};
 const ADAPTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("adapters");
 /// Well-known objects: encoded identity → encoded record (proxy, type id).
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
+/// Deployed applications: name → encoded `IceGrid::ApplicationInfo`.
+const APPLICATIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("applications");
 
 /// The name of the database file in the data directory.
 pub const FILE_NAME: &str = "floe-registry.redb";
@@ -29,6 +31,10 @@ pub enum Change {
     PutObject(Vec<u8>, Vec<u8>),
     /// Removes a well-known object.
     RemoveObject(Vec<u8>),
+    /// Sets the record of an application.
+    PutApplication(String, Vec<u8>),
+    /// Removes an application.
+    RemoveApplication(String),
 }
 
 /// What was stored: adapter and object records, as written.
@@ -38,6 +44,8 @@ pub struct Contents {
     pub adapters: Vec<(String, Vec<u8>)>,
     /// (encoded identity, record).
     pub objects: Vec<(Vec<u8>, Vec<u8>)>,
+    /// (application name, record).
+    pub applications: Vec<(String, Vec<u8>)>,
 }
 
 /// The handle to the database and its writer thread.
@@ -56,12 +64,15 @@ impl Schema for RegistrySchema {
     fn apply(w: &WriteTransaction, changes: &[&Change]) -> Result<(), StoreError> {
         let mut adapters = w.open_table(ADAPTERS).map_err(|e| err("adapters table", e))?;
         let mut objects = w.open_table(OBJECTS).map_err(|e| err("objects table", e))?;
+        let mut applications = w.open_table(APPLICATIONS).map_err(|e| err("applications table", e))?;
         for change in changes {
             match change {
                 Change::PutAdapter(k, v) => adapters.insert(k.as_str(), v.as_slice()).map(drop),
                 Change::RemoveAdapter(k) => adapters.remove(k.as_str()).map(drop),
                 Change::PutObject(k, v) => objects.insert(k.as_slice(), v.as_slice()).map(drop),
                 Change::RemoveObject(k) => objects.remove(k.as_slice()).map(drop),
+                Change::PutApplication(k, v) => applications.insert(k.as_str(), v.as_slice()).map(drop),
+                Change::RemoveApplication(k) => applications.remove(k.as_str()).map(drop),
             }
             .map_err(|e| err("change", e))?;
         }
@@ -76,6 +87,10 @@ impl Schema for RegistrySchema {
         })?;
         read_table(r, OBJECTS, |identity, record| {
             contents.objects.push((identity.to_vec(), record.to_vec()));
+            Ok(())
+        })?;
+        read_table(r, APPLICATIONS, |name, record| {
+            contents.applications.push((name.to_string(), record.to_vec()));
             Ok(())
         })?;
         Ok(contents)

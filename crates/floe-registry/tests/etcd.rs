@@ -2,7 +2,8 @@
 //! three-member etcd cluster on loopback, started here and killed at the end. Registrations
 //! made through one replica are seen by the others; clients whose locator proxy lists every
 //! replica keep resolving, without one failed call, while a replica and then an etcd member
-//! (the leader) are killed; registrations outlive a dead replica but expire once no replica renews their
+//! (the leader) are killed; deployed applications are served by every replica and outlive the
+//! one that deployed them; registrations outlive a dead replica but expire once no replica renews their
 //! lease, and those of servers that died expire when adapter checks are on. Skipped, with the reason printed, where `/usr/bin/etcd` is missing
 //! (`scripts/install-deps` installs Debian's etcd-server).
 
@@ -413,4 +414,29 @@ fn a_replica_cut_off_while_etcd_compacted_reads_everything_again() {
         assert_eq!(resolved_port(&c, p1, "Stays").await, Some(10001));
         assert!(is_adapter_not_found(&c, p1, "Leaves").await);
     });
+}
+
+#[test]
+fn deployed_applications_are_shared_by_every_replica_and_outlive_them() {
+    let Some(cluster) = start_cluster("etcd-apps") else { return };
+    let (p1, p2, p3) = (free_port(), free_port(), free_port());
+    let r1 = replica(&cluster, p1, "Replica1", &[]);
+    let _r2 = replica(&cluster, p2, "Replica2", &[]);
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/deploy/app.xml");
+    let admin = |port: u16, command: &str| {
+        let (ok, out, err) = icegridadmin(port, command);
+        assert!(ok, "`{command}' on {port}: {out}\n{err}");
+        out
+    };
+    admin(p1, &format!("application add '{}'", app.display()));
+    let described = admin(p1, "application describe Demo");
+    assert!(described.contains("revision = `1'"), "{described}");
+    assert_eq!(admin(p2, "application describe Demo"), described, "the second replica serves the same application");
+    assert!(admin(p2, "object describe tester").contains("@ TesterGroup"));
+    // The replica that deployed it dies; a new one starts and finds it.
+    drop(r1); // SIGKILL
+    let _r3 = replica(&cluster, p3, "Replica3", &[]);
+    assert_eq!(admin(p3, "application describe Demo"), described);
+    admin(p2, "application remove Demo");
+    assert_eq!(admin(p3, "application list").trim(), "");
 }
