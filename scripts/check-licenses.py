@@ -22,7 +22,12 @@ def acceptable(expr):
     return False
 
 
-meta = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--locked", "--all-features"]))
+# An optional argument names another Cargo.toml to check (python/Cargo.toml is a workspace of
+# its own).
+manifest = ["--manifest-path", sys.argv[1]] if len(sys.argv) > 1 else []
+meta = json.loads(
+    subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--locked", "--all-features"] + manifest)
+)
 bad = []
 for pkg in meta["packages"]:
     lic = pkg.get("license")
