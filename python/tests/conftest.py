@@ -48,7 +48,7 @@ class Server:
         self.endpoint = "tcp -h 127.0.0.1 -p %d" % self.port
         self.process = subprocess.Popen(
             ["timeout", "120", python, "server.py", self.endpoint],
-            env=dict(os.environ, RUST_LOG=os.environ.get("FLOE_TEST_LOG", "floe=debug")),
+            env=dict(os.environ, RUST_LOG=os.environ.get("FLOE_TEST_LOG", "floe=warn")),
             cwd=directory,
             stdout=subprocess.PIPE,
             stderr=self.log,
