@@ -46,6 +46,8 @@ struct Inner {
     properties: Properties,
     /// The IceMX metrics views.
     metrics: Arc<crate::metrics::Metrics>,
+    /// The Prometheus endpoint (`Floe.Metrics.Prometheus.Endpoints`), until destroyed.
+    prometheus: Mutex<Option<crate::prometheus::Endpoint>>,
     /// The runtime this instance started (none when it was made inside one).
     runtime: Mutex<Option<OwnedRuntime>>,
     /// The runtimes that serve accepted connections beside the instance's own one-thread
@@ -226,6 +228,23 @@ impl Instance {
             crate::malloc::tune(client_config.max_message_size);
         }
         let connect_timeout = client_connect_timeout(&properties)?;
+        let metrics = crate::metrics::Metrics::new(&properties);
+        let prometheus = match (crate::prometheus::configured_address(&properties), metrics.prometheus()) {
+            (Err(reason), _) => {
+                return Err(Error::Property { name: crate::prometheus::ENDPOINTS_PROPERTY.into(), reason })
+            }
+            (Ok(Some(address)), Some(series)) => {
+                let endpoint = crate::prometheus::serve(&handle, address, series.clone()).map_err(|e| {
+                    Error::Initialization(format!(
+                        "{}: cannot listen on {address}: {e}",
+                        crate::prometheus::ENDPOINTS_PROPERTY
+                    ))
+                })?;
+                tracing::debug!(target: "floe::communicator", "Prometheus endpoint on http://{}/metrics", endpoint.address());
+                Some(endpoint)
+            }
+            _ => None,
+        };
         let inner = Inner {
             accept_class_cycles: properties.get_int("Ice.AcceptClassCycles", 0)? > 0,
             sliced_format: properties.get_int("Ice.Default.SlicedFormat", 0)? > 0,
@@ -238,7 +257,8 @@ impl Instance {
             retries: properties.get("Ice.RetryIntervals").map(|v| v.split_whitespace().count()).unwrap_or(1),
             batch_auto_flush: (properties.get_int("Ice.BatchAutoFlushSize", 1024)?.max(1) as usize) * 1024,
             override_compress: properties.get("Ice.Override.Compress").map(|v| v.trim() != "0"),
-            metrics: crate::metrics::Metrics::new(&properties),
+            metrics,
+            prometheus: Mutex::new(prometheus),
             properties,
             connection_runtimes: runtime.as_ref().and_then(OwnedRuntime::connection_runtimes),
             runtime: Mutex::new(runtime),
@@ -545,6 +565,7 @@ impl Instance {
             return;
         }
         self.shutdown();
+        drop(self.0.prometheus.lock().unwrap_or_else(|e| e.into_inner()).take());
         let adapters: Vec<_> = self.0.adapters.lock().expect("adapters").drain(..).collect();
         for a in adapters {
             a.deactivate().await;

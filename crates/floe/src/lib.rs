@@ -7,6 +7,7 @@ pub mod protocol;
 pub mod error;
 mod malloc;
 pub mod metrics;
+pub mod prometheus;
 pub mod properties;
 
 pub mod transport;

@@ -6,14 +6,18 @@
 //! and keeps at most `RetainDetached` entries that count nothing at the moment. `Map.<map>.*`
 //! overrides the view's settings for one map. `Disabled=1` makes the view start disabled.
 //!
+//! The same observers feed the Prometheus endpoint's series when
+//! `Floe.Metrics.Prometheus.Endpoints` is set ([`crate::prometheus`]).
+//!
 //! The hot paths look at [`Metrics::active`] (one atomic load) and do nothing else when no
-//! view is enabled.
+//! view is enabled and there is no Prometheus endpoint.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::prometheus::{Labels, Series};
 use crate::properties::Properties;
 
 /// The maps floe gathers, with the attributes each one's entries may be grouped and filtered by
@@ -306,6 +310,8 @@ pub struct View {
 pub struct Metrics {
     active: AtomicBool,
     views: Mutex<BTreeMap<String, View>>,
+    /// The Prometheus endpoint's series, when it is configured.
+    prometheus: Option<Arc<Series>>,
 }
 
 /// Reads every view from the `IceMX.Metrics.` properties; mistakes are returned beside the
@@ -369,7 +375,12 @@ pub fn parse_views(props: &Properties) -> (BTreeMap<String, View>, Vec<String>) 
 impl Metrics {
     /// The views configured by `props`, with a warning for every mistake.
     pub fn new(props: &Properties) -> Arc<Metrics> {
-        let metrics = Arc::new(Metrics { active: AtomicBool::new(false), views: Mutex::new(BTreeMap::new()) });
+        let prometheus = props.get(crate::prometheus::ENDPOINTS_PROPERTY).filter(|v| !v.trim().is_empty());
+        let metrics = Arc::new(Metrics {
+            active: AtomicBool::new(false),
+            views: Mutex::new(BTreeMap::new()),
+            prometheus: prometheus.map(|_| Arc::new(Series::new())),
+        });
         metrics.reconfigure(props);
         metrics
     }
@@ -391,7 +402,13 @@ impl Metrics {
     }
 
     fn update_active(&self, views: &BTreeMap<String, View>) {
-        self.active.store(views.values().any(|v| v.enabled && !v.maps.is_empty()), Ordering::Release);
+        let views_active = views.values().any(|v| v.enabled && !v.maps.is_empty());
+        self.active.store(views_active || self.prometheus.is_some(), Ordering::Release);
+    }
+
+    /// The Prometheus endpoint's series, when `Floe.Metrics.Prometheus.Endpoints` is set.
+    pub fn prometheus(&self) -> Option<&Arc<Series>> {
+        self.prometheus.as_ref()
     }
 
     /// True when some enabled view gathers something: the one check of the hot paths.
@@ -441,12 +458,25 @@ impl Metrics {
                 }
             }
         }
-        Observer { map: map.to_string(), ids, start: Instant::now() }
+        let series = match &self.prometheus {
+            Some(series) if map == "Dispatch" => {
+                let adapter = object.attribute("parent").unwrap_or_default();
+                let operation = object.attribute("operation").unwrap_or_default();
+                series.dispatches_in_progress.get_or_create(&vec![("adapter".to_string(), adapter.clone())]).inc();
+                Some(vec![("adapter".to_string(), adapter), ("operation".to_string(), operation)])
+            }
+            _ => None,
+        };
+        Observer { map: map.to_string(), ids, start: Instant::now(), series }
     }
 
     /// Ends an object begun with [`begin`](Self::begin).
     pub fn end(&self, observer: Observer, mut outcome: Outcome) {
-        outcome.lifetime_us = observer.start.elapsed().as_micros().min(i64::MAX as u128) as i64;
+        let elapsed = observer.start.elapsed();
+        outcome.lifetime_us = elapsed.as_micros().min(i64::MAX as u128) as i64;
+        if let (Some(series), Some(labels)) = (&self.prometheus, &observer.series) {
+            record(series, labels, elapsed.as_secs_f64(), &outcome);
+        }
         let mut views = self.lock();
         for (view, id) in &observer.ids {
             if let Some(m) = views.get_mut(view).and_then(|v| v.maps.get_mut(&observer.map)) {
@@ -456,11 +486,29 @@ impl Metrics {
     }
 }
 
+/// Adds a finished dispatch to the Prometheus series.
+fn record(series: &Series, labels: &Labels, seconds: f64, outcome: &Outcome) {
+    series.dispatches_in_progress.get_or_create(&vec![labels[0].clone()]).dec();
+    series.dispatch_duration.get_or_create(labels).observe(seconds);
+    series.dispatch_request_bytes.get_or_create(labels).inc_by(outcome.size.max(0) as u64);
+    series.dispatch_reply_bytes.get_or_create(labels).inc_by(outcome.reply_size.max(0) as u64);
+    let result = match &outcome.failure {
+        Some(failure) => failure.rsplit("::").next().unwrap_or(failure).to_string(),
+        None if outcome.user_exception => "user_exception".to_string(),
+        None => "ok".to_string(),
+    };
+    let mut with_outcome = labels.clone();
+    with_outcome.push(("outcome".to_string(), result));
+    series.dispatches.get_or_create(&with_outcome).inc();
+}
+
 /// An object being counted, in the entries it went to.
 pub struct Observer {
     map: String,
     ids: Vec<(String, String)>,
     start: Instant,
+    /// Its Prometheus labels (adapter, operation), when there is an endpoint.
+    series: Option<Labels>,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["error"],
     &["properties", "malloc"],
+    &["prometheus"],
     &["metrics"],
     &["transport"],
     &["reference", "response", "routing", "runtime"],

@@ -159,7 +159,7 @@ const FLOE_SECTIONS: &[(&str, &str)] = &[
     ),
     (
         "Floe",
-        "Connection.PartialMessageTimeout Malloc.Tune MaxDispatchesPerConnection Runtime.BusyPoll \
+        "Connection.PartialMessageTimeout Malloc.Tune MaxDispatchesPerConnection Metrics.Prometheus.Endpoints Runtime.BusyPoll \
         Runtime.BusyPoll.SpareCpuOnly Runtime.ConnectionThreads Runtime.ConnectionThreads.MaxConnections \
         Runtime.Threads Registry.AdapterCheck.Failures Registry.AdapterCheck.Interval Registry.Etcd.Endpoints \
         Registry.Etcd.LeaseTTL Registry.Etcd.Prefix Registry.Etcd.Timeout Registry.ReplicaGroup.* \
