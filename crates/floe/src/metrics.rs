@@ -406,6 +406,25 @@ impl Metrics {
         self.active.store(views_active || self.prometheus.is_some(), Ordering::Release);
     }
 
+    /// The start of an invocation, when its end is to be counted (there is a Prometheus
+    /// endpoint).
+    #[inline]
+    pub fn invocation_begin(&self) -> Option<Instant> {
+        self.prometheus.as_ref().map(|_| Instant::now())
+    }
+
+    /// Counts an invocation begun at `start`: its operation, mode and outcome (`ok`,
+    /// `user_exception` or an exception's name).
+    pub fn invocation_end(&self, start: Instant, operation: &str, mode: &str, outcome: &str) {
+        let Some(series) = &self.prometheus else { return };
+        let labels: Labels =
+            vec![("operation".to_string(), operation.to_string()), ("mode".to_string(), mode.to_string())];
+        series.invocation_duration.get_or_create(&labels).observe(start.elapsed().as_secs_f64());
+        let mut with_outcome = labels;
+        with_outcome.push(("outcome".to_string(), outcome.to_string()));
+        series.invocations.get_or_create(&with_outcome).inc();
+    }
+
     /// The Prometheus endpoint's series, when `Floe.Metrics.Prometheus.Endpoints` is set.
     pub fn prometheus(&self) -> Option<&Arc<Series>> {
         self.prometheus.as_ref()

@@ -47,6 +47,10 @@ pub struct Series {
     pub dispatch_request_bytes: Family<Labels, Counter>,
     /// Bytes of the replies' results, by adapter and operation.
     pub dispatch_reply_bytes: Family<Labels, Counter>,
+    /// Invocations (calls through proxies) ended, by operation, mode and outcome.
+    pub invocations: Family<Labels, Counter>,
+    /// How long invocations took, by operation and mode.
+    pub invocation_duration: HistogramFamily,
 }
 
 impl Series {
@@ -58,6 +62,8 @@ impl Series {
         let dispatch_duration = HistogramFamily::new_with_constructor(latency_histogram as fn() -> Histogram);
         let dispatch_request_bytes = Family::<Labels, Counter>::default();
         let dispatch_reply_bytes = Family::<Labels, Counter>::default();
+        let invocations = Family::<Labels, Counter>::default();
+        let invocation_duration = HistogramFamily::new_with_constructor(latency_histogram as fn() -> Histogram);
         registry.register(
             "dispatches",
             "Requests dispatched by the communicator's object adapters, by adapter, operation and outcome \
@@ -84,8 +90,22 @@ impl Series {
             "Bytes of the results of replies (encapsulation included), by adapter and operation",
             dispatch_reply_bytes.clone(),
         );
+        registry.register(
+            "invocations",
+            "Calls through the communicator's proxies (batched oneways are not counted), by operation, \
+             mode (twoway, oneway, datagram) and outcome (ok, user_exception, or the Ice exception the call failed with)",
+            invocations.clone(),
+        );
+        registry.register(
+            "invocation_duration_seconds",
+            "Time from the start of a call to its reply (twoway) or to its request being written (oneway), \
+             retries included, by operation and mode",
+            invocation_duration.clone(),
+        );
         Series {
             registry,
+            invocations,
+            invocation_duration,
             dispatches,
             dispatches_in_progress,
             dispatch_duration,

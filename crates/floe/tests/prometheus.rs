@@ -89,7 +89,10 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
         let adapter = server.create_object_adapter_with_endpoints("Hello", "tcp -h 127.0.0.1 -p 0").unwrap();
         adapter.add(Arc::new(Pinged), Identity::new("hello"));
         adapter.activate().await.unwrap();
-        let client = communicator(&[]).unwrap();
+        let client_port = free_port();
+        let client =
+            communicator(&[("Floe.Metrics.Prometheus.Endpoints", &format!("tcp -h 127.0.0.1 -p {client_port}"))])
+                .unwrap();
         let hello = client.string_to_proxy(&adapter.create_proxy(Identity::new("hello")).to_string()).unwrap();
         for _ in 0..5 {
             hello.ice_ping().await.unwrap();
@@ -117,6 +120,20 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
         }
         // Request sizes: ice_ping's parameters are an empty encapsulation (6 bytes).
         assert!(has("counter floe_dispatch_request_bytes_total{adapter=Hello,operation=ice_ping} 36"), "{samples:?}");
+
+        // The client's side: its invocations.
+        let answer = tokio::task::spawn_blocking(move || scrape(client_port)).await.unwrap();
+        let samples = parsed_by_prometheus_client(answer.split_once("\r\n\r\n").expect("an HTTP answer").1);
+        let has = |line: &str| samples.iter().any(|s| s == line);
+        for line in [
+            "counter floe_invocations_total{mode=twoway,operation=ice_ping,outcome=ok} 5",
+            "counter floe_invocations_total{mode=twoway,operation=sayHello,outcome=OperationNotExistException} 1",
+            "counter floe_invocations_total{mode=twoway,operation=ice_ping,outcome=ObjectNotExistException} 1",
+            "histogram floe_invocation_duration_seconds_count{mode=twoway,operation=ice_ping} 6",
+        ] {
+            assert!(has(line), "no `{line}' in:\n{}", samples.join("\n"));
+        }
+        assert!(!samples.iter().any(|s| s.contains("floe_dispatches_total")), "the client dispatched nothing");
 
         // Bad input on the endpoint gets an HTTP error, and it keeps serving.
         let (bad, post, elsewhere) = tokio::task::spawn_blocking(move || {

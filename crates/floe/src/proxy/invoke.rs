@@ -296,6 +296,37 @@ impl ObjectPrx {
         write: impl FnOnce(&mut Encoder),
         tail: Option<&[u8]>,
     ) -> Result<Option<Outcome>> {
+        let metrics = self.inner.instance.metrics();
+        if !metrics.active() {
+            return self.invoke_unobserved(operation, mode, context, write, tail).await;
+        }
+        let start = metrics.invocation_begin();
+        let result = self.invoke_unobserved(operation, mode, context, write, tail).await;
+        if let Some(start) = start {
+            let outcome = match &result {
+                Ok(Some(Outcome::UserException(_))) => "user_exception",
+                Ok(_) => "ok",
+                Err(e) => e.ice_type_id().rsplit("::").next().unwrap_or("error"),
+            };
+            let invocation = match self.inner.reference.wire.mode {
+                InvocationMode::Twoway => "twoway",
+                InvocationMode::Oneway | InvocationMode::BatchOneway => "oneway",
+                InvocationMode::Datagram | InvocationMode::BatchDatagram => "datagram",
+            };
+            metrics.invocation_end(start, operation, invocation, outcome);
+        }
+        result
+    }
+
+    /// [`invoke_unbatched`](Self::invoke_unbatched) without counting it.
+    async fn invoke_unobserved(
+        &self,
+        operation: &str,
+        mode: OperationMode,
+        context: Option<&Context>,
+        write: impl FnOnce(&mut Encoder),
+        tail: Option<&[u8]>,
+    ) -> Result<Option<Outcome>> {
         // Ice's UnsupportedEncodingException: nothing is sent with an encoding of another
         // major version.
         self.inner.reference.wire.encoding.compatible()?;
