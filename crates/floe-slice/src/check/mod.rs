@@ -89,6 +89,9 @@ struct Checker {
     diags: Vec<Diagnostic>,
     /// Integer constants by absolute name (enumerator values may name them).
     int_consts: HashMap<String, i128>,
+    /// Enumerators' values by absolute name, with their aliases in the enclosing scope (a
+    /// compact id may be given as an enumerator, as Ice 3.8's Slice does).
+    enumerator_values: HashMap<String, i128>,
     /// Enumerators entered in their enum's enclosing scope too, which a definition there may
     /// take over.
     enumerator_aliases: HashSet<String>,
@@ -150,11 +153,13 @@ pub fn check(defs: Vec<Definition>, global_metadata: Vec<String>) -> (Unit, Vec<
         symbols: BTreeMap::new(),
         diags: Vec::new(),
         int_consts: HashMap::new(),
+        enumerator_values: HashMap::new(),
         enumerator_aliases: HashSet::new(),
     };
     let mut defs = defs;
     c.collect(&defs, "", &mut Vec::new());
     collect_int_consts(&defs, "", &mut c.int_consts);
+    collect_enumerator_values(&defs, "", &c.int_consts, &mut c.enumerator_values);
     c.resolve_defs(&mut defs, "");
     let names = crate::names::check_names(&defs);
     // A name with the wrong capitalization is reported as such, not also as undefined.
@@ -360,13 +365,16 @@ impl Checker {
                 }
                 DefKind::Class { base, implements, members, ops, compact_id, compact_id_name, .. } => {
                     if let Some((n, sp)) = compact_id_name.clone() {
-                        let abs = self.resolve_name(&n, sp, scope, &[SymKind::Const], "an integer constant");
-                        match abs.and_then(|a| self.int_consts.get(&a).copied()) {
+                        let kinds = [SymKind::Const, SymKind::Enumerator];
+                        let abs = self.resolve_name(&n, sp, scope, &kinds, "an integer constant or an enumerator");
+                        let value = abs
+                            .and_then(|a| self.int_consts.get(&a).or_else(|| self.enumerator_values.get(&a)).copied());
+                        match value {
                             Some(v) if (0..=i32::MAX as i128).contains(&v) => *compact_id = Some(v as i32),
                             _ => self.diags.push(Diagnostic::error(
                                 Code::BadConstant,
                                 sp,
-                                format!("compact id `{n}` is not a non-negative integer constant"),
+                                format!("compact id `{n}` is not a non-negative integer constant or enumerator"),
                             )),
                         }
                     }
@@ -463,6 +471,52 @@ impl Checker {
                 }
             }
         }
+    }
+}
+
+/// Records the value of every enumerator under its absolute name and, where that name is
+/// free, under its enum's enclosing scope (as Slice 3.7 enters it there too). Values the
+/// checker finds wrong are reported when it checks the enum.
+fn collect_enumerator_values(
+    defs: &[Definition],
+    scope: &str,
+    int_consts: &HashMap<String, i128>,
+    out: &mut HashMap<String, i128>,
+) {
+    for d in defs {
+        let abs = join(scope, &d.name);
+        match &d.kind {
+            DefKind::Module(inner) => collect_enumerator_values(inner, &abs, int_consts, out),
+            DefKind::Enum { enumerators } => {
+                let mut next: i128 = 0;
+                for e in enumerators {
+                    let value = match &e.explicit {
+                        Some(ConstValue::Int(v)) => *v,
+                        Some(ConstValue::Name(n, _)) => lookup_outwards(scope, n, int_consts).unwrap_or(next),
+                        _ => next,
+                    };
+                    out.insert(join(&abs, &e.name), value);
+                    out.entry(join(scope, &e.name)).or_insert(value);
+                    next = value.saturating_add(1);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `name` looked up in `values` from `scope` outwards (an absolute name only as it is).
+fn lookup_outwards(scope: &str, name: &str, values: &HashMap<String, i128>) -> Option<i128> {
+    let mut s = scope.to_string();
+    loop {
+        let candidate = if name.starts_with("::") { name.to_string() } else { join(&s, name) };
+        if let Some(v) = values.get(&candidate) {
+            return Some(*v);
+        }
+        if name.starts_with("::") || s.is_empty() {
+            return None;
+        }
+        s = s.rsplit_once("::").map(|(a, _)| a.to_string()).unwrap_or_default();
     }
 }
 
