@@ -89,6 +89,7 @@ const SUITES38: &[(&str, &[&str])] = &[
     ("slicing/objects", &["./ServerPrivate.ice"]),
     ("ami", &["Ice/BuiltinSequences.ice"]),
     ("scope", &[]),
+    ("objects", &["./Forward.ice", "./Derived.ice", "./DerivedEx.ice"]),
 ];
 /// The Ice 3.8 source tarball's top directory.
 const VERSION38: &str = "3.8.2";

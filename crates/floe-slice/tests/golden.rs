@@ -124,6 +124,48 @@ fn class_graphs_round_trip() {
     }
 }
 
+/// A chain of instances as deep as `Ice.ClassGraphDepthMax` decodes; one level more is an
+/// error, in every encoding (the 1.0 encoding sends instances one after another, their depth
+/// is where they are referenced).
+#[test]
+fn the_class_graph_depth_limit_is_the_decoders() {
+    use floe::encoding::{Decoder, Encoder};
+    use floe::Class;
+    use generated::demo::*;
+
+    let chain = |n: i32| {
+        let mut next = None;
+        for value in (0..n).rev() {
+            next = Some(Class::new(Node { value, next, label: None }));
+        }
+        next.expect("a chain")
+    };
+    for (encoding, format) in CLASS_ENCODINGS {
+        for (levels, max, ok) in [(10, 10, true), (11, 10, false), (100, 0, true), (100, 100, true), (101, 100, false)]
+        {
+            let mut e = Encoder::new(encoding);
+            e.set_format(format);
+            e.write_class(Some(&chain(levels)));
+            e.write_pending_values();
+            let mut d = Decoder::from_slice(e.as_slice(), encoding);
+            if max > 0 {
+                d.set_class_graph_depth_max(max);
+            } else {
+                d.set_class_graph_depth_max(usize::MAX);
+            }
+            let r = d.read_class::<Node>().and_then(|n| d.read_pending_values().map(|_| n));
+            assert_eq!(r.is_ok(), ok, "{encoding} {format:?}: {levels} levels, at most {max}: {:?}", r.err());
+        }
+        // The default is Ice 3.7's, 100.
+        let mut e = Encoder::new(encoding);
+        e.set_format(format);
+        e.write_class(Some(&chain(101)));
+        e.write_pending_values();
+        let mut d = Decoder::from_slice(e.as_slice(), encoding);
+        assert!(d.read_class::<Node>().and_then(|_| d.read_pending_values()).is_err());
+    }
+}
+
 /// Truncations and byte flips of encoded class graphs give errors, never panics or hangs.
 #[test]
 fn damaged_class_graphs_are_errors() {

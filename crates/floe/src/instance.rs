@@ -72,6 +72,8 @@ struct Inner {
     /// `Ice.TCP.Backlog`.
     tcp_backlog: u32,
     accept_class_cycles: bool,
+    /// `Ice.ClassGraphDepthMax`.
+    class_graph_depth_max: usize,
     /// Classes and exceptions of operations without format metadata use the sliced format
     /// (`Ice.Default.SlicedFormat`).
     sliced_format: bool,
@@ -247,6 +249,13 @@ impl Instance {
         };
         let inner = Inner {
             accept_class_cycles: properties.get_int("Ice.AcceptClassCycles", 0)? > 0,
+            // As in Ice, a value below 1 sets no limit.
+            class_graph_depth_max: match properties
+                .get_int("Ice.ClassGraphDepthMax", crate::encoding::class::CLASS_GRAPH_DEPTH_MAX as i64)?
+            {
+                n if n < 1 => usize::MAX,
+                n => n as usize,
+            },
             sliced_format: properties.get_int("Ice.Default.SlicedFormat", 0)? > 0,
             value_factories: Arc::default(),
             has_value_factories: AtomicBool::new(false),
@@ -435,6 +444,7 @@ impl Instance {
     pub(crate) fn decoder(&self, payload: bytes::Bytes, encoding: EncodingVersion) -> crate::encoding::Decoder {
         let mut d = crate::encoding::Decoder::new(payload, encoding).with_context(Some(self.decoder_context()));
         d.set_accept_class_cycles(self.accept_class_cycles());
+        d.set_class_graph_depth_max(self.0.class_graph_depth_max);
         d.set_value_factories(self.value_factories());
         d
     }

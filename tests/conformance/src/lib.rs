@@ -116,6 +116,9 @@ pub mod generated38 {
     pub mod optional {
         include!(concat!(env!("OUT_DIR"), "/ice38_optional.rs"));
     }
+    pub mod objects {
+        include!(concat!(env!("OUT_DIR"), "/ice38_objects.rs"));
+    }
     pub mod slicing_objects {
         include!(concat!(env!("OUT_DIR"), "/ice38_slicing_objects.rs"));
     }

@@ -187,3 +187,24 @@ fn cpp38_optional_sliced_format() {
         &["--Ice.Default.SlicedFormat=1"],
     );
 }
+
+/// floe's server generated from 3.8's objects Slice (renamed classes, compact ids given as
+/// enumerators), with 3.8's class graph depth limit.
+#[test]
+fn cpp38_objects() {
+    check_cpp38(suite!("objects", "floe-conformance-objects38", ["TestAdapter"], 1), "1.1", &[]);
+}
+
+#[test]
+fn cpp38_objects_1_0() {
+    check_cpp38(suite!("objects", "floe-conformance-objects38", ["TestAdapter"], 1), "1.0", &[]);
+}
+
+#[test]
+fn cpp38_objects_sliced_format() {
+    check_cpp38(
+        suite!("objects", "floe-conformance-objects38", ["TestAdapter"], 1),
+        "1.1",
+        &["--Ice.Default.SlicedFormat=1"],
+    );
+}

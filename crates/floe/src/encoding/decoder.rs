@@ -25,6 +25,7 @@ pub struct Decoder {
     context: Option<DecoderContext>,
     pub(super) classes: Option<Box<super::class::ClassReadState>>,
     pub(super) accept_class_cycles: bool,
+    pub(super) class_graph_depth_max: usize,
     pub(super) value_factories: Option<std::sync::Arc<super::class::ValueFactories>>,
     /// Slices of unknown exception types skipped so far (1.1), for preserving exceptions.
     skipped_exception_slices: Vec<super::class::SliceInfo>,
@@ -64,6 +65,7 @@ impl Decoder {
             context: None,
             classes: None,
             accept_class_cycles: false,
+            class_graph_depth_max: super::class::CLASS_GRAPH_DEPTH_MAX,
             value_factories: None,
             skipped_exception_slices: Vec::new(),
         }

@@ -40,7 +40,13 @@ pub fn start(cmd: Command) -> Server {
 }
 
 /// Starts `cmd` and waits (up to 30 s) for it to print `marker`.
-pub fn start_until(mut cmd: Command, marker: &str) -> Server {
+pub fn start_until(cmd: Command, marker: &str) -> Server {
+    start_logged(cmd, marker, None)
+}
+
+/// [`start_until`] for a program whose stderr goes to `log`, which a failure to start shows.
+pub fn start_logged(mut cmd: Command, marker: &str, log: Option<&std::path::Path>) -> Server {
+    let logged = || log.and_then(|l| std::fs::read_to_string(l).ok()).unwrap_or_default();
     cmd.stdout(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let mut out = child.stdout.take().unwrap();
@@ -48,9 +54,17 @@ pub fn start_until(mut cmd: Command, marker: &str) -> Server {
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
     while !String::from_utf8_lossy(&seen).contains(marker) {
-        assert!(Instant::now() < deadline, "{cmd:?} did not get ready: {:?}", String::from_utf8_lossy(&seen));
+        assert!(
+            Instant::now() < deadline,
+            "{cmd:?} did not get ready: {:?}\n{}",
+            String::from_utf8_lossy(&seen),
+            logged()
+        );
         let n = out.read(&mut buf).unwrap();
-        assert!(n > 0, "{cmd:?} exited: {:?}", String::from_utf8_lossy(&seen));
+        if n == 0 {
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+            panic!("{cmd:?} exited ({status}): {:?}\n{}", String::from_utf8_lossy(&seen), logged());
+        }
         seen.extend_from_slice(&buf[..n]);
     }
     // Keep draining its output so that it never blocks on a full pipe.
@@ -58,11 +72,20 @@ pub fn start_until(mut cmd: Command, marker: &str) -> Server {
     Server(child)
 }
 
-/// The floe interop server on `endpoints`, with extra arguments.
+/// The floe interop server on `endpoints`, with extra arguments. Its stderr goes to a file
+/// of the test's temporary directory, shown if it fails to start.
 pub fn floe_server(endpoints: &str, extra: &[&str]) -> Server {
+    static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("floe-interop-server-{}-{n}.stderr", std::process::id()));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-interop-server"));
-    cmd.args(["--endpoints", endpoints]).args(extra).stderr(Stdio::null());
-    start(cmd)
+    cmd.args(["--endpoints", endpoints]).args(extra);
+    match std::fs::File::create(&log) {
+        Ok(file) => cmd.stderr(file),
+        Err(_) => cmd.stderr(Stdio::null()),
+    };
+    start_logged(cmd, "TestAdapter ready", Some(&log))
 }
 
 /// A raw connection that has read the server's ValidateConnection message.

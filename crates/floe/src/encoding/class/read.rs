@@ -78,6 +78,8 @@ pub(crate) struct ClassReadState {
     /// indirection tables of its later slices are created with it too.
     instance_factories: Vec<ClassFactory>,
     depth: usize,
+    /// How deep instances may nest (`Ice.ClassGraphDepthMax`).
+    depth_max: usize,
 }
 
 impl Clone for ClassReadState {
@@ -100,6 +102,7 @@ impl Clone for ClassReadState {
             first: self.first.clone(),
             instance_factories: self.instance_factories.clone(),
             depth: self.depth,
+            depth_max: self.depth_max,
         }
     }
 }
@@ -182,6 +185,7 @@ impl Decoder {
     fn class_state(&mut self) -> &mut ClassReadState {
         let first_id = if self.encoding().is_1_0() { 1 } else { 2 };
         let accept_cycles = self.accept_class_cycles;
+        let depth_max = self.class_graph_depth_max;
         let value_factories = self.value_factories.clone();
         self.classes.get_or_insert_with(|| {
             let mut state = ClassReadState::default();
@@ -189,8 +193,19 @@ impl Decoder {
             state.next_id = first_id;
             state.owner = true;
             state.accept_cycles = accept_cycles;
+            state.depth_max = depth_max;
             Box::new(state)
         })
+    }
+
+    /// How deep class instances may nest in what this decoder reads (Ice's
+    /// `Ice.ClassGraphDepthMax`; [`CLASS_GRAPH_DEPTH_MAX`] by default, as in Ice 3.7): a
+    /// deeper graph is a marshal error, which keeps a hostile peer from exhausting the stack.
+    pub fn set_class_graph_depth_max(&mut self, max: usize) {
+        self.class_graph_depth_max = max;
+        if let Some(state) = self.classes.as_mut() {
+            state.depth_max = max;
+        }
     }
 
     /// Whether class graphs with cycles are accepted (Ice's `Ice.AcceptClassCycles`, off by
@@ -324,8 +339,8 @@ impl Decoder {
         {
             let state = self.class_state();
             state.depth += 1;
-            if state.depth > CLASS_GRAPH_DEPTH_MAX {
-                return Err(DecodeError::Malformed("class graph deeper than Ice.ClassGraphDepthMax (100)"));
+            if state.depth > state.depth_max {
+                return Err(DecodeError::Malformed("class graph deeper than Ice.ClassGraphDepthMax"));
             }
             state.slices.push(None);
             state.stack.push(cell.key());
