@@ -9,7 +9,7 @@
 mod server {
     use std::sync::Mutex;
 
-    use floe::{AnyClass, Class, Current, Error, Identity, Proxy};
+    use floe::{AnyClass, Class, Current, DispatchFuture, Dispatcher, Error, Identity, IncomingRequest, Proxy};
     use floe_conformance::generated38::objects::test::*;
     use floe_conformance::TestServer;
 
@@ -195,15 +195,27 @@ mod server {
             Ok(derived.downcast())
         }
         async fn throw_derived(&self, _: &Current) -> R<()> {
-            Err(Error::user(DerivedEx { base: BaseEx { reason: "reason".into() } }))
+            Err(Error::user(DerivedEx { reason: "reason".into() }))
         }
     }
 
+    /// Answers `op`, declared to return an `Empty`, with an `AlsoEmpty`, as Ice's own server
+    /// does (a Blobject): the client must refuse it with a `MarshalException` naming both.
     struct UnexpectedObjectExceptionTestI;
 
-    impl UnexpectedObjectExceptionTest for UnexpectedObjectExceptionTestI {
-        async fn op(&self, _: &Current) -> R<Opt<AlsoEmpty>> {
-            Ok(Some(Class::new(AlsoEmpty::default())))
+    impl Dispatcher for UnexpectedObjectExceptionTestI {
+        fn dispatch(&self, request: IncomingRequest) -> DispatchFuture {
+            Box::pin(async move {
+                let c = &request.current;
+                match c.operation.as_str() {
+                    "op" => c.ok(|e| {
+                        e.write_class(Some(&Class::new(AlsoEmpty::default())));
+                        e.write_pending_values();
+                    }),
+                    "ice_ping" => c.ok(|_| {}),
+                    _ => c.operation_not_exist(),
+                }
+            })
         }
     }
 
@@ -225,8 +237,7 @@ mod server {
             adapter.add(InitialServer::new(initial), Identity::new("initial"));
             adapter.add(TestIntfServer::new(TestIntfI), Identity::new("test"));
             adapter.add(F2Server::new(F2I), Identity::new("F21"));
-            adapter
-                .add(UnexpectedObjectExceptionTestServer::new(UnexpectedObjectExceptionTestI), Identity::new("uoet"));
+            adapter.add(std::sync::Arc::new(UnexpectedObjectExceptionTestI), Identity::new("uoet"));
             adapter.activate().await
         })
     }
