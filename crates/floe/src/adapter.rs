@@ -778,9 +778,11 @@ impl ObjectAdapter {
             admitted
         };
         let adapter = Arc::downgrade(&self.inner);
+        let gauge = self.inner.instance.metrics().connection_opened("incoming");
         conn.on_closed(move || {
             // The connection's runtime serves one connection fewer.
             drop(lease);
+            drop(gauge);
             if let Some(inner) = adapter.upgrade() {
                 inner.connection_count.fetch_sub(1, Ordering::AcqRel);
                 inner.live.lock().expect("live").remove(&id);

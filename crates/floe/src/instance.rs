@@ -633,6 +633,12 @@ impl Instance {
                     c.close_forcefully(Error::CommunicatorDestroyed);
                     Err(Error::CommunicatorDestroyed)
                 }
+                Ok(c) => {
+                    if let Some(gauge) = self.0.metrics.connection_opened("outgoing") {
+                        c.on_closed_also(move || drop(gauge));
+                    }
+                    Ok(c)
+                }
                 other => other,
             };
             attempt.finish(&result);

@@ -425,6 +425,16 @@ impl Metrics {
         series.invocations.get_or_create(&with_outcome).inc();
     }
 
+    /// Counts a connection that just opened (`direction`: incoming or outgoing) while the
+    /// returned guard lives, when there is a Prometheus endpoint.
+    pub fn connection_opened(&self, direction: &str) -> Option<ConnectionGauge> {
+        let series = self.prometheus.as_ref()?;
+        let labels: Labels = vec![("direction".to_string(), direction.to_string())];
+        series.connections.get_or_create(&labels).inc();
+        series.connections_opened.get_or_create(&labels).inc();
+        Some(ConnectionGauge { series: series.clone(), labels })
+    }
+
     /// The Prometheus endpoint's series, when `Floe.Metrics.Prometheus.Endpoints` is set.
     pub fn prometheus(&self) -> Option<&Arc<Series>> {
         self.prometheus.as_ref()
@@ -502,6 +512,18 @@ impl Metrics {
                 m.end(id, &outcome);
             }
         }
+    }
+}
+
+/// An open connection in the Prometheus series; dropped when the connection closes.
+pub struct ConnectionGauge {
+    series: Arc<Series>,
+    labels: Labels,
+}
+
+impl Drop for ConnectionGauge {
+    fn drop(&mut self) {
+        self.series.connections.get_or_create(&self.labels).dec();
     }
 }
 

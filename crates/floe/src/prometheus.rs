@@ -51,6 +51,10 @@ pub struct Series {
     pub invocations: Family<Labels, Counter>,
     /// How long invocations took, by operation and mode.
     pub invocation_duration: HistogramFamily,
+    /// Connections open now, by direction (incoming, outgoing).
+    pub connections: Family<Labels, Gauge>,
+    /// Connections opened, by direction.
+    pub connections_opened: Family<Labels, Counter>,
 }
 
 impl Series {
@@ -63,6 +67,8 @@ impl Series {
         let dispatch_request_bytes = Family::<Labels, Counter>::default();
         let dispatch_reply_bytes = Family::<Labels, Counter>::default();
         let invocations = Family::<Labels, Counter>::default();
+        let connections = Family::<Labels, Gauge>::default();
+        let connections_opened = Family::<Labels, Counter>::default();
         let invocation_duration = HistogramFamily::new_with_constructor(latency_histogram as fn() -> Histogram);
         registry.register(
             "dispatches",
@@ -102,8 +108,16 @@ impl Series {
              retries included, by operation and mode",
             invocation_duration.clone(),
         );
+        registry.register(
+            "connections",
+            "Connections open now: accepted by the communicator's adapters (incoming) or made by its proxies (outgoing)",
+            connections.clone(),
+        );
+        registry.register("connections_opened", "Connections opened, by direction", connections_opened.clone());
         Series {
             registry,
+            connections,
+            connections_opened,
             invocations,
             invocation_duration,
             dispatches,

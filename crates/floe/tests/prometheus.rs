@@ -115,6 +115,8 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
             "gauge floe_dispatches_in_progress{adapter=Hello} 0",
             "histogram floe_dispatch_duration_seconds_count{adapter=Hello,operation=ice_ping} 6",
             "counter floe_dispatch_reply_bytes_total{adapter=Hello,operation=ice_ping} 30",
+            "gauge floe_connections{direction=incoming} 1",
+            "counter floe_connections_opened_total{direction=incoming} 1",
         ] {
             assert!(has(line), "no `{line}' in:\n{}", samples.join("\n"));
         }
@@ -130,6 +132,8 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
             "counter floe_invocations_total{mode=twoway,operation=sayHello,outcome=OperationNotExistException} 1",
             "counter floe_invocations_total{mode=twoway,operation=ice_ping,outcome=ObjectNotExistException} 1",
             "histogram floe_invocation_duration_seconds_count{mode=twoway,operation=ice_ping} 6",
+            "gauge floe_connections{direction=outgoing} 1",
+            "counter floe_connections_opened_total{direction=outgoing} 1",
         ] {
             assert!(has(line), "no `{line}' in:\n{}", samples.join("\n"));
         }
@@ -152,9 +156,21 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
         let again = tokio::task::spawn_blocking(move || scrape(port)).await.unwrap();
         assert!(again.contains("floe_dispatches_total{adapter=\"Hello\",operation=\"ice_ping\",outcome=\"ok\"} 6"));
 
+        // The client's connection closes with it, and leaves the server's count.
+        client.destroy().await;
+        let mut closed = String::new();
+        for _ in 0..50 {
+            closed = tokio::task::spawn_blocking(move || scrape(port)).await.unwrap();
+            if closed.contains("floe_connections{direction=\"incoming\"} 0") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(closed.contains("floe_connections{direction=\"incoming\"} 0"), "{closed}");
+        assert!(closed.contains("floe_connections_opened_total{direction=\"incoming\"} 1"), "{closed}");
+
         // Destroying the communicator closes the endpoint.
         server.destroy().await;
-        client.destroy().await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "the endpoint outlived its communicator");
     });

@@ -80,6 +80,8 @@ struct Shared {
     acm_slot: AtomicUsize,
     /// Called once, when the connection closes.
     on_closed: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Called once each, when the connection closes, after `on_closed`.
+    on_closed_also: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 /// A connection to an Ice peer. Cheap to clone; all clones are the same connection.
@@ -147,6 +149,7 @@ impl Connection {
                 home: std::sync::OnceLock::new(),
                 acm_slot: AtomicUsize::new(usize::MAX),
                 on_closed: Mutex::new(None),
+                on_closed_also: Mutex::new(Vec::new()),
             }),
         };
         conn.shared.activity.touch_read();
@@ -338,6 +341,10 @@ impl Connection {
         if let Some(hook) = hook {
             hook();
         }
+        let also = std::mem::take(&mut *self.shared.on_closed_also.lock().expect("close hook lock"));
+        for hook in also {
+            hook();
+        }
         let shared = self.shared.clone();
         let shutdown = async move {
             if let Some(mut w) = shared.writer.lock().await.take() {
@@ -384,6 +391,18 @@ impl Connection {
         if tokio::time::timeout(self.shared.config.close_timeout, graceful).await.is_err() {
             self.close_forcefully(Error::ConnectionLost("peer did not close in time".into()));
         }
+    }
+
+    /// Calls `hook` once the connection closes (at once if it has), beside the adapter's hook
+    /// and any others (the metrics' count of open connections uses it).
+    pub(crate) fn on_closed_also(&self, hook: impl FnOnce() + Send + 'static) {
+        let mut slot = self.shared.on_closed_also.lock().expect("close hook lock");
+        if self.shared.state.is_closed() {
+            drop(slot);
+            hook();
+            return;
+        }
+        slot.push(Box::new(hook));
     }
 
     /// Calls `hook` once the connection closes (at once if it has). One hook at a time: a new
