@@ -520,3 +520,42 @@ fn adapters_of_servers_that_died_expire_with_checks() {
         assert!(is_adapter_not_found(&locator, "Group").await);
     });
 }
+
+/// GET /metrics of a Prometheus endpoint on `port`.
+fn scrape(port: u16) -> String {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+}
+
+/// `Floe.Metrics.Prometheus.Endpoints` on floe-registry: its lookups are the dispatches of its
+/// client adapter, counted by operation and outcome.
+#[test]
+fn registry_lookups_are_scraped_from_its_prometheus_endpoint() {
+    let data = TempDir::new("prometheus");
+    let (port, metrics) = (free_port(), free_port());
+    let _registry = registry(port, &data.0, &[&format!("--Floe.Metrics.Prometheus.Endpoints=127.0.0.1:{metrics}")]);
+    runtime().block_on(async {
+        let c = communicator(port);
+        let l = locator_prx(&c, port);
+        for _ in 0..3 {
+            assert!(is_adapter_not_found(&l, "nowhere").await);
+        }
+        c.destroy().await;
+    });
+    let answer = scrape(metrics);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let lookups = answer
+        .lines()
+        .find(|l| {
+            l.starts_with("floe_dispatches_total{")
+                && l.contains("operation=\"findAdapterById\"")
+                && l.contains("outcome=\"user_exception\"")
+        })
+        .unwrap_or_else(|| panic!("no findAdapterById series:\n{answer}"));
+    assert!(lookups.ends_with(" 3"), "{lookups}");
+    assert!(answer.contains("floe_connections_opened_total{direction=\"incoming\"}"), "{answer}");
+}
