@@ -532,18 +532,7 @@ fn collect_int_consts(defs: &[Definition], scope: &str, out: &mut HashMap<String
             }
             DefKind::Const { value: ConstValue::Name(n, _), .. } => {
                 // A constant naming another constant: look it up from this scope outwards.
-                let mut s = scope.to_string();
-                let found = loop {
-                    let candidate = if n.starts_with("::") { n.clone() } else { join(&s, n) };
-                    if let Some(v) = out.get(&candidate) {
-                        break Some(*v);
-                    }
-                    if n.starts_with("::") || s.is_empty() {
-                        break None;
-                    }
-                    s = s.rsplit_once("::").map(|(a, _)| a.to_string()).unwrap_or_default();
-                };
-                if let Some(v) = found {
+                if let Some(v) = lookup_outwards(scope, n, out) {
                     out.insert(abs, v);
                 }
             }
