@@ -170,6 +170,9 @@ fn resolve(host: &str, port: u16) -> Option<SocketAddr> {
     (host, port).to_socket_addrs().ok()?.next()
 }
 
+/// How long a scraper has to send a request's head (a Prometheus server sends it at once).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A running endpoint; dropping it stops serving.
 pub struct Endpoint {
     address: SocketAddr,
@@ -212,8 +215,12 @@ pub fn serve(runtime: &tokio::runtime::Handle, address: SocketAddr, series: Arc<
                     let series = series.clone();
                     async move { Ok::<_, Infallible>(answer(&series, &request)) }
                 });
-                // A client that sends garbage or goes away ends only its own connection.
+                // A client that sends garbage or goes away ends only its own connection; one
+                // that sends no complete request head in time is closed, so that silent
+                // connections cannot pile up.
                 let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                     .await;
             });

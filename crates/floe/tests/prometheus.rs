@@ -176,6 +176,33 @@ fn a_servers_dispatches_are_scraped_as_prometheus_series() {
     });
 }
 
+/// A connection that never sends a request is closed after the header timeout (5 s), and
+/// scrapes meanwhile are answered.
+#[test]
+fn a_silent_connection_is_closed_and_others_are_served() {
+    runtime().block_on(async {
+        let port = free_port();
+        let server = communicator(&[("Floe.Metrics.Prometheus.Endpoints", &format!("127.0.0.1:{port}"))]).unwrap();
+        let closed_after = tokio::task::spawn_blocking(move || {
+            let mut silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            silent.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let start = std::time::Instant::now();
+            assert!(scrape(port).starts_with("HTTP/1.1 200"), "a scrape beside a silent connection");
+            let mut buf = [0u8; 64];
+            // The server closes it (end of stream, or a 408 before that); a read timeout is
+            // a failure.
+            let r = silent.read(&mut buf);
+            assert!(r.is_ok(), "the silent connection was not closed: {r:?}");
+            start.elapsed()
+        })
+        .await
+        .unwrap();
+        assert!(closed_after >= Duration::from_secs(4), "closed after {closed_after:?}");
+        assert!(closed_after < Duration::from_secs(15), "closed after {closed_after:?}");
+        server.destroy().await;
+    });
+}
+
 #[test]
 fn bad_settings_fail_initialization_with_the_property_named() {
     runtime().block_on(async {
