@@ -309,6 +309,8 @@ pub struct View {
 /// The views of a communicator.
 pub struct Metrics {
     active: AtomicBool,
+    /// Some enabled view gathers something (`active` also counts the Prometheus endpoint).
+    views_active: AtomicBool,
     views: Mutex<BTreeMap<String, View>>,
     /// The Prometheus endpoint's series, when it is configured.
     prometheus: Option<Arc<Series>>,
@@ -378,6 +380,7 @@ impl Metrics {
         let prometheus = props.get(crate::prometheus::ENDPOINTS_PROPERTY).filter(|v| !v.trim().is_empty());
         let metrics = Arc::new(Metrics {
             active: AtomicBool::new(false),
+            views_active: AtomicBool::new(false),
             views: Mutex::new(BTreeMap::new()),
             prometheus: prometheus.map(|_| Arc::new(Series::new())),
         });
@@ -403,6 +406,7 @@ impl Metrics {
 
     fn update_active(&self, views: &BTreeMap<String, View>) {
         let views_active = views.values().any(|v| v.enabled && !v.maps.is_empty());
+        self.views_active.store(views_active, Ordering::Release);
         self.active.store(views_active || self.prometheus.is_some(), Ordering::Release);
     }
 
@@ -477,13 +481,16 @@ impl Metrics {
     /// Starts counting an object of map `map`.
     pub fn begin(&self, map: &str, object: &dyn Attributes) -> Observer {
         let mut ids = Vec::new();
-        for (view_name, view) in self.lock().iter_mut() {
-            if !view.enabled {
-                continue;
-            }
-            if let Some(m) = view.maps.get_mut(map) {
-                if let Some(id) = m.begin(object) {
-                    ids.push((view_name.clone(), id));
+        // With only the Prometheus endpoint, the views' lock is not taken.
+        if self.views_active.load(Ordering::Relaxed) {
+            for (view_name, view) in self.lock().iter_mut() {
+                if !view.enabled {
+                    continue;
+                }
+                if let Some(m) = view.maps.get_mut(map) {
+                    if let Some(id) = m.begin(object) {
+                        ids.push((view_name.clone(), id));
+                    }
                 }
             }
         }
@@ -505,6 +512,9 @@ impl Metrics {
         outcome.lifetime_us = elapsed.as_micros().min(i64::MAX as u128) as i64;
         if let (Some(series), Some(labels)) = (&self.prometheus, &observer.series) {
             record(series, labels, elapsed.as_secs_f64(), &outcome);
+        }
+        if observer.ids.is_empty() {
+            return;
         }
         let mut views = self.lock();
         for (view, id) in &observer.ids {
