@@ -209,73 +209,9 @@ fn fetch38() -> Result<Option<PathBuf>, String> {
 /// The cache directory: `<target>/ice-conformance`, found from OUT_DIR
 /// (`<target>/<profile>/build/<pkg>/out`).
 fn cache_dir() -> PathBuf {
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    let target = out.ancestors().nth(4).map(Path::to_path_buf).unwrap_or(out);
-    target.join("ice-conformance")
+    floe_build::ice_source::target_dir().join("ice-conformance")
 }
 
 fn fetch() -> Result<PathBuf, String> {
-    let cache = cache_dir();
-    let tree = cache.join(format!("ice-{VERSION}"));
-    // The stamp names what was extracted, so that a longer list extracts again.
-    let stamp = cache.join(format!("extracted-{}", EXTRACT.join(" ").len()));
-    if stamp.exists() && tree.is_dir() {
-        return Ok(tree);
-    }
-    let download = cache.join("download");
-    let lists = cache.join("apt-lists");
-    let parts = cache.join("apt-sources");
-    for d in [&download, &lists.join("partial"), &parts, &cache.join("apt-cache/archives/partial")] {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-    }
-    std::fs::write(
-        parts.join("deb-src.sources"),
-        "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n\
-         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
-    )
-    .map_err(|e| e.to_string())?;
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let mut cmd = Command::new("apt-get");
-        cmd.current_dir(&download)
-            .arg("-qq")
-            .arg("-o")
-            .arg("Dir::Etc::SourceList=/dev/null")
-            .arg("-o")
-            .arg(format!("Dir::Etc::SourceParts={}", parts.display()))
-            .arg("-o")
-            .arg(format!("Dir::State::Lists={}", lists.display()))
-            .arg("-o")
-            .arg("Debug::NoLocking=1")
-            .arg("-o")
-            .arg(format!("Dir::Cache={}", cache.join("apt-cache").display()))
-            .arg("-o")
-            .arg(format!("Dir::Cache::Archives={}", cache.join("apt-cache/archives").display()))
-            .args(args);
-        let out = cmd.output().map_err(|e| format!("apt-get: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!("apt-get {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
-        }
-    };
-    let tarball = download.join(format!("zeroc-ice_{VERSION}.orig.tar.xz"));
-    if !tarball.exists() {
-        apt(&["update"])?;
-        apt(&["source", "--download-only", &format!("zeroc-ice={VERSION}-2.1")])
-            .or_else(|_| apt(&["source", "--download-only", "zeroc-ice"]))?;
-    }
-    let _ = std::fs::remove_dir_all(&tree);
-    let status = Command::new("tar")
-        .arg("-xJf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&cache)
-        .args(EXTRACT)
-        .status()
-        .map_err(|e| format!("tar: {e}"))?;
-    if !status.success() {
-        return Err(format!("tar could not extract {}", tarball.display()));
-    }
-    std::fs::write(&stamp, VERSION).map_err(|e| e.to_string())?;
-    Ok(tree)
+    floe_build::ice_source::extract(EXTRACT, &cache_dir())
 }

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+pub mod ice_source;
+
 use std::path::{Path, PathBuf};
 
 /// The caller's include directories followed by floe's built-in Slice directory (which has

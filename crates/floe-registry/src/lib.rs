@@ -28,11 +28,9 @@ use database::Database;
 use shared::Shared;
 
 /// The Rust mapping of the Slice definitions of Ice 3.7 that the registry serves
-/// (`Ice::Locator`, `IceGrid::Query`, `IceGrid::Admin`, …), generated at build time.
-#[allow(missing_docs, unreachable_pub, clippy::all)]
-pub mod slice {
-    include!(concat!(env!("OUT_DIR"), "/icegrid.rs"));
-}
+/// (`Ice::Locator`, `IceGrid::Query`, `IceGrid::Admin`, …) and of IceGrid's internal
+/// protocol, generated at build time (crate floe-icegrid).
+pub use floe_icegrid as slice;
 
 /// Why the registry could not start.
 #[derive(Debug)]
