@@ -1,0 +1,120 @@
+//! `IceGrid::Adapter` objects (`<instance>-ServerAdapter/<server>-<adapter id>`): one per
+//! object adapter of a loaded server. The registry asks them for the adapter's endpoints
+//! (`getDirectProxy`), asks them to start the server when a client needs it (`activate`), and
+//! tells them what the server registered (`setDirectProxy`).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use floe::{Current, Error, ObjectPrx};
+use floe_icegrid::ice_grid::{Adapter, AdapterActiveException, AdapterNotActiveException, AdapterPrx, ServerState};
+use tokio::sync::watch;
+
+use crate::server::ServerEntry;
+
+/// One adapter of a loaded server.
+pub struct AdapterEntry {
+    /// The adapter id.
+    pub id: String,
+    /// Its proxy on the node's adapter.
+    pub proxy: AdapterPrx,
+    /// The server it belongs to.
+    pub server: Weak<ServerEntry>,
+    /// What the server registered (None: not active); watched by `activate` calls.
+    direct: watch::Sender<Option<ObjectPrx>>,
+}
+
+impl AdapterEntry {
+    /// A new, inactive adapter.
+    pub fn new(id: String, proxy: AdapterPrx, server: Weak<ServerEntry>) -> Arc<AdapterEntry> {
+        Arc::new(AdapterEntry { id, proxy, server, direct: watch::channel(None).0 })
+    }
+
+    /// The endpoints the server registered, if any.
+    pub fn direct_proxy(&self) -> Option<ObjectPrx> {
+        self.direct.borrow().clone()
+    }
+
+    /// Forgets the registered endpoints (the server stopped or is started again).
+    pub fn clear(&self) {
+        self.direct.send_replace(None);
+    }
+
+    fn server(&self, current: &Current) -> floe::Result<Arc<ServerEntry>> {
+        self.server.upgrade().ok_or_else(|| crate::server::gone(current))
+    }
+}
+
+/// The servant of an [`AdapterEntry`].
+pub struct AdapterServant(pub Arc<AdapterEntry>);
+
+impl Adapter for AdapterServant {
+    async fn activate(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        let adapter = &self.0;
+        let server = adapter.server(current)?;
+        if let Some(p) = adapter.direct_proxy().filter(|_| server.is_enabled()) {
+            return Ok(Some(p));
+        }
+        if !server.is_adapter_activatable(&adapter.id) {
+            return Ok(None);
+        }
+        let mut direct = adapter.direct.subscribe();
+        let mut state = server.watch_state();
+        tracing::debug!(target: "floe_node::adapter", server = %server.id, adapter = %adapter.id, "activating on demand");
+        if let Err(reason) = server.start_on_demand() {
+            tracing::warn!(target: "floe_node::adapter", server = %server.id, %reason, "activation failed");
+            return Ok(None);
+        }
+        // Until the adapter registers, the activation ends (the server is active without
+        // it, or it stopped), or the activation timeout passes (with a second's margin for
+        // the server's own timer to fire first).
+        let limit = server.activation_timeout() + Duration::from_secs(1);
+        let wait = async {
+            loop {
+                if let Some(p) = direct.borrow_and_update().clone() {
+                    return Some(p);
+                }
+                let s = *state.borrow_and_update();
+                if matches!(s, ServerState::Active | ServerState::ActivationTimedOut | ServerState::Inactive)
+                    && !server.is_activating()
+                {
+                    return adapter.direct_proxy();
+                }
+                tokio::select! {
+                    r = direct.changed() => if r.is_err() { return None },
+                    r = state.changed() => if r.is_err() { return None },
+                }
+            }
+        };
+        Ok(tokio::time::timeout(limit, wait).await.unwrap_or(None))
+    }
+
+    async fn get_direct_proxy(&self, current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        let server = self.0.server(current)?;
+        match self.0.direct_proxy() {
+            Some(p) if server.is_enabled() => Ok(Some(p)),
+            _ => Err(Error::user(AdapterNotActiveException {
+                activatable: server.is_enabled() && server.is_adapter_activatable(&self.0.id),
+            })),
+        }
+    }
+
+    async fn set_direct_proxy(&self, proxy: Option<ObjectPrx>, current: &Current) -> floe::Result<()> {
+        let server = self.0.server(current)?;
+        if proxy.is_some()
+            && self.0.direct_proxy().is_some()
+            && !server.node.config.allow_endpoints_override
+            && server.state() == ServerState::Active
+        {
+            return Err(Error::user(AdapterActiveException {}));
+        }
+        let registered = proxy.is_some();
+        self.0.direct.send_replace(proxy);
+        tracing::debug!(target: "floe_node::adapter", server = %server.id, adapter = %self.0.id, registered, "setDirectProxy");
+        if registered {
+            server.adapter_activated(&self.0.id);
+        }
+        server.observe_adapter(&self.0);
+        Ok(())
+    }
+}

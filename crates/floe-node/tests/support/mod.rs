@@ -1,0 +1,208 @@
+//! Helpers of floe-node's tests: ports, child processes killed when dropped, temporary
+//! directories, ZeroC's registry and icegridadmin, and floe-node itself, all on loopback.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[path = "../../../../tests/support/ports.rs"]
+mod ports;
+
+/// The instance name of the test grids.
+pub const INSTANCE: &str = "NodeGrid";
+
+/// A free loopback port (block 5 of `ports`).
+pub fn free_port() -> u16 {
+    ports::unused_port(5)
+}
+
+/// A child process killed when dropped; keeps what it printed.
+pub struct Proc {
+    pub child: Child,
+    pub output: Arc<Mutex<String>>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    /// Sends SIGTERM and waits up to 30 s for the exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        kill(self.child.id(), "TERM");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the process did not exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What it printed so far.
+    pub fn printed(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+}
+
+/// Sends a signal with kill(1).
+pub fn kill(pid: u32, signal: &str) {
+    let status = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// Starts `cmd` and waits (up to 30 s) for it to print `marker` on stdout.
+pub fn start_until(mut cmd: Command, marker: &str) -> Proc {
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let output = Arc::new(Mutex::new(String::new()));
+    let o = output.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            o.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let mut proc = Proc { child, output };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !proc.printed().contains(marker) {
+        if let Some(status) = proc.child.try_wait().unwrap() {
+            panic!("{cmd:?} exited ({status}) before `{marker}': {}", proc.printed());
+        }
+        assert!(Instant::now() < deadline, "{cmd:?} did not print `{marker}': {}", proc.printed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    proc
+}
+
+/// A temporary directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("node-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn sub(&self, name: &str) -> PathBuf {
+        let d = self.0.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Kept when the test fails: the node's log and the servers' output are in it.
+        if std::thread::panicking() {
+            eprintln!("kept {} (the node's log, the servers' files and output)", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// The locator proxy of a registry whose client endpoint is on `port`.
+pub fn locator(port: u16) -> String {
+    format!("{INSTANCE}/Locator:tcp -h 127.0.0.1 -p {port}")
+}
+
+/// ZeroC's icegridregistry 3.7 on `port`, its database in `data`.
+pub fn icegridregistry(port: u16, data: &Path) -> Proc {
+    let mut cmd = Command::new("icegridregistry");
+    cmd.args([
+        &format!("--IceGrid.InstanceName={INSTANCE}"),
+        &format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"),
+        "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1",
+        "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1",
+        &format!("--IceGrid.Registry.LMDB.Path={}", data.display()),
+        "--IceGrid.Registry.LMDB.MapSize=64",
+        &format!("--IceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
+        "--IceGrid.Registry.Discovery.Enabled=0",
+        "--Ice.PrintAdapterReady=1",
+    ])
+    .stderr(Stdio::null());
+    start_until(cmd, "IceGrid.Registry.Client ready")
+}
+
+/// floe-node `name` for the registry on `port`, with its data and output under `dir`.
+pub fn floe_node(name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Proc {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-node"));
+    cmd.args([
+        format!("--IceGrid.Node.Name={name}"),
+        "--IceGrid.Node.Endpoints=tcp -h 127.0.0.1".to_string(),
+        format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
+        format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
+        format!("--Ice.Default.Locator={}", locator(port)),
+        "--IceGrid.Node.WaitTime=20".to_string(),
+        // The tests' files are the test user's: servers run as that user, root included.
+        "--IceGrid.Node.AllowRunningServersAsRoot=1".to_string(),
+    ])
+    .args(extra)
+    .env("RUST_LOG", "floe_node=debug")
+    .stderr(std::fs::File::create(dir.0.join(format!("{name}.log"))).unwrap());
+    start_until(cmd, "floe-node ready")
+}
+
+/// Runs one icegridadmin command against the registry on `port`: (success, stdout, stderr).
+pub fn icegridadmin(port: u16, command: &str) -> (bool, String, String) {
+    let out = Command::new("icegridadmin")
+        .args([
+            &format!("--Ice.Default.Locator={}", locator(port)),
+            "--IceGridAdmin.Username=admin",
+            "--IceGridAdmin.Password=any",
+            "-e",
+            command,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An icegridadmin command that must succeed; its output.
+pub fn admin_ok(port: u16, command: &str) -> String {
+    let (ok, out, err) = icegridadmin(port, command);
+    assert!(ok, "`{command}' failed:\n{out}\n{err}");
+    out
+}
+
+/// Polls `what` every 100 ms until it holds, up to `limit`.
+pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The test servers' directory.
+pub fn servers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
+}
+
+/// Writes an application descriptor from `template` (in tests/servers), with `@SERVERS@`
+/// replaced by the test servers' directory; returns its path.
+pub fn descriptor(dir: &TempDir, template: &str) -> PathBuf {
+    let text = std::fs::read_to_string(servers_dir().join(template)).unwrap();
+    let path = dir.0.join(template);
+    std::fs::write(&path, text.replace("@SERVERS@", &servers_dir().to_string_lossy())).unwrap();
+    path
+}
