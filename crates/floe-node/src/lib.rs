@@ -3,6 +3,7 @@
 pub mod activator;
 pub mod adapter;
 pub mod config;
+pub mod descriptor;
 pub mod files;
 pub mod node;
 pub mod platform;

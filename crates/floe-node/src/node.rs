@@ -102,7 +102,7 @@ impl NodeShared {
         let existing = self.server(&desc.id);
         let server = match existing {
             Some(s) => {
-                let changed = s.descriptor() != desc;
+                let changed = crate::descriptor::updated(&s.descriptor(), &desc, false);
                 if changed && restart && s.state() != ServerState::Inactive {
                     tracing::info!(target: "floe_node::server", server = %s.id, "descriptor changed: stopping it");
                     let _ = s.stop().await;

@@ -176,8 +176,9 @@ impl Server for ServerServant {
     ) -> floe::Result<bool> {
         let s = self.live(current)?;
         let desc = descriptor(svr)?;
-        let changed = s.descriptor() != desc;
-        if changed && no_restart && s.state() != ServerState::Inactive {
+        let changed = crate::descriptor::updated(&s.descriptor(), &desc, false);
+        if no_restart && s.state() != ServerState::Inactive && crate::descriptor::updated(&s.descriptor(), &desc, true)
+        {
             return Err(Error::user(DeploymentException {
                 reason: format!("update requires server `{}' to be stopped", s.id),
             }));

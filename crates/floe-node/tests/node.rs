@@ -111,3 +111,98 @@ fn servers_deployed_on_icegridregistry_are_activated_by_floe_node() {
     let status = node.terminate();
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn an_update_restarts_only_the_servers_whose_descriptors_changed() {
+    let dir = TempDir::new("update");
+    let port = free_port();
+    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
+    let c = client(port);
+    ping(&c, "ondemand").unwrap();
+    admin_ok(port, "server start Manual");
+    eventually(Duration::from_secs(20), "Always is active", || state(port, "Always").starts_with("active"));
+    let before = [pid(port, "OnDemand"), pid(port, "Manual"), pid(port, "Always")];
+
+    admin_ok(port, &format!("application update '{}'", descriptor(&dir, "activation-updated.xml").display()));
+    let config = std::fs::read_to_string(dir.0.join("node1-data/servers/OnDemand/config/config")).unwrap();
+    assert!(config.contains("Pinged.Revision=2"), "{config}");
+    // OnDemand was stopped for its new descriptor and starts again on demand; the others
+    // kept running.
+    assert!(!std::path::Path::new(&format!("/proc/{}", before[0])).exists(), "OnDemand was not restarted");
+    assert_eq!(pid(port, "Manual"), before[1]);
+    assert_eq!(pid(port, "Always"), before[2]);
+    ping(&c, "ondemand").unwrap();
+    assert_ne!(pid(port, "OnDemand"), before[0]);
+    c.destroy_blocking();
+}
+
+#[test]
+fn the_node_registers_again_after_the_registry_restarts() {
+    let dir = TempDir::new("restart");
+    let port = free_port();
+    let registry = icegridregistry(port, &dir.sub("registry"));
+    let _node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
+    drop(registry);
+    let _registry = icegridregistry(port, &dir.sub("registry"));
+    // The node notices the lost session at its next keep-alive and registers again.
+    eventually(Duration::from_secs(40), "node1 answers pings again", || icegridadmin(port, "node ping node1").0);
+    // Then the registry loads its servers on it again, and requests start them.
+    let c = client(port);
+    eventually(Duration::from_secs(20), "OnDemand answers", || ping(&c, "ondemand").is_ok());
+    assert!(state(port, "OnDemand").starts_with("active"));
+    c.destroy_blocking();
+}
+
+#[test]
+fn bad_input_gets_typed_errors_and_the_node_keeps_working() {
+    let dir = TempDir::new("bad-input");
+    let port = free_port();
+    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "broken.xml").display()));
+    let c = client(port);
+
+    // A server that cannot start: the request fails, the server stays inactive.
+    assert!(ping(&c, "missing").is_err());
+    assert!(state(port, "Missing").starts_with("inactive"), "{}", state(port, "Missing"));
+    let (ok, _, err) = icegridadmin(port, "server start Missing");
+    assert!(!ok && err.contains("cannot start"), "{err}");
+    let (ok, _, err) = icegridadmin(port, "server signal Fine SIGNOPE");
+    assert!(!ok, "{err}");
+
+    // Garbage on the node's endpoint: the node drops that connection and serves on.
+    let endpoint = node_endpoint(&node);
+    for garbage in
+        [&b"GET / HTTP/1.0\r\n\r\n"[..], &[0x49, 0x63, 0x65, 0x50, 1, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f][..]]
+    {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(endpoint).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = s.write_all(garbage);
+        let mut buf = [0u8; 64];
+        let _ = std::io::Read::read(&mut s, &mut buf);
+    }
+    admin_ok(port, "node ping node1");
+    ping(&c, "fine").unwrap();
+    c.destroy_blocking();
+}
+
+/// The host and port of the node's endpoint, from its "ready" line.
+fn node_endpoint(node: &Proc) -> std::net::SocketAddr {
+    let printed = node.printed();
+    let line = printed.lines().find(|l| l.contains("floe-node ready")).unwrap().to_string();
+    let port = line.split(" -p ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|p| p.parse::<u16>().ok());
+    std::net::SocketAddr::from(([127, 0, 0, 1], port.unwrap_or_else(|| panic!("no port in {line}"))))
+}
