@@ -346,6 +346,10 @@ pub(crate) fn run_sides(
     client_extra: &[String],
     client: &Client,
 ) -> Result<(), String> {
+    // The info suite's client binds `default -h * -p 15000` itself (AllTests), whatever
+    // Test.BasePort says: its runs (each encoding and transport) take turns.
+    static FIXED_PORT_15000: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = (suite.dir == "info").then(|| FIXED_PORT_15000.lock().unwrap_or_else(|p| p.into_inner()));
     let dir = sources().join("Ice").join(suite.dir);
     if matches!(client, Client::Python) {
         assert!(dir.join("Client.py").exists(), "{} has no Client.py", dir.display());
