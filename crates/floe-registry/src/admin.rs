@@ -9,16 +9,17 @@ use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
 use crate::applications;
 use crate::database::{identity_string, written};
+use crate::nodes::admin as nodes;
 use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
     AdapterInfo, AdapterInfoSeq, AdapterNotExistException, AdapterObserverPrx, Admin, AdminPrx, AdminSession,
     AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx, ApplicationUpdateDescriptor,
-    DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo, NodeNotExistException,
-    NodeObserverPrx, ObjectExistsException, ObjectInfo, ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx,
-    PatchException, RegistryInfo, RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor,
-    ServerState, Session,
+    DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo, NodeObserverPrx,
+    ObjectExistsException, ObjectInfo, ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx, PatchException,
+    RegistryInfo, RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerState,
+    Session,
 };
 use crate::watchers::ObserverSet;
 
@@ -382,11 +383,13 @@ impl Admin for AdminI {
     }
 
     async fn get_server_state(&self, id: String, _: &Current) -> floe::Result<ServerState> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        nodes::server_state(&self.shared, &id).await
     }
 
     async fn get_server_pid(&self, id: String, _: &Current) -> floe::Result<i32> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        nodes::server_pid(&self.shared, &id).await
     }
 
     async fn get_server_admin_category(&self, _: &Current) -> floe::Result<String> {
@@ -397,28 +400,33 @@ impl Admin for AdminI {
         Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
-    async fn enable_server(&self, id: String, _: bool, _: &Current) -> floe::Result<()> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+    async fn enable_server(&self, id: String, enabled: bool, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        nodes::enable_server(&self.shared, &id, enabled).await
     }
 
     async fn is_server_enabled(&self, id: String, _: &Current) -> floe::Result<bool> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        nodes::is_server_enabled(&self.shared, &id).await
     }
 
     async fn start_server(&self, id: String, _: &Current) -> floe::Result<()> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        nodes::start_server(&self.shared, &id).await
     }
 
     async fn stop_server(&self, id: String, _: &Current) -> floe::Result<()> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        nodes::stop_server(&self.shared, &id).await
     }
 
     async fn patch_server(&self, id: String, _: bool, _: &Current) -> floe::Result<()> {
         Err(applications::server_node_unreachable(&self.shared, &id))
     }
 
-    async fn send_signal(&self, id: String, _: String, _: &Current) -> floe::Result<()> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+    async fn send_signal(&self, id: String, signal: String, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        nodes::send_signal(&self.shared, &id, &signal).await
     }
 
     async fn get_all_server_ids(&self, _: &Current) -> floe::Result<StringSeq> {
@@ -557,41 +565,43 @@ impl Admin for AdminI {
     }
 
     async fn ping_node(&self, name: String, _: &Current) -> floe::Result<bool> {
-        // A declared node that has not registered is down.
-        if self.shared.deployment().node_names().contains(&name) {
-            Ok(false)
-        } else {
-            Err(Error::user(NodeNotExistException { name }))
-        }
+        self.record.touch();
+        nodes::ping_node(&self.shared, &name).await
     }
 
     async fn get_node_load(&self, name: String, _: &Current) -> floe::Result<LoadInfo> {
-        Err(applications::node_unreachable(&self.shared, &name))
+        self.record.touch();
+        nodes::node_load(&self.shared, &name).await
     }
 
     async fn get_node_info(&self, name: String, _: &Current) -> floe::Result<NodeInfo> {
-        Err(applications::node_unreachable(&self.shared, &name))
+        self.record.touch();
+        nodes::node_info(&self.shared, &name)
     }
 
     async fn get_node_admin(&self, name: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        // The nodes' Ice admin objects are not routed through floe-registry.
         Err(applications::node_unreachable(&self.shared, &name))
     }
 
     async fn get_node_processor_socket_count(&self, name: String, _: &Current) -> floe::Result<i32> {
-        Err(applications::node_unreachable(&self.shared, &name))
+        self.record.touch();
+        nodes::node_socket_count(&self.shared, &name).await
     }
 
     async fn shutdown_node(&self, name: String, _: &Current) -> floe::Result<()> {
-        Err(applications::node_unreachable(&self.shared, &name))
+        self.record.touch();
+        nodes::shutdown_node(&self.shared, &name).await
     }
 
     async fn get_node_hostname(&self, name: String, _: &Current) -> floe::Result<String> {
-        Err(applications::node_unreachable(&self.shared, &name))
+        self.record.touch();
+        nodes::node_hostname(&self.shared, &name)
     }
 
     async fn get_all_node_names(&self, _: &Current) -> floe::Result<StringSeq> {
         self.record.touch();
-        Ok(self.shared.deployment().node_names())
+        Ok(nodes::node_names(&self.shared))
     }
 
     async fn ping_registry(&self, name: String, _: &Current) -> floe::Result<bool> {

@@ -90,6 +90,8 @@ async fn change(
                 (None, None) => return Ok(()),
             };
             application_changed(shared, notice);
+            // Nodes load the changed servers again, or destroy those that are gone.
+            crate::nodes::servers::sync(shared, &changed).await;
             return Ok(());
         }
     }

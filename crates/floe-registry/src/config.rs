@@ -25,8 +25,8 @@ pub struct Config {
     /// `IceGrid.Registry.Server.PublishedEndpoints`: the endpoints of the locator registry's
     /// proxy, as servers are told by `getRegistry` (default: where it listens).
     pub server_published_endpoints: Option<String>,
-    /// `IceGrid.Registry.Internal.Endpoints` (default `tcp`): bound, as IceGrid requires,
-    /// but no object is served there (floe-registry has no nodes or replicas).
+    /// `IceGrid.Registry.Internal.Endpoints` (default `tcp`): where nodes reach the
+    /// internal registry and their sessions.
     pub internal_endpoints: String,
     /// `IceGrid.Registry.LMDB.Path` (or 3.6's `IceGrid.Registry.Data`): the data directory.
     pub data_dir: Option<PathBuf>,
@@ -43,6 +43,9 @@ pub struct Config {
     pub admin_crypt_passwords: Option<PathBuf>,
     /// `IceGrid.Registry.SessionTimeout` in seconds (default 30).
     pub session_timeout: i32,
+    /// `IceGrid.Registry.NodeSessionTimeout` in seconds (default 30): a node's session ends
+    /// when it has not been kept alive for that long.
+    pub node_session_timeout: i32,
     /// Replica groups declared with `Floe.Registry.ReplicaGroup.<id>.*`, by id.
     pub replica_groups: BTreeMap<String, ReplicaGroupConfig>,
     /// `Floe.Registry.AdapterCheck.Interval` in seconds (default 0: no checks): how often the
@@ -75,8 +78,8 @@ pub enum LoadBalancing {
     RoundRobin,
     /// By priority (lowest first), then adapter id.
     Ordered,
-    /// IceGrid orders by the load of the members' nodes; floe-registry has no nodes, so this
-    /// is `Random`.
+    /// By the load of the members' nodes (as they report it in their node sessions), lowest
+    /// first; members whose node has no session come last.
     Adaptive,
 }
 
@@ -92,6 +95,8 @@ pub struct ReplicaGroupConfig {
     /// `Floe.Registry.ReplicaGroup.<id>.Priority.<AdapterId>`: priorities for `ordered`
     /// (default 0; lower comes first).
     pub priorities: BTreeMap<String, i64>,
+    /// For `adaptive`: which load average orders the members, 1, 5 or 15 minutes (0: 1).
+    pub load_sample: u8,
 }
 
 const GROUP_PREFIX: &str = "Floe.Registry.ReplicaGroup.";
@@ -180,6 +185,10 @@ impl Config {
             admin_crypt_passwords: non_empty(props, "IceGrid.Registry.AdminCryptPasswords").map(PathBuf::from),
             session_timeout: props
                 .get_int("IceGrid.Registry.SessionTimeout", 30)
+                .map_err(bad)?
+                .clamp(1, i64::from(i32::MAX)) as i32,
+            node_session_timeout: props
+                .get_int("IceGrid.Registry.NodeSessionTimeout", 30)
                 .map_err(bad)?
                 .clamp(1, i64::from(i32::MAX)) as i32,
             replica_groups: replica_groups(props)?,

@@ -10,6 +10,7 @@ mod applications;
 mod check;
 mod deploy;
 mod etcd;
+mod nodes;
 mod observers;
 mod servants;
 mod shared;
@@ -110,6 +111,8 @@ impl RegistryService {
         };
         let crypt_passwords = load(&config.crypt_passwords, "IceGrid.Registry.CryptPasswords")?;
         let admin_crypt_passwords = load(&config.admin_crypt_passwords, "IceGrid.Registry.AdminCryptPasswords")?;
+        let internal_registry = internal.create_direct_proxy(nodes::session::internal_registry_identity_for(&config));
+        let node_observer = internal.create_direct_proxy(nodes::session::node_observer_identity_for(&config));
         let shared = Arc::new(Shared {
             crypt_passwords,
             admin_crypt_passwords,
@@ -127,6 +130,10 @@ impl RegistryService {
             observers: Default::default(),
             serial: Default::default(),
             sessions: Mutex::new(HashMap::new()),
+            internal: internal.clone(),
+            internal_registry,
+            node_observer,
+            nodes: Default::default(),
         });
         use slice::glacier2::PermissionsVerifierServer;
         use slice::ice::{LocatorFinderServer, LocatorRegistryServer};
@@ -142,6 +149,15 @@ impl RegistryService {
             floe::Identity::with_category("Ice", "LocatorFinder"),
         );
         server.add(LocatorRegistryServer::new(servants::LocatorRegistryI(shared.clone())), id("LocatorRegistry"));
+        // What nodes talk to.
+        internal.add(
+            slice::ice_grid::InternalRegistryServer::new(nodes::session::InternalRegistryI(shared.clone())),
+            shared.internal_registry.ice_get_identity().clone(),
+        );
+        internal.add(
+            slice::ice_grid::NodeObserverServer::new(nodes::session::NodeObserverI(shared.clone())),
+            shared.node_observer.ice_get_identity().clone(),
+        );
 
         // The registry's own well-known objects, as IceGrid lists them.
         for (proxy, type_id) in [
@@ -149,6 +165,7 @@ impl RegistryService {
             (&shared.locator, "::Ice::Locator"),
             (&shared.registry, "::IceGrid::Registry"),
             (&shared.locator_registry, "::Ice::LocatorRegistry"),
+            (&shared.internal_registry, "::IceGrid::InternalRegistry"),
         ] {
             database::durable(shared.db.add_local_object(proxy.clone(), type_id)).await;
         }
@@ -162,7 +179,10 @@ impl RegistryService {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 match weak.upgrade() {
-                    Some(s) => admin::reap(&s),
+                    Some(s) => {
+                        admin::reap(&s);
+                        nodes::reap(&s);
+                    }
                     None => return,
                 }
             }

@@ -11,9 +11,10 @@ use floe::{Connection, Identity, ObjectPrx, Proxy};
 
 use crate::shared::Shared;
 use crate::slice::ice_grid::{
-    AdapterInfo, AdapterObserverPrx, ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx,
-    ApplicationUpdateDescriptor, ApplicationUpdateInfo, BoxedDistributionDescriptor, BoxedString, NodeObserverPrx,
-    NodeUpdateDescriptor, ObjectInfo, ObjectObserverPrx, RegistryInfo, RegistryObserverPrx,
+    AdapterDynamicInfo, AdapterInfo, AdapterObserverPrx, ApplicationDescriptor, ApplicationInfo,
+    ApplicationObserverPrx, ApplicationUpdateDescriptor, ApplicationUpdateInfo, BoxedDistributionDescriptor,
+    BoxedString, NodeDynamicInfo, NodeObserverPrx, NodeUpdateDescriptor, ObjectInfo, ObjectObserverPrx, RegistryInfo,
+    RegistryObserverPrx, ServerDynamicInfo,
 };
 pub(crate) use crate::watchers::ObserverSet;
 
@@ -66,8 +67,7 @@ pub(crate) async fn register(shared: &Shared, session: &str, set: ObserverSet) {
         }
     }
     if let Some(o) = &set.node {
-        // No node is up.
-        if let Err(e) = o.node_init(&Vec::new()).await {
+        if let Err(e) = o.node_init(&shared.nodes.dynamic_infos()).await {
             warn("nodeInit", e);
         }
     }
@@ -99,6 +99,56 @@ pub(crate) async fn register(shared: &Shared, session: &str, set: ObserverSet) {
             warn("objectInit", e);
         }
     }
+}
+
+/// Calls `event` on every admin session's node observer, without waiting.
+fn node_event<F, Fut>(shared: &Shared, what: &'static str, event: F)
+where
+    F: Fn(NodeObserverPrx) -> Fut,
+    Fut: std::future::Future<Output = floe::Result<()>> + Send + 'static,
+{
+    let observers: Vec<NodeObserverPrx> = shared.observers.lock().values().filter_map(|s| s.node.clone()).collect();
+    for o in observers {
+        let call = event(o);
+        tokio::spawn(async move {
+            if let Err(e) = call.await {
+                warn(what, e);
+            }
+        });
+    }
+}
+
+/// Tells node observers that a node came up (as the node reported it).
+pub(crate) fn node_up(shared: &Shared, info: NodeDynamicInfo) {
+    node_event(shared, "nodeUp", move |o| {
+        let info = info.clone();
+        async move { o.node_up(&info).await }
+    });
+}
+
+/// Tells node observers that a node's session ended.
+pub(crate) fn node_down(shared: &Shared, name: &str) {
+    let name = name.to_string();
+    node_event(shared, "nodeDown", move |o| {
+        let name = name.clone();
+        async move { o.node_down(&name).await }
+    });
+}
+
+/// Tells node observers of a server's new state.
+pub(crate) fn update_server(shared: &Shared, node: String, info: ServerDynamicInfo) {
+    node_event(shared, "updateServer", move |o| {
+        let (node, info) = (node.clone(), info.clone());
+        async move { o.update_server(&node, &info).await }
+    });
+}
+
+/// Tells node observers of an adapter's new endpoints.
+pub(crate) fn update_adapter(shared: &Shared, node: String, info: AdapterDynamicInfo) {
+    node_event(shared, "updateAdapter", move |o| {
+        let (node, info) = (node.clone(), info.clone());
+        async move { o.update_adapter(&node, &info).await }
+    });
 }
 
 /// Forgets the observers of a session that ended.

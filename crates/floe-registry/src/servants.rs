@@ -29,6 +29,9 @@ impl IceLocator for LocatorI {
     }
 
     async fn find_adapter_by_id(&self, id: String, _current: &Current) -> floe::Result<Option<ObjectPrx>> {
+        if let Some(found) = crate::nodes::locate::find_adapter(&self.0, &id).await {
+            return Ok(found);
+        }
         match self.0.adapter_proxy(&id) {
             Some(p) => Ok(Some(p)),
             None => Err(Error::user(AdapterNotFoundException {})),
@@ -73,6 +76,10 @@ impl LocatorRegistryI {
             None => return Err(Error::user(AdapterNotFoundException {})),
         };
         tracing::debug!(target: "floe_registry::locator", adapter = id, group, registered = proxy.is_some(), "setAdapterDirectProxy");
+        // The node that runs the server learns of it first (and may refuse it).
+        if let Some(forwarded) = crate::nodes::locate::set_direct_proxy(&self.0, id, proxy.as_ref()).await {
+            forwarded?;
+        }
         written(self.0.db.set_adapter(id, group, proxy)).await
     }
 }
@@ -92,7 +99,11 @@ impl LocatorRegistry for LocatorRegistryI {
         self.set(&adapter_id, &replica_group_id, p).await
     }
 
-    async fn set_server_process_proxy(&self, id: String, _proxy: Option<ProcessPrx>, _: &Current) -> floe::Result<()> {
+    async fn set_server_process_proxy(&self, id: String, proxy: Option<ProcessPrx>, _: &Current) -> floe::Result<()> {
+        // Given to the node that runs the server, which stops it through it.
+        if let Some(forwarded) = crate::nodes::locate::set_process(&self.0, &id, proxy.as_ref()).await {
+            return forwarded;
+        }
         // Known for deployed servers (a node stops them through it); others are unknown.
         if self.0.deployment().servers.contains_key(&id) {
             Ok(())

@@ -65,6 +65,13 @@ pub(crate) struct Shared {
     pub(crate) observers: crate::watchers::Observers,
     /// Counts application changes, as observers and `startUpdate` see them.
     pub(crate) serial: std::sync::atomic::AtomicI32,
+    /// The adapter of `IceGrid.Registry.Internal.Endpoints`: nodes' sessions.
+    pub(crate) internal: ObjectAdapter,
+    /// `<InstanceName>/InternalRegistry-<ReplicaName>` and the node observer.
+    pub(crate) internal_registry: ObjectPrx,
+    pub(crate) node_observer: ObjectPrx,
+    /// The nodes with a session and the servers loaded on them.
+    pub(crate) nodes: crate::nodes::Nodes,
 }
 
 impl Shared {
@@ -135,26 +142,51 @@ impl Shared {
         let deployed = self.deployment();
         let group = deployed.groups.get(id).map(|g| &g.config).or_else(|| self.config.replica_groups.get(id));
         if let Some(group) = group {
-            match group.load_balancing {
-                LoadBalancing::Undeclared => {}
-                LoadBalancing::Random | LoadBalancing::Adaptive => fastrand::shuffle(&mut members),
-                LoadBalancing::RoundRobin => {
-                    let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
-                    let turn = turns.entry(id.to_string()).or_insert(0);
-                    let n = members.len();
-                    members.rotate_left(*turn % n);
-                    *turn = turn.wrapping_add(1);
-                }
-                LoadBalancing::Ordered => {
-                    members.sort_by_key(|(a, _)| group.priorities.get(a).copied().unwrap_or(0));
-                }
-            }
+            self.order_members(
+                id,
+                group,
+                &mut members,
+                |(a, _)| a,
+                |a| crate::nodes::locate::member_load(self, group, a),
+            );
             if group.n_replicas > 0 {
                 members.truncate(group.n_replicas);
             }
         }
         let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
         Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
+    }
+
+    /// Orders the members of replica group `id` by its load-balancing policy: `random`
+    /// shuffles, `round-robin` starts with the next member each time, `ordered` sorts by
+    /// priority and `adaptive` by the load of the members' nodes (`load`, random among
+    /// equals).
+    pub(crate) fn order_members<T>(
+        &self,
+        id: &str,
+        group: &crate::config::ReplicaGroupConfig,
+        members: &mut [T],
+        adapter: impl Fn(&T) -> &str,
+        load: impl Fn(&str) -> f32,
+    ) {
+        match group.load_balancing {
+            LoadBalancing::Undeclared => {}
+            LoadBalancing::Random => fastrand::shuffle(members),
+            LoadBalancing::Adaptive => {
+                fastrand::shuffle(members);
+                members.sort_by(|a, b| load(adapter(a)).total_cmp(&load(adapter(b))));
+            }
+            LoadBalancing::RoundRobin => {
+                let mut turns = self.round_robin.lock().unwrap_or_else(|e| e.into_inner());
+                let turn = turns.entry(id.to_string()).or_insert(0);
+                let n = members.len().max(1);
+                members.rotate_left(*turn % n);
+                *turn = turn.wrapping_add(1);
+            }
+            LoadBalancing::Ordered => {
+                members.sort_by_key(|m| group.priorities.get(adapter(m)).copied().unwrap_or(0));
+            }
+        }
     }
 
     /// Checks a user's credentials for a session (an admin session when `admin`).

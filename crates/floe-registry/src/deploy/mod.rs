@@ -104,11 +104,13 @@ fn policy(lb: &Option<Class<LoadBalancingPolicy>>, group: &str) -> Result<Replic
             "{context}:\ninvalid replica group load balancing number of replicas value: inferior to 0"
         ));
     }
+    let mut load_sample = 1;
     let load_balancing = if let Some(a) = lb.downcast::<AdaptiveLoadBalancingPolicy>() {
         let sample = a.read().load_sample.clone();
         if !["", "1", "5", "15"].contains(&sample.as_str()) {
             return Err(format!("{context}:\ninvalid load sample value (allowed values are 1, 5 or 15)"));
         }
+        load_sample = sample.parse().unwrap_or(1);
         LoadBalancing::Adaptive
     } else if lb.downcast::<OrderedLoadBalancingPolicy>().is_some() {
         LoadBalancing::Ordered
@@ -117,7 +119,7 @@ fn policy(lb: &Option<Class<LoadBalancingPolicy>>, group: &str) -> Result<Replic
     } else {
         LoadBalancing::Random
     };
-    Ok(ReplicaGroupConfig { load_balancing, n_replicas: n_replicas as usize, priorities: BTreeMap::new() })
+    Ok(ReplicaGroupConfig { load_balancing, n_replicas: n_replicas as usize, priorities: BTreeMap::new(), load_sample })
 }
 
 impl Deployment {

@@ -1,0 +1,219 @@
+//! Locating the adapters of servers that nodes run, as IceGrid does: the node's
+//! `IceGrid::Adapter` object knows the adapter's endpoints (`getDirectProxy`); an inactive
+//! adapter of an on-demand server is activated (`activate`, which the node answers once the
+//! server has registered its endpoints, within the server's activation timeout). A server's
+//! own registrations (`setAdapterDirectProxy`, `setServerProcessProxy`) go to its node.
+//!
+//! Adapters of servers whose node has no session keep the behaviour of dynamically
+//! registered ones (their registration in the database).
+
+use floe::{CallError, Error, Identity, ObjectPrx};
+
+use super::servers::{ensure, Loaded};
+use super::{timed, NODE_CALL_TIMEOUT};
+use crate::config::ReplicaGroupConfig;
+use crate::shared::Shared;
+use crate::slice::ice::{AdapterAlreadyActiveException, AdapterNotFoundException, ProcessPrx, ServerNotFoundException};
+use crate::slice::ice_grid::{AdapterGetDirectProxyError, AdapterPrx, AdapterSetDirectProxyError};
+
+/// The server of adapter `id` when a node with a session runs it.
+fn node_server(shared: &Shared, id: &str) -> Option<String> {
+    let d = shared.deployment();
+    let server = &d.adapters.get(id)?.server;
+    let node = &d.servers.get(server)?.node;
+    shared.nodes.live(node).map(|_| server.clone())
+}
+
+/// What a node's adapter answered.
+enum Direct {
+    Active(ObjectPrx),
+    Inactive { activatable: bool },
+    Failed,
+}
+
+async fn direct(adapter: &AdapterPrx) -> Direct {
+    match timed(adapter, NODE_CALL_TIMEOUT).get_direct_proxy().await {
+        Ok(Some(p)) => Direct::Active(p),
+        Ok(None) => Direct::Inactive { activatable: false },
+        Err(CallError::User(AdapterGetDirectProxyError::AdapterNotActiveException(e))) => {
+            Direct::Inactive { activatable: e.activatable }
+        }
+        Err(CallError::Local(e)) => {
+            tracing::debug!(target: "floe_registry::locator", "getDirectProxy failed: {e}");
+            Direct::Failed
+        }
+    }
+}
+
+/// Activates an adapter on its node; its endpoints once the server registered them.
+async fn activate(l: &Loaded, id: &str, adapter: &AdapterPrx) -> Option<ObjectPrx> {
+    let timeout = l.activation_timeout + l.deactivation_timeout;
+    tracing::debug!(target: "floe_registry::locator", adapter = id, node = l.node, "activating");
+    match timed(adapter, timeout).activate().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::info!(target: "floe_registry::locator", adapter = id, node = l.node, "activation failed: {e}");
+            None
+        }
+    }
+}
+
+/// A member of a resolution: its adapter on the node (when a node runs it) and what it
+/// answered.
+struct Member {
+    id: String,
+    node: Option<(Loaded, AdapterPrx)>,
+    state: Direct,
+}
+
+async fn member(shared: &Shared, id: &str) -> Member {
+    if let Some(server) = node_server(shared, id) {
+        if let Ok(l) = ensure(shared, &server).await {
+            if let Some(a) = l.adapters.get(id).cloned() {
+                let state = direct(&a).await;
+                return Member { id: id.to_string(), node: Some((l, a)), state };
+            }
+        }
+        return Member { id: id.to_string(), node: None, state: Direct::Failed };
+    }
+    let state = match shared.db.adapter(id) {
+        Some(e) => Direct::Active(e.proxy),
+        None => Direct::Inactive { activatable: false },
+    };
+    Member { id: id.to_string(), node: None, state }
+}
+
+/// The load that orders member `adapter` of an adaptive group: its node's load average
+/// (the group's sample) times the node's load factor (`1 / processors` unless the
+/// application sets one); 999.9 for members no node with a session runs.
+pub(crate) fn member_load(shared: &Shared, group: &ReplicaGroupConfig, adapter: &str) -> f32 {
+    const UNKNOWN: f32 = 999.9;
+    let d = shared.deployment();
+    let Some(server) = d.adapters.get(adapter).and_then(|a| d.servers.get(&a.server)) else { return UNKNOWN };
+    let Some(session) = shared.nodes.live(&server.node) else { return UNKNOWN };
+    let load = session.load();
+    let sample = match group.load_sample {
+        5 => load.avg5,
+        15 => load.avg15,
+        _ => load.avg1,
+    };
+    if sample < 0.0 {
+        return 1.0;
+    }
+    let declared = d
+        .applications
+        .get(&server.application)
+        .and_then(|a| a.descriptor.nodes.get(&server.node))
+        .and_then(|n| n.load_factor.trim().parse::<f32>().ok())
+        .filter(|f| *f >= 0.0);
+    let factor = declared.unwrap_or_else(|| {
+        if session.info.os == "Windows" {
+            1.0
+        } else {
+            1.0 / session.info.n_processors.max(1) as f32
+        }
+    });
+    sample * factor
+}
+
+/// `findAdapterById` for an adapter or replica group that involves servers run by nodes
+/// with a session; None when none is involved (the caller resolves it as a registration).
+pub(crate) async fn find_adapter(shared: &Shared, id: &str) -> Option<Option<ObjectPrx>> {
+    if node_server(shared, id).is_some() {
+        let m = member(shared, id).await;
+        return Some(match m.state {
+            Direct::Active(p) => Some(p),
+            Direct::Inactive { activatable: true } => match &m.node {
+                Some((l, a)) => activate(l, id, a).await,
+                None => None,
+            },
+            _ => None,
+        });
+    }
+    let d = shared.deployment();
+    let group = d.groups.get(id)?.config.clone();
+    let mut ids: Vec<String> =
+        d.adapters.iter().filter(|(_, a)| a.replica_group == id).map(|(k, _)| k.clone()).collect();
+    if !ids.iter().any(|a| node_server(shared, a).is_some()) {
+        return None;
+    }
+    for (a, _) in shared.db.group_members(id) {
+        if !ids.contains(&a) {
+            ids.push(a);
+        }
+    }
+    shared.order_members(id, &group, &mut ids, |a| a.as_str(), |a| member_load(shared, &group, a));
+    let wanted = if group.n_replicas > 0 { group.n_replicas } else { ids.len() };
+    let mut members = Vec::with_capacity(ids.len());
+    for a in &ids {
+        members.push(member(shared, a).await);
+    }
+    let mut proxies: Vec<ObjectPrx> = members
+        .iter()
+        .filter_map(|m| match &m.state {
+            Direct::Active(p) => Some(p.clone()),
+            _ => None,
+        })
+        .take(wanted)
+        .collect();
+    if proxies.is_empty() {
+        // None is active: activate members in order until one comes up.
+        for m in &members {
+            if let (Direct::Inactive { activatable: true }, Some((l, a))) = (&m.state, &m.node) {
+                if let Some(p) = activate(l, &m.id, a).await {
+                    proxies.push(p);
+                    break;
+                }
+            }
+        }
+    }
+    let first = proxies.first()?.clone();
+    let endpoints = proxies.iter().flat_map(|p| p.reference().wire.endpoints.clone()).collect();
+    Some(Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints)))
+}
+
+/// The loaded server `server`, without waiting for a load in progress when it was loaded
+/// before.
+async fn loaded(shared: &Shared, server: &str) -> Option<Loaded> {
+    if let Some(l) = shared.nodes.servers.peek(server) {
+        if shared.nodes.live(&l.node).is_some() {
+            return Some(l);
+        }
+    }
+    ensure(shared, server).await.ok()
+}
+
+/// `setAdapterDirectProxy` from a server that a node with a session runs: given to the
+/// node's adapter (which is how the node learns the server is active). None when no node
+/// runs the adapter's server.
+pub(crate) async fn set_direct_proxy(shared: &Shared, id: &str, proxy: Option<&ObjectPrx>) -> Option<floe::Result<()>> {
+    let server = node_server(shared, id)?;
+    let not_found = || Error::user(AdapterNotFoundException {});
+    let Some(l) = loaded(shared, &server).await else { return Some(Err(not_found())) };
+    let Some(adapter) = l.adapters.get(id) else { return Some(Err(not_found())) };
+    Some(match timed(adapter, NODE_CALL_TIMEOUT).set_direct_proxy(proxy).await {
+        Ok(()) => Ok(()),
+        Err(CallError::User(AdapterSetDirectProxyError::AdapterActiveException(_))) => {
+            Err(Error::user(AdapterAlreadyActiveException {}))
+        }
+        Err(CallError::Local(e)) => {
+            tracing::info!(target: "floe_registry::locator", adapter = id, node = l.node, "setDirectProxy failed: {e}");
+            Err(not_found())
+        }
+    })
+}
+
+/// `setServerProcessProxy` from a server that a node with a session runs: given to the
+/// node's server object. None when no node runs it.
+pub(crate) async fn set_process(shared: &Shared, id: &str, proxy: Option<&ProcessPrx>) -> Option<floe::Result<()>> {
+    let node = shared.deployment().servers.get(id)?.node.clone();
+    shared.nodes.live(&node)?;
+    let Some(l) = loaded(shared, id).await else { return Some(Err(Error::user(ServerNotFoundException {}))) };
+    Some(match timed(&l.server, NODE_CALL_TIMEOUT).set_process(proxy).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            tracing::info!(target: "floe_registry::locator", server = id, node = l.node, "setProcess failed: {e}");
+            Err(Error::user(ServerNotFoundException {}))
+        }
+    })
+}
