@@ -19,6 +19,9 @@ use crate::slice::ice_grid::{
     ServerInstanceDescriptor, ServerNotExistException,
 };
 
+/// How long an application change waits for the nodes to load its servers.
+const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 fn deployment(reason: impl Into<String>) -> Error {
     Error::user(DeploymentException { reason: reason.into() })
 }
@@ -90,8 +93,13 @@ async fn change(
                 (None, None) => return Ok(()),
             };
             application_changed(shared, notice);
-            // Nodes load the changed servers again, or destroy those that are gone.
-            crate::nodes::servers::sync(shared, &changed).await;
+            // Nodes load the changed servers again, or destroy those that are gone; a node
+            // that does not answer delays the change by a bounded time (its servers are loaded
+            // again when next needed).
+            let sync = crate::nodes::servers::sync(shared, &changed);
+            if tokio::time::timeout(SYNC_TIMEOUT, sync).await.is_err() {
+                tracing::warn!(target: "floe_registry::node", application = name, "nodes did not load the servers in time");
+            }
             return Ok(());
         }
     }

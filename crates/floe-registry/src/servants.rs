@@ -34,7 +34,15 @@ impl IceLocator for LocatorI {
         }
         match self.0.adapter_proxy(&id) {
             Some(p) => Ok(Some(p)),
-            None => Err(Error::user(AdapterNotFoundException {})),
+            None => {
+                // Deployed but not active (its node is down): a null proxy, as IceGrid answers.
+                let d = self.0.deployment();
+                if d.adapters.contains_key(&id) || d.groups.contains_key(&id) {
+                    Ok(None)
+                } else {
+                    Err(Error::user(AdapterNotFoundException {}))
+                }
+            }
         }
     }
 

@@ -71,11 +71,13 @@ fn not_exist(id: &str) -> Error {
 }
 
 /// How long `loadServer` may take: the node may first have to stop the server's previous
-/// instance.
-fn load_timeout(shared: &Shared, previous: Option<&Loaded>) -> Duration {
-    let session = Duration::from_secs(shared.config.node_session_timeout.max(1) as u64);
-    previous.map(|l| l.deactivation_timeout).unwrap_or(Duration::from_secs(60)) + session
+/// instance (within its deactivation timeout).
+fn load_timeout(previous: Option<&Loaded>) -> Duration {
+    previous.map(|l| l.deactivation_timeout).unwrap_or(NODE_CALL_TIMEOUT)
 }
+
+/// How long an admin call waits for its server to be loaded.
+const LOAD_WAIT: Duration = Duration::from_secs(15);
 
 /// The server `id` loaded on its node (loading it first if needed): its `Server` proxy and
 /// adapters. `ServerNotExistException` if no application deploys it, `NodeUnreachableException`
@@ -100,7 +102,7 @@ pub(crate) async fn ensure(shared: &Shared, id: &str) -> floe::Result<Loaded> {
             destroy_loaded(shared, id, old).await;
         }
     }
-    let timeout = load_timeout(shared, previous.as_ref());
+    let timeout = load_timeout(previous.as_ref());
     tracing::debug!(target: "floe_registry::node", server = id, node = s.node, "loading server");
     let answer = timed(&session.node, timeout).load_server(Some(&desc), &shared.config.replica_name).await;
     let loaded = match loaded(shared, id, &session, answer) {
@@ -212,7 +214,10 @@ where
     F: FnOnce(ServerPrx) -> Fut,
     Fut: std::future::Future<Output = floe::Result<T>>,
 {
-    let l = ensure(shared, id).await?;
+    let l = match tokio::time::timeout(LOAD_WAIT, ensure(shared, id)).await {
+        Ok(l) => l?,
+        Err(_) => return Err(Error::user(DeploymentException { reason: "server is being updated".into() })),
+    };
     let t = match timeout {
         None => NODE_CALL_TIMEOUT,
         Some(Timeout::Activation) => l.activation_timeout,

@@ -1,0 +1,17 @@
+# An Ice for Python server that a node starts: one adapter, `Hello`, with the object
+# `hello`; it runs until the node stops it (through its Ice.Admin process facet) or it is
+# killed.
+import sys
+
+import Ice
+
+
+class Hello(Ice.Object):
+    pass
+
+
+with Ice.initialize(sys.argv) as communicator:
+    adapter = communicator.createObjectAdapter("Hello")
+    adapter.add(Hello(), Ice.stringToIdentity("hello"))
+    adapter.activate()
+    communicator.waitForShutdown()
