@@ -55,6 +55,12 @@ impl Adapter for AdapterServant {
         if let Some(p) = adapter.direct_proxy().filter(|_| server.is_enabled()) {
             return Ok(Some(p));
         }
+        if server.state() == ServerState::Deactivating {
+            // A request that comes while the server stops starts it again once it stopped.
+            let mut state = server.watch_state();
+            let limit = server.deactivation_timeout() + Duration::from_secs(5);
+            let _ = tokio::time::timeout(limit, state.wait_for(|s| *s != ServerState::Deactivating)).await;
+        }
         if !server.is_adapter_activatable(&adapter.id) {
             return Ok(None);
         }

@@ -43,6 +43,9 @@ pub struct ServerEntry {
     pub node: Arc<NodeShared>,
     inner: Mutex<Inner>,
     state: watch::Sender<ServerState>,
+    /// The generation of the last process that exited: a stop waits for its own process
+    /// (the state may be `Inactive` only for an instant before a request starts another).
+    exited: watch::Sender<u64>,
 }
 
 struct Inner {
@@ -84,6 +87,7 @@ impl ServerEntry {
                 destroyed: false,
             }),
             state: watch::channel(ServerState::Inactive).0,
+            exited: watch::channel(0).0,
         })
     }
 
@@ -365,6 +369,7 @@ impl ServerEntry {
             tracing::info!(target: "floe_node::server", server = %self.id, %status, "stopped");
         }
         self.set_state(if destroyed { ServerState::Destroyed } else { ServerState::Inactive });
+        self.exited.send_replace(generation);
         if restart {
             let me = self.clone();
             tokio::spawn(async move {
@@ -379,7 +384,7 @@ impl ServerEntry {
     /// Stops it: its `Process` object's `shutdown` (else SIGTERM), then SIGKILL after the
     /// deactivation timeout. Returns once the process exited.
     pub async fn stop(self: &Arc<Self>) -> Result<(), String> {
-        let (pid, process) = {
+        let (pid, process, generation) = {
             let mut inner = self.lock();
             match self.state() {
                 ServerState::Inactive => return Err("The server is already inactive.".into()),
@@ -388,11 +393,11 @@ impl ServerEntry {
             }
             inner.stopping = true;
             inner.activating = false;
-            (inner.pid, inner.process.clone())
+            (inner.pid, inner.process.clone(), inner.generation)
         };
         let Some(pid) = pid else { return Ok(()) };
+        let mut exited = self.exited.subscribe();
         self.set_state(ServerState::Deactivating);
-        let mut state = self.watch_state();
         let asked = match process {
             Some(p) => tokio::time::timeout(Duration::from_secs(5), p.shutdown()).await.is_ok_and(|r| r.is_ok()),
             None => false,
@@ -400,12 +405,11 @@ impl ServerEntry {
         if !asked {
             let _ = activator::send(pid, libc::SIGTERM);
         }
-        let stopped = |s: ServerState| matches!(s, ServerState::Inactive | ServerState::Destroyed);
         let deadline = self.deactivation_timeout();
-        if tokio::time::timeout(deadline, state.wait_for(|s| stopped(*s))).await.is_err() {
-            tracing::warn!(target: "floe_node::server", server = %self.id, "deactivation timed out: killing it");
-            let _ = activator::send(pid, libc::SIGKILL);
-            let _ = tokio::time::timeout(Duration::from_secs(10), state.wait_for(|s| stopped(*s))).await;
+        if tokio::time::timeout(deadline, exited.wait_for(|g| *g >= generation)).await.is_err() {
+            let killed = activator::send(pid, libc::SIGKILL);
+            tracing::warn!(target: "floe_node::server", server = %self.id, pid, ?killed, "deactivation timed out: killing it");
+            let _ = tokio::time::timeout(Duration::from_secs(10), exited.wait_for(|g| *g >= generation)).await;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::process::Command;
 use std::time::Duration;
 
 use floe::{Communicator, Properties};
@@ -205,4 +206,102 @@ fn node_endpoint(node: &Proc) -> std::net::SocketAddr {
     let line = printed.lines().find(|l| l.contains("floe-node ready")).unwrap().to_string();
     let port = line.split(" -p ").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|p| p.parse::<u16>().ok());
     std::net::SocketAddr::from(([127, 0, 0, 1], port.unwrap_or_else(|| panic!("no port in {line}"))))
+}
+
+#[test]
+fn a_cpp_server_stopped_under_load_loses_no_reply() {
+    cpp_server();
+    let dir = TempDir::new("cpp");
+    let port = free_port();
+    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "cpp.xml").display()));
+    let props = Properties::new();
+    props.set("Ice.Default.Locator", &locator(port));
+    props.set("Ice.Warn.Connections", "0");
+    // A client that retries, as clients of restartable servers are configured.
+    props.set("Ice.RetryIntervals", "0 100 500 1000");
+    let c = Communicator::with_properties(props).unwrap();
+    ping(&c, "cpp").unwrap();
+
+    // Pings without a pause (bounded: 10 s or 20,000 calls) while the server is stopped
+    // twice: each stop closes its connections gracefully and the next request starts it
+    // again; every ping gets its reply.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (c2, stop2) = (c.clone(), stop.clone());
+    let load = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let (mut ok, mut failed) = (0u32, Vec::new());
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed)
+            && ok < 20_000
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            match ping(&c2, "cpp") {
+                Ok(()) => ok += 1,
+                Err(e) => failed.push(e),
+            }
+        }
+        (ok, failed)
+    });
+    let mut pids = vec![pid(port, "CppServer")];
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(300));
+        admin_ok(port, "server stop CppServer");
+        eventually(Duration::from_secs(10), "the server is started again", || {
+            icegridadmin(port, "server pid CppServer").1.trim().parse::<u32>().is_ok_and(|p| !pids.contains(&p))
+        });
+        pids.push(pid(port, "CppServer"));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = load.join().unwrap();
+    assert!(
+        failed.is_empty(),
+        "{} of {} pings failed: {:?}",
+        failed.len(),
+        ok as usize + failed.len(),
+        &failed[..failed.len().min(3)]
+    );
+    assert!(ok > 100, "only {ok} pings");
+    let out = std::fs::read_to_string(dir.0.join("node1-out/CppServer.out")).unwrap();
+    for p in &pids[..2] {
+        assert!(out.contains(&format!("pinged server {p} shutting down")), "{out}");
+    }
+    c.destroy_blocking();
+}
+
+#[test]
+fn servers_run_as_their_user() {
+    let dir = TempDir::new("user");
+    let port = free_port();
+    let _registry = icegridregistry(port, &dir.sub("registry"));
+    // The servers must be able to read the test's directory as `nobody`.
+    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&dir.0).status();
+    let _node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "cpp.xml").display()));
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc_geteuid() } == 0;
+    let (ok, _, err) = icegridadmin(port, "server start AsNobody");
+    if root {
+        assert!(ok, "{err}");
+        let status = std::fs::read_to_string(format!("/proc/{}/status", pid(port, "AsNobody"))).unwrap();
+        let uid =
+            status.lines().find(|l| l.starts_with("Uid:")).unwrap().split_whitespace().nth(1).unwrap().to_string();
+        let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
+        assert_eq!(uid, String::from_utf8_lossy(&nobody.stdout).trim(), "{status}");
+    } else {
+        // A node that is not root cannot run servers as another user: a typed error.
+        assert!(!ok && err.contains("insufficient privileges"), "{err}");
+    }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
 }

@@ -199,10 +199,41 @@ pub fn servers_dir() -> PathBuf {
 }
 
 /// Writes an application descriptor from `template` (in tests/servers), with `@SERVERS@`
-/// replaced by the test servers' directory; returns its path.
+/// replaced by the test servers' directory and `@BUILT@` by where [`cpp_server`] builds;
+/// returns its path.
 pub fn descriptor(dir: &TempDir, template: &str) -> PathBuf {
     let text = std::fs::read_to_string(servers_dir().join(template)).unwrap();
     let path = dir.0.join(template);
-    std::fs::write(&path, text.replace("@SERVERS@", &servers_dir().to_string_lossy())).unwrap();
+    let text =
+        text.replace("@SERVERS@", &servers_dir().to_string_lossy()).replace("@BUILT@", &built_dir().to_string_lossy());
+    std::fs::write(&path, text).unwrap();
     path
+}
+
+fn built_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("floe-node-test-servers")
+}
+
+/// Builds tests/servers/pinged.cpp with g++ against Ice for C++ (libzeroc-ice-dev), once per
+/// test program; returns the executable.
+pub fn cpp_server() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = built_dir();
+            std::fs::create_dir_all(&dir).unwrap();
+            let exe = dir.join("pinged");
+            let tmp = dir.join(format!("pinged.{}", std::process::id()));
+            let out = Command::new("g++")
+                .args(["-std=c++11", "-DICE_CPP11_MAPPING", "-O0", "-o"])
+                .arg(&tmp)
+                .arg(servers_dir().join("pinged.cpp"))
+                .args(["-lIce++11", "-lpthread"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "g++ failed: {}", String::from_utf8_lossy(&out.stderr));
+            std::fs::rename(&tmp, &exe).unwrap();
+            exe
+        })
+        .clone()
 }
