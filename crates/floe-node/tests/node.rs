@@ -1,5 +1,6 @@
-//! floe-node against ZeroC's icegridregistry 3.7: it registers, the registry loads the
-//! servers of an application deployed with icegridadmin on it, and floe-node activates them
+//! floe-node against ZeroC's icegridregistry 3.7 and against floe-registry (each test runs
+//! on both): it registers, the registry loads the servers of an application deployed with
+//! icegridadmin on it, and floe-node activates them
 //! as icegridnode does (on demand, manually, always), writes their configuration, notices
 //! crashes, stops them through their `Process` object, and obeys enable/disable.
 
@@ -31,11 +32,10 @@ fn pid(port: u16, server: &str) -> u32 {
     admin_ok(port, &format!("server pid {server}")).trim().parse().unwrap()
 }
 
-#[test]
-fn servers_deployed_on_icegridregistry_are_activated_by_floe_node() {
+fn servers_are_activated_by_floe_node(kind: Registry) {
     let dir = TempDir::new("activation");
     let port = free_port();
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _registry = registry(kind, port, &dir.sub("registry"));
     let node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
@@ -113,11 +113,10 @@ fn servers_deployed_on_icegridregistry_are_activated_by_floe_node() {
     assert!(status.success(), "{status}");
 }
 
-#[test]
-fn an_update_restarts_only_the_servers_whose_descriptors_changed() {
+fn an_update_restarts_only_the_servers_whose_descriptors_changed(kind: Registry) {
     let dir = TempDir::new("update");
     let port = free_port();
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
@@ -142,18 +141,17 @@ fn an_update_restarts_only_the_servers_whose_descriptors_changed() {
     c.destroy_blocking();
 }
 
-#[test]
-fn the_node_registers_again_after_the_registry_restarts() {
+fn the_node_registers_again_after_the_registry_restarts(kind: Registry) {
     let dir = TempDir::new("restart");
     let port = free_port();
-    let registry = icegridregistry(port, &dir.sub("registry"));
+    let first = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
     });
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
-    drop(registry);
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    drop(first);
+    let _registry = registry(kind, port, &dir.sub("registry"));
     // The node notices the lost session at its next keep-alive and registers again.
     eventually(Duration::from_secs(40), "node1 answers pings again", || icegridadmin(port, "node ping node1").0);
     // Then the registry loads its servers on it again, and requests start them.
@@ -163,11 +161,10 @@ fn the_node_registers_again_after_the_registry_restarts() {
     c.destroy_blocking();
 }
 
-#[test]
-fn bad_input_gets_typed_errors_and_the_node_keeps_working() {
+fn bad_input_gets_typed_errors_and_the_node_keeps_working(kind: Registry) {
     let dir = TempDir::new("bad-input");
     let port = free_port();
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _registry = registry(kind, port, &dir.sub("registry"));
     let node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
@@ -208,12 +205,11 @@ fn node_endpoint(node: &Proc) -> std::net::SocketAddr {
     std::net::SocketAddr::from(([127, 0, 0, 1], port.unwrap_or_else(|| panic!("no port in {line}"))))
 }
 
-#[test]
-fn a_cpp_server_stopped_under_load_loses_no_reply() {
+fn a_cpp_server_stopped_under_load_loses_no_reply(kind: Registry) {
     cpp_server();
     let dir = TempDir::new("cpp");
     let port = free_port();
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
@@ -273,11 +269,10 @@ fn a_cpp_server_stopped_under_load_loses_no_reply() {
     c.destroy_blocking();
 }
 
-#[test]
-fn servers_run_as_their_user() {
+fn servers_run_as_their_user(kind: Registry) {
     let dir = TempDir::new("user");
     let port = free_port();
-    let _registry = icegridregistry(port, &dir.sub("registry"));
+    let _registry = registry(kind, port, &dir.sub("registry"));
     // The servers must be able to read the test's directory as `nobody`.
     let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&dir.0).status();
     let _node = floe_node("node1", port, &dir, &[]);
@@ -304,4 +299,74 @@ fn servers_run_as_their_user() {
 extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
+}
+
+/// floe-node with ZeroC's registry: a shop that replaces its nodes first.
+mod on_icegridregistry {
+    use super::*;
+
+    #[test]
+    fn servers_are_activated_by_floe_node() {
+        super::servers_are_activated_by_floe_node(Registry::Zeroc);
+    }
+
+    #[test]
+    fn an_update_restarts_only_the_servers_whose_descriptors_changed() {
+        super::an_update_restarts_only_the_servers_whose_descriptors_changed(Registry::Zeroc);
+    }
+
+    #[test]
+    fn the_node_registers_again_after_the_registry_restarts() {
+        super::the_node_registers_again_after_the_registry_restarts(Registry::Zeroc);
+    }
+
+    #[test]
+    fn bad_input_gets_typed_errors_and_the_node_keeps_working() {
+        super::bad_input_gets_typed_errors_and_the_node_keeps_working(Registry::Zeroc);
+    }
+
+    #[test]
+    fn a_cpp_server_stopped_under_load_loses_no_reply() {
+        super::a_cpp_server_stopped_under_load_loses_no_reply(Registry::Zeroc);
+    }
+
+    #[test]
+    fn servers_run_as_their_user() {
+        super::servers_run_as_their_user(Registry::Zeroc);
+    }
+}
+
+/// A floe grid: floe-registry and floe-node.
+mod on_floe_registry {
+    use super::*;
+
+    #[test]
+    fn servers_are_activated_by_floe_node() {
+        super::servers_are_activated_by_floe_node(Registry::Floe);
+    }
+
+    #[test]
+    fn an_update_restarts_only_the_servers_whose_descriptors_changed() {
+        super::an_update_restarts_only_the_servers_whose_descriptors_changed(Registry::Floe);
+    }
+
+    #[test]
+    fn the_node_registers_again_after_the_registry_restarts() {
+        super::the_node_registers_again_after_the_registry_restarts(Registry::Floe);
+    }
+
+    #[test]
+    fn bad_input_gets_typed_errors_and_the_node_keeps_working() {
+        super::bad_input_gets_typed_errors_and_the_node_keeps_working(Registry::Floe);
+    }
+
+    #[test]
+    fn a_cpp_server_stopped_under_load_loses_no_reply() {
+        super::a_cpp_server_stopped_under_load_loses_no_reply(Registry::Floe);
+    }
+
+    #[test]
+    fn servers_run_as_their_user() {
+        super::servers_run_as_their_user(Registry::Floe);
+    }
 }

@@ -91,7 +91,10 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(name: &str) -> TempDir {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("node-{name}-{}", std::process::id()));
+        // Unique in this test program too: tests run on each registry at the same time.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("node-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
@@ -136,6 +139,62 @@ pub fn icegridregistry(port: u16, data: &Path) -> Proc {
     ])
     .stderr(Stdio::null());
     start_until(cmd, "IceGrid.Registry.Client ready")
+}
+
+/// Which registry a test's grid runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registry {
+    /// ZeroC's icegridregistry 3.7.
+    Zeroc,
+    /// floe-registry.
+    Floe,
+}
+
+/// The registry of kind `kind` on `port`, its database in `data`.
+pub fn registry(kind: Registry, port: u16, data: &Path) -> Proc {
+    match kind {
+        Registry::Zeroc => icegridregistry(port, data),
+        Registry::Floe => floe_registry(port, data),
+    }
+}
+
+/// The floe-registry binary of this build (beside the test program, in the target
+/// directory's profile directory), built first if `cargo test` did not build it.
+pub fn floe_registry_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let binary = profile_dir.join("floe-registry");
+            if !binary.exists() {
+                let status = Command::new(env!("CARGO"))
+                    .args(["build", "-p", "floe-registry", "--bin", "floe-registry"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "cannot build floe-registry");
+            }
+            binary
+        })
+        .clone()
+}
+
+/// floe-registry on `port`, its database in `data`, with null permissions verifiers.
+pub fn floe_registry(port: u16, data: &Path) -> Proc {
+    let mut cmd = Command::new(floe_registry_binary());
+    cmd.args([
+        &format!("--IceGrid.InstanceName={INSTANCE}"),
+        &format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"),
+        "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1",
+        "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1",
+        &format!("--IceGrid.Registry.LMDB.Path={}", data.display()),
+        &format!("--IceGrid.Registry.PermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
+        &format!("--IceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
+    ])
+    .env("RUST_LOG", "floe_registry=debug")
+    .stderr(std::fs::File::create(data.join("floe-registry.log")).unwrap());
+    start_until(cmd, "ready")
 }
 
 /// floe-node `name` for the registry on `port`, with its data and output under `dir`.
