@@ -140,11 +140,26 @@ impl Query for QueryI {
     async fn find_object_by_type_on_least_loaded_node(
         &self,
         r#type: String,
-        _sample: LoadSample,
-        current: &Current,
+        sample: LoadSample,
+        _: &Current,
     ) -> floe::Result<Option<ObjectPrx>> {
-        // No nodes report loads to floe-registry: any object of the type will do.
-        self.find_object_by_type(r#type, current).await
+        // The object whose adapter's node reports the lowest load (random among equals, and
+        // among objects that no node with a session serves).
+        let mut all = self.0.objects_of_type(&r#type);
+        fastrand::shuffle(&mut all);
+        let group = crate::config::ReplicaGroupConfig {
+            load_sample: match sample {
+                LoadSample::LoadSample1 => 1,
+                LoadSample::LoadSample5 => 5,
+                LoadSample::LoadSample15 => 15,
+            },
+            ..Default::default()
+        };
+        let load = |e: &crate::database::ObjectEntry| {
+            crate::nodes::locate::member_load(&self.0, &group, &e.proxy.reference().wire.adapter_id)
+        };
+        all.sort_by(|a, b| load(a).total_cmp(&load(b)));
+        Ok(all.into_iter().next().map(|e| e.proxy))
     }
 
     async fn find_all_objects_by_type(&self, r#type: String, _: &Current) -> floe::Result<ObjectProxySeq> {

@@ -227,10 +227,25 @@ fn scenario(port: u16, dir: &Path) -> Vec<(String, String)> {
     step("ping disabled", ping(port, "hello"));
     step("server enable", admin(port, "server enable Hello-1"));
     step("ping enabled", ping(port, "hello"));
-    let fourth = pid(port, "Hello-1", &mut pids);
+    pid(port, "Hello-1", &mut pids);
     step("server signal", admin(port, "server signal Hello-1 SIGTERM"));
     step("state after SIGTERM", wait_for(port, "server state Hello-1", 15, |a| a.starts_with("inactive")));
-    let _ = fourth;
+
+    // Updates: a new revision alone leaves the running server alone; a changed descriptor
+    // makes the node stop it and rewrite its configuration.
+    step("ping before updates", ping(port, "hello"));
+    let before = pid(port, "Hello-1", &mut pids);
+    let update =
+        |xml: &str| format!("application update '{}' script='{}'", file(xml).display(), file("hello.py").display());
+    step("update unchanged", admin(port, &update("app.xml")));
+    step("state after unchanged update", state(port, "Hello-1"));
+    assert_eq!(pid(port, "Hello-1", &mut pids), before, "an unchanged server was restarted");
+    step("update changed", admin(port, &update("app-updated.xml")));
+    step("state after changed update", state(port, "Hello-1"));
+    let config = std::fs::read_to_string(dir.join("node1/servers/Hello-1/config/config")).unwrap_or_default();
+    step("updated config", config.lines().filter(|l| l.starts_with("Greeting=")).collect::<Vec<_>>().join(","));
+    step("ping after update", ping(port, "hello"));
+    pid(port, "Hello-1", &mut pids);
 
     let described = admin(port, "node describe node1");
     step("node describe has os", described.contains("operating system = `Linux'").to_string());
@@ -274,6 +289,8 @@ fn icegridnode_runs_the_servers_of_floe_registry_as_of_icegridregistry() {
     assert!(get("state after ping").starts_with("active"), "{}", get("state after ping"));
     assert_eq!(get("ping after crash"), "ok");
     assert_eq!(get("state after stop"), "inactive (enabled)");
+    assert_eq!(get("updated config"), "Greeting=updated");
+    assert_eq!(get("state after changed update"), "inactive (enabled)");
 }
 
 #[test]
@@ -437,4 +454,30 @@ fn nodes_that_never_answer_or_send_garbage_get_typed_errors() {
         assert_eq!(answer, "node is down");
         c.destroy().await;
     });
+}
+
+#[test]
+fn nodes_register_again_when_the_registry_restarts() {
+    if !tools_present() {
+        return;
+    }
+    let dir = TempDir::new("nodes-restart");
+    let port = free_port();
+    let registry1 = registry(port, &dir.0.join("db"), &[]);
+    let mut pids = Pids::default();
+    let node = Node::start(port, "node1", &dir.0.join("node1"), &[]);
+    assert_eq!(wait_for(port, "node ping node1", 20, |a| a == "node is up"), "node is up", "{}", node.stderr());
+    let add = format!("application add '{}' script='{}'", file("app.xml").display(), file("hello.py").display());
+    assert_eq!(admin(port, &add), "");
+    assert_eq!(ping(port, "hello"), "ok");
+    let running = pid(port, "Hello-1", &mut pids);
+
+    assert!(registry1.terminate().success());
+    let _registry2 = registry(port, &dir.0.join("db"), &[]);
+    // The node notices on its next keepAlive and registers again; its server, loaded again
+    // with the same descriptor, keeps running.
+    assert_eq!(wait_for(port, "node ping node1", 40, |a| a == "node is up"), "node is up", "{}", node.stderr());
+    assert_eq!(ping(port, "hello"), "ok");
+    assert_eq!(pid(port, "Hello-1", &mut pids), running);
+    drop(node);
 }
