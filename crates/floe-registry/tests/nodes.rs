@@ -481,3 +481,58 @@ fn nodes_register_again_when_the_registry_restarts() {
     assert_eq!(pid(port, "Hello-1", &mut pids), running);
     drop(node);
 }
+
+/// `server state` once the server is no longer activating.
+fn settled_state(port: u16, server: &str) -> String {
+    wait_for(port, &format!("server state {server}"), 20, |a| !a.starts_with("activating"));
+    state(port, server)
+}
+
+/// The replica group scenario against whichever registry listens on `port`.
+fn group_scenario(port: u16, dir: &Path) -> Vec<(String, String)> {
+    let mut pids = Pids::default();
+    let node = Node::start(port, "node1", &dir.join("node1"), &[]);
+    let mut t: Vec<(String, String)> = Vec::new();
+    let mut step = |what: &str, answer: String| t.push((what.to_string(), answer));
+    let up = wait_for(port, "node ping node1", 20, |a| a == "node is up");
+    assert_eq!(up, "node is up", "the node did not register:\n{}", node.stderr());
+    let add = format!("application add '{}' script='{}'", file("group.xml").display(), file("hello.py").display());
+    step("application add", admin(port, &add));
+    // Nothing is active: resolving the group activates its members.
+    step("ping greeter", ping(port, "greeter"));
+    step("Hello-1", settled_state(port, "Hello-1"));
+    pid(port, "Hello-1", &mut pids);
+    step("Hello-2", settled_state(port, "Hello-2"));
+    let _ = admin(port, "server pid Hello-2").parse().map(|p| pids.0.push(p));
+    step("ping group adapter", ping(port, "greeter @ HelloGroup"));
+    // The first member disabled and stopped: the second serves.
+    step("stop Hello-1", admin(port, "server stop Hello-1"));
+    step("stop Hello-2", admin(port, "server stop Hello-2"));
+    step("disable Hello-1", admin(port, "server disable Hello-1"));
+    step("ping with Hello-1 disabled", ping(port, "greeter"));
+    step("Hello-1 disabled", settled_state(port, "Hello-1"));
+    step("Hello-2 serving", settled_state(port, "Hello-2"));
+    let _ = admin(port, "server pid Hello-2").parse().map(|p| pids.0.push(p));
+    step("adapters", admin(port, "adapter list"));
+    drop(node);
+    t
+}
+
+#[test]
+fn replica_groups_of_node_servers_resolve_as_on_icegridregistry() {
+    if !tools_present() {
+        return;
+    }
+    let dir = TempDir::new("nodes-group");
+    let floe_port = free_port();
+    let floe = registry(floe_port, &dir.0.join("floe-db"), &[]);
+    let floe_transcript = group_scenario(floe_port, &dir.0.join("floe"));
+    drop(floe);
+    let ice_port = free_port();
+    std::fs::create_dir_all(dir.0.join("ice-db")).unwrap();
+    let ice = icegridregistry(ice_port, &dir.0.join("ice-db"));
+    let ice_transcript = group_scenario(ice_port, &dir.0.join("ice"));
+    drop(ice);
+    assert_eq!(floe_transcript, ice_transcript, "floe-registry and icegridregistry differ");
+    assert_eq!(floe_transcript[1].1, "ok");
+}

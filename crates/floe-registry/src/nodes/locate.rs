@@ -148,23 +148,38 @@ pub(crate) async fn find_adapter(shared: &Shared, id: &str) -> Option<Option<Obj
     for a in &ids {
         members.push(member(shared, a).await);
     }
-    let mut proxies: Vec<ObjectPrx> = members
-        .iter()
-        .filter_map(|m| match &m.state {
-            Direct::Active(p) => Some(p.clone()),
-            _ => None,
-        })
-        .take(wanted)
-        .collect();
-    if proxies.is_empty() {
-        // None is active: activate members in order until one comes up.
-        for m in &members {
-            if let (Direct::Inactive { activatable: true }, Some((l, a))) = (&m.state, &m.node) {
-                if let Some(p) = activate(l, &m.id, a).await {
-                    proxies.push(p);
-                    break;
+    // As IceGrid does: members are taken in order; an inactive on-demand member met before
+    // enough active ones are found is activated (without waiting for it when enough others
+    // are active); when too few are active, the answer waits for the activations.
+    let mut proxies: Vec<ObjectPrx> = Vec::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut activating = 0;
+    for m in members {
+        if proxies.len() >= wanted {
+            break;
+        }
+        match m.state {
+            Direct::Active(p) => proxies.push(p),
+            Direct::Inactive { activatable: true } => {
+                if let Some((l, a)) = m.node {
+                    activating += 1;
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let _ = tx.send(activate(&l, &m.id, &a).await);
+                    });
                 }
             }
+            _ => {}
+        }
+    }
+    drop(tx);
+    while proxies.len() < wanted && activating > 0 {
+        match rx.recv().await {
+            Some(answer) => {
+                activating -= 1;
+                proxies.extend(answer);
+            }
+            None => break,
         }
     }
     let first = proxies.first()?.clone();
