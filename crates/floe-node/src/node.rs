@@ -31,7 +31,8 @@ pub struct NodeShared {
     pub adapter: ObjectAdapter,
     /// `<instance>/Node-<name>`.
     pub proxy: NodePrx,
-    observer: Mutex<Option<NodeObserverPrx>>,
+    /// The node observers of the registries the node has sessions with, by session.
+    observers: Mutex<BTreeMap<usize, NodeObserverPrx>>,
     servers: Mutex<BTreeMap<String, Arc<ServerEntry>>>,
 }
 
@@ -48,19 +49,23 @@ impl NodeShared {
             communicator,
             adapter,
             proxy,
-            observer: Mutex::new(None),
+            observers: Mutex::new(BTreeMap::new()),
             servers: Mutex::new(BTreeMap::new()),
         })
     }
 
-    /// The registry's node observer, once the session gave it.
-    pub fn observer(&self) -> Option<NodeObserverPrx> {
-        self.observer.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The node observers of the registries, as their sessions gave them.
+    pub fn observers(&self) -> Vec<NodeObserverPrx> {
+        self.observers.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
-    /// Sets the registry's node observer.
-    pub fn set_observer(&self, observer: Option<NodeObserverPrx>) {
-        *self.observer.lock().unwrap_or_else(|p| p.into_inner()) = observer;
+    /// Sets (or, with None, forgets) the node observer of session `session`.
+    pub fn set_observer(&self, session: usize, observer: Option<NodeObserverPrx>) {
+        let mut observers = self.observers.lock().unwrap_or_else(|p| p.into_inner());
+        match observer {
+            Some(o) => observers.insert(session, o),
+            None => observers.remove(&session),
+        };
     }
 
     /// A loaded server.

@@ -187,9 +187,12 @@ impl ServerEntry {
         }
     }
 
-    /// Tells the registry's node observer the server's state.
+    /// Tells the registries' node observers the server's state.
     fn observe(&self) {
-        let Some(observer) = self.node.observer() else { return };
+        let observers = self.node.observers();
+        if observers.is_empty() {
+            return;
+        }
         let (enabled, pid) = {
             let inner = self.lock();
             (inner.enabled, inner.pid)
@@ -198,17 +201,24 @@ impl ServerEntry {
             ServerDynamicInfo { id: self.id.clone(), state: self.state(), pid: pid.map_or(0, |p| p as i32), enabled };
         let node = self.node.config.name.clone();
         tokio::spawn(async move {
-            let _ = observer.update_server(&node, &info).await;
+            for observer in observers {
+                let _ = observer.update_server(&node, &info).await;
+            }
         });
     }
 
-    /// Tells the registry's node observer what an adapter registered.
+    /// Tells the registries' node observers what an adapter registered.
     pub fn observe_adapter(&self, adapter: &AdapterEntry) {
-        let Some(observer) = self.node.observer() else { return };
+        let observers = self.node.observers();
+        if observers.is_empty() {
+            return;
+        }
         let info = AdapterDynamicInfo { id: adapter.id.clone(), proxy: adapter.direct_proxy() };
         let node = self.node.config.name.clone();
         tokio::spawn(async move {
-            let _ = observer.update_adapter(&node, &info).await;
+            for observer in observers {
+                let _ = observer.update_adapter(&node, &info).await;
+            }
         });
     }
 

@@ -1,17 +1,22 @@
-//! The node's session with the registry, kept as IceGrid's node keeps it: find
-//! `<instance>/InternalRegistry-Master` through the `Query` object at `Ice.Default.Locator`'s
-//! endpoints, `registerNode` with the node's description, proxy and load, then keep the
-//! session alive with load samples at half its timeout. The registry loads the node's
-//! servers (`loadServers`); at the first session, servers the node still has from an earlier
-//! run but the registry no longer lists are destroyed. A lost session is registered again,
-//! every second or two, until the node shuts down.
+//! The node's sessions with the registry's replicas, kept as IceGrid's node keeps them.
+//!
+//! Every endpoint of `Ice.Default.Locator` is taken as one replica: the node asks it for
+//! its local registry (`IceGrid::Locator::getLocalRegistry`: `<instance>/Registry` names
+//! the master, `<instance>/Registry-<name>` replica `<name>`), finds
+//! `<instance>/InternalRegistry-<name>` through that replica's `Query` object, and calls
+//! `registerNode` with the node's description, proxy and load. It then keeps the session
+//! alive with load samples at half its timeout. Each registry loads the node's servers
+//! (`loadServers`); loading the same descriptor twice changes nothing. At the first session
+//! with the first replica listed, servers (and server directories) left from an earlier run
+//! that the registry no longer lists are removed. A lost session is registered again every
+//! 1.5 s until the node shuts down; sessions with the other replicas go on meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use floe::{Class, Identity, Proxy};
+use floe::{Class, Identity, ObjectPrx, Proxy};
 use floe_icegrid::ice_grid::{
-    InternalRegistryPrx, InternalRegistryRegisterNodeError, NodeSessionPrx, QueryPrx, ReplicaObserverPrx,
+    InternalRegistryPrx, InternalRegistryRegisterNodeError, LocatorPrx, NodeSessionPrx, QueryPrx, ReplicaObserverPrx,
 };
 use tokio::sync::watch;
 
@@ -21,25 +26,48 @@ use crate::platform;
 /// How often a node without a session tries to get one.
 const RETRY: Duration = Duration::from_millis(1500);
 
-/// Keeps the session until the communicator shuts down; `connected` turns true once the
-/// first session has loaded the node's servers.
+/// Keeps a session with every replica until the communicator shuts down; `connected` turns
+/// true once a first session has loaded the node's servers.
 pub async fn run(node: Arc<NodeShared>, connected: watch::Sender<bool>) {
+    let Some(locator) = node.communicator.default_locator() else {
+        tracing::error!(target: "floe_node::session", "property `Ice.Default.Locator' is not set");
+        return;
+    };
+    let endpoints = locator.reference().wire.endpoints.clone();
+    let replicas: Vec<ObjectPrx> = if endpoints.len() <= 1 {
+        vec![locator]
+    } else {
+        endpoints.into_iter().map(|e| locator.ice_endpoints(vec![e])).collect()
+    };
+    let connected = Arc::new(connected);
+    let tasks: Vec<_> = replicas
+        .into_iter()
+        .enumerate()
+        .map(|(index, replica)| tokio::spawn(keep_session(node.clone(), index, replica, connected.clone())))
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// The session with the replica at `locator` (session number `index`).
+async fn keep_session(node: Arc<NodeShared>, index: usize, locator: ObjectPrx, connected: Arc<watch::Sender<bool>>) {
     let mut first = true;
     let mut last_error = String::new();
     loop {
         if node.communicator.is_shutdown() {
             return;
         }
-        match establish(&node, first).await {
-            Ok((session, period)) => {
+        match establish(&node, index, &locator, first && index == 0).await {
+            Ok((session, period, replica)) => {
                 first = false;
                 last_error.clear();
                 connected.send_replace(true);
-                tracing::info!(target: "floe_node::session", "established session with the registry");
+                tracing::info!(target: "floe_node::session", %replica, "established session with the registry");
                 tokio::select! {
                     reason = keep_alive(&session, period) => {
-                        tracing::warn!(target: "floe_node::session", %reason, "lost the session with the registry");
-                        node.set_observer(None);
+                        tracing::warn!(target: "floe_node::session", %replica, %reason, "lost the session with the registry");
+                        node.set_observer(index, None);
                     }
                     () = node.communicator.wait_for_shutdown() => {
                         let _ = tokio::time::timeout(Duration::from_secs(2), session.destroy()).await;
@@ -61,21 +89,39 @@ pub async fn run(node: Arc<NodeShared>, connected: watch::Sender<bool>) {
     }
 }
 
-/// The registry's `InternalRegistry` object, found through its `Query` object.
-async fn find_registry(node: &NodeShared) -> Result<InternalRegistryPrx, String> {
-    let locator = node.communicator.default_locator().ok_or("property `Ice.Default.Locator' is not set")?;
-    let instance = &node.config.instance_name;
-    let query = QueryPrx::from_object(locator.ice_identity(Identity::with_category(instance, "Query")));
-    let id = Identity::with_category(instance, "InternalRegistry-Master");
-    match query.find_object_by_id(&id).await {
-        Ok(Some(p)) => Ok(InternalRegistryPrx::from_object(p)),
-        Ok(None) => Err(format!("the registry has no object `{instance}/InternalRegistry-Master'")),
-        Err(e) => Err(format!("cannot reach the registry: {e}")),
+/// The replica's name: from the identity of its local registry object.
+async fn replica_name(locator: &ObjectPrx) -> String {
+    let locator = LocatorPrx::from_object(locator.clone());
+    let local = tokio::time::timeout(Duration::from_secs(10), locator.get_local_registry());
+    match local.await {
+        Ok(Ok(Some(r))) => match r.as_object().ice_get_identity().name.strip_prefix("Registry-") {
+            Some(name) if !name.is_empty() => name.to_string(),
+            _ => "Master".to_string(),
+        },
+        _ => "Master".to_string(),
     }
 }
 
-async fn establish(node: &Arc<NodeShared>, first: bool) -> Result<(NodeSessionPrx, Duration), String> {
-    let registry = find_registry(node).await?;
+/// The replica's `InternalRegistry` object, found through its `Query` object.
+async fn find_registry(node: &NodeShared, locator: &ObjectPrx) -> Result<(InternalRegistryPrx, String), String> {
+    let instance = &node.config.instance_name;
+    let replica = replica_name(locator).await;
+    let query = QueryPrx::from_object(locator.ice_identity(Identity::with_category(instance, "Query")));
+    let id = Identity::with_category(instance, format!("InternalRegistry-{replica}"));
+    match query.find_object_by_id(&id).await {
+        Ok(Some(p)) => Ok((InternalRegistryPrx::from_object(p), replica)),
+        Ok(None) => Err(format!("the registry has no object `{instance}/InternalRegistry-{replica}'")),
+        Err(e) => Err(format!("cannot reach the registry at {locator}: {e}")),
+    }
+}
+
+async fn establish(
+    node: &Arc<NodeShared>,
+    index: usize,
+    locator: &ObjectPrx,
+    check_consistency: bool,
+) -> Result<(NodeSessionPrx, Duration, String), String> {
+    let (registry, replica) = find_registry(node, locator).await?;
     let info = platform::node_info(&node.config.name, &node.config.data_dir.to_string_lossy());
     let session = match registry.register_node(Some(&Class::new(info)), Some(&node.proxy), &platform::load()).await {
         Ok(Some(s)) => s,
@@ -83,39 +129,44 @@ async fn establish(node: &Arc<NodeShared>, first: bool) -> Result<(NodeSessionPr
         Err(e) => {
             return Err(match e.user() {
                 Some(InternalRegistryRegisterNodeError::NodeActiveException(_)) => {
-                    format!("a node named `{}' is already active with the registry", node.config.name)
+                    format!("a node named `{}' is already active with replica `{replica}'", node.config.name)
                 }
                 Some(InternalRegistryRegisterNodeError::PermissionDeniedException(p)) => {
-                    format!("the registry denied the node's session: {}", p.reason)
+                    format!("replica `{replica}' denied the node's session: {}", p.reason)
                 }
-                None => "registerNode failed".to_string(),
+                None => format!("registerNode with replica `{replica}' failed"),
             })
         }
     };
     let timeout = session.get_timeout().await.map_err(|e| e.to_string())?;
     let period = Duration::from_secs(u64::try_from(timeout / 2).unwrap_or(0).max(1));
-    node.set_observer(session.get_observer().await.map_err(|e| e.to_string())?);
+    node.set_observer(index, session.get_observer().await.map_err(|e| e.to_string())?);
     let observer = ReplicaObserverPrx::from_object(node.proxy.as_object().clone());
     session.set_replica_observer(Some(&observer)).await.map_err(|e| e.to_string())?;
-    if first {
-        // Servers left from an earlier run that the registry does not list are removed.
-        let listed = session.get_servers().await.map_err(|e| e.to_string())?;
-        for server in node.servers() {
-            if !listed.contains(&server.id) {
-                node.destroy_server(&server.id).await;
-            }
-        }
-        let servers_dir = node.config.data_dir.join("servers");
-        for entry in std::fs::read_dir(&servers_dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            if !listed.contains(&name) && node.server(&name).is_none() {
-                tracing::info!(target: "floe_node::session", server = %name, "removing the directory of a server the registry no longer lists");
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
+    if check_consistency {
+        remove_unlisted(node, &session).await?;
     }
     session.load_servers().await.map_err(|e| e.to_string())?;
-    Ok((session, period))
+    Ok((session, period, replica))
+}
+
+/// Removes the servers, and the server directories, that the registry does not list.
+async fn remove_unlisted(node: &Arc<NodeShared>, session: &NodeSessionPrx) -> Result<(), String> {
+    let listed = session.get_servers().await.map_err(|e| e.to_string())?;
+    for server in node.servers() {
+        if !listed.contains(&server.id) {
+            node.destroy_server(&server.id).await;
+        }
+    }
+    let servers_dir = node.config.data_dir.join("servers");
+    for entry in std::fs::read_dir(&servers_dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !listed.contains(&name) && node.server(&name).is_none() {
+            tracing::info!(target: "floe_node::session", server = %name, "removing the directory of a server the registry no longer lists");
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    Ok(())
 }
 
 /// Sends keep-alives until one fails; returns why.
