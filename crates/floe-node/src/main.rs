@@ -15,6 +15,7 @@ const USAGE: &str = "usage: floe-node [--Ice.Config=FILE] [--Name=value ...]
   --IceGrid.Node.WaitTime=SECONDS          (default 60)
   --IceGrid.Node.PrintServersReady=NAME    (prints `NAME ready' once `always' servers are active)
   --IceGrid.Node.AllowRunningServersAsRoot=1  --IceGrid.Node.PropertiesOverride=\"N=V ...\"
+  --IceGrid.Node.CollocateRegistry=1       (runs floe-registry in the node: IceGrid.Registry.* apply)
 See docs/registry.md.";
 
 fn main() -> ExitCode {
@@ -30,8 +31,31 @@ fn main() -> ExitCode {
     runtime.block_on(run(args))
 }
 
+/// With `IceGrid.Node.CollocateRegistry=1` and no `Ice.Default.Locator`, the locator of the
+/// registry run in the node: `<instance>/Locator` at `IceGrid.Registry.Client.Endpoints`.
+fn collocated_locator(args: &[String]) -> Result<Option<String>, String> {
+    let (props, _) = floe::Properties::from_args(args.iter().cloned(), &["IceGrid"]).map_err(|e| e.to_string())?;
+    if props.get_int("IceGrid.Node.CollocateRegistry", 0).unwrap_or(0) <= 0
+        || props.get("Ice.Default.Locator").is_some_and(|l| !l.is_empty())
+    {
+        return Ok(None);
+    }
+    let endpoints = props
+        .get("IceGrid.Registry.Client.Endpoints")
+        .filter(|e| !e.is_empty())
+        .ok_or("IceGrid.Node.CollocateRegistry needs `IceGrid.Registry.Client.Endpoints' with a fixed port")?;
+    let instance = props.get("IceGrid.InstanceName").filter(|i| !i.is_empty()).unwrap_or_else(|| "IceGrid".into());
+    Ok(Some(format!("{instance}/Locator:{endpoints}")))
+}
+
 async fn run(args: Vec<String>) -> ExitCode {
-    let (communicator, rest) = match cli::communicator(args, &[]) {
+    let defaults = match collocated_locator(&args) {
+        Ok(Some(locator)) => vec![("Ice.Default.Locator".to_string(), locator)],
+        Ok(None) => Vec::new(),
+        Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
+    };
+    let defaults: Vec<(&str, &str)> = defaults.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let (communicator, rest) = match cli::communicator(args, &defaults) {
         Ok(c) => c,
         Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
     };
@@ -42,13 +66,22 @@ async fn run(args: Vec<String>) -> ExitCode {
         Ok(c) => c,
         Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
     };
-    if config.collocate_registry {
-        return cli::fail(
-            "floe-node",
-            "IceGrid.Node.CollocateRegistry is not supported: run floe-registry beside the node",
-            cli::EXIT_FAILURE,
-        );
-    }
+    // As icegridnode: a registry in the node for small deployments, started first.
+    let registry = if config.collocate_registry {
+        let registry_config = match floe_registry::Config::from_properties(communicator.properties()) {
+            Ok(c) if c.data_dir.is_none() && c.etcd.endpoints.is_empty() => {
+                return cli::fail("floe-node", "property `IceGrid.Registry.LMDB.Path' is not set", cli::EXIT_FAILURE);
+            }
+            Ok(c) => c,
+            Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
+        };
+        match floe_registry::RegistryService::start(communicator.clone(), registry_config).await {
+            Ok(r) => Some(r),
+            Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
+        }
+    } else {
+        None
+    };
     if communicator.default_locator().is_none() {
         return cli::fail("floe-node", "property `Ice.Default.Locator' is not set", cli::EXIT_FAILURE);
     }
@@ -70,6 +103,9 @@ async fn run(args: Vec<String>) -> ExitCode {
         cli::ready(&format!("{bundle} ready"));
     }
     service.wait().await;
+    if let Some(r) = registry {
+        r.wait().await;
+    }
     communicator.destroy().await;
     ExitCode::SUCCESS
 }

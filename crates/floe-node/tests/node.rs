@@ -370,3 +370,36 @@ mod on_floe_registry {
         super::servers_run_as_their_user(Registry::Floe);
     }
 }
+
+/// `IceGrid.Node.CollocateRegistry=1`: one floe-node process is the whole grid.
+#[test]
+fn a_node_with_a_collocated_registry_is_a_grid_of_its_own() {
+    let dir = TempDir::new("collocated");
+    let port = free_port();
+    let registry_data = dir.sub("registry");
+    let node = floe_node_with(
+        "node1",
+        &dir,
+        &[
+            "--IceGrid.Node.CollocateRegistry=1".to_string(),
+            format!("--IceGrid.InstanceName={INSTANCE}"),
+            format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"),
+            "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1".to_string(),
+            "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1".to_string(),
+            format!("--IceGrid.Registry.LMDB.Path={}", registry_data.display()),
+            format!("--IceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
+        ],
+    );
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
+    let c = client(port);
+    ping(&c, "ondemand").unwrap();
+    assert!(state(port, "OnDemand").starts_with("active"));
+    let config = std::fs::read_to_string(dir.0.join("node1-data/servers/OnDemand/config/config")).unwrap();
+    assert!(config.contains(&format!("Ice.Default.Locator={}", locator(port))), "{config}");
+    c.destroy_blocking();
+    let status = node.terminate();
+    assert!(status.success(), "{status}");
+}

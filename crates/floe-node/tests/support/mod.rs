@@ -199,19 +199,25 @@ pub fn floe_registry(port: u16, data: &Path) -> Proc {
 
 /// floe-node `name` for the registry on `port`, with its data and output under `dir`.
 pub fn floe_node(name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Proc {
+    let mut args = vec![format!("--Ice.Default.Locator={}", locator(port))];
+    args.extend_from_slice(extra);
+    floe_node_with(name, dir, &args)
+}
+
+/// floe-node `name` with its data and output under `dir`, and `args`.
+pub fn floe_node_with(name: &str, dir: &TempDir, args: &[String]) -> Proc {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-node"));
     cmd.args([
         format!("--IceGrid.Node.Name={name}"),
         "--IceGrid.Node.Endpoints=tcp -h 127.0.0.1".to_string(),
         format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
         format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
-        format!("--Ice.Default.Locator={}", locator(port)),
         "--IceGrid.Node.WaitTime=20".to_string(),
         // The tests' files are the test user's: servers run as that user, root included.
         "--IceGrid.Node.AllowRunningServersAsRoot=1".to_string(),
     ])
-    .args(extra)
-    .env("RUST_LOG", "floe_node=debug")
+    .args(args)
+    .env("RUST_LOG", "floe_node=debug,floe_registry=debug")
     .stderr(std::fs::File::create(dir.0.join(format!("{name}.log"))).unwrap());
     start_until(cmd, "floe-node ready")
 }
