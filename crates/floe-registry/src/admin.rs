@@ -442,6 +442,15 @@ impl Admin for AdminI {
             replica_group_id: e.replica_group,
         };
         let deployed = self.shared.deployment();
+        // Adapters of servers that nodes run: as their node knows them.
+        let on_node = |member: String| async move {
+            let proxy = crate::nodes::locate::current_proxy(&self.shared, &member).await?;
+            let group = self.shared.deployment().adapters.get(&member).map(|a| a.replica_group.clone());
+            Some(AdapterInfo { id: member, proxy, replica_group_id: group.unwrap_or_default() })
+        };
+        if let Some(i) = on_node(id.clone()).await {
+            return Ok(vec![i]);
+        }
         if let Some(e) = self.shared.db.adapter(&id) {
             return Ok(vec![info(id, e)]);
         }
@@ -450,9 +459,20 @@ impl Admin for AdminI {
             return Ok(vec![AdapterInfo { id, proxy: None, replica_group_id: a.replica_group.clone() }]);
         }
         let members = self.shared.db.group_members(&id);
-        let mut infos: Vec<AdapterInfo> = members.into_iter().map(|(id, e)| info(id, e)).collect();
+        let mut infos: Vec<AdapterInfo> = Vec::new();
+        for (member, e) in members {
+            match on_node(member.clone()).await {
+                Some(i) => infos.push(i),
+                None => infos.push(info(member, e)),
+            }
+        }
         for (member, a) in deployed.adapters.iter().filter(|(_, a)| a.replica_group == id) {
-            if !infos.iter().any(|i| &i.id == member) {
+            if infos.iter().any(|i| &i.id == member) {
+                continue;
+            }
+            if let Some(i) = on_node(member.clone()).await {
+                infos.push(i);
+            } else {
                 infos.push(AdapterInfo { id: member.clone(), proxy: None, replica_group_id: a.replica_group.clone() });
             }
         }

@@ -215,6 +215,7 @@ fn scenario(port: u16, dir: &Path) -> Vec<(String, String)> {
     let _ = Command::new("kill").args(["-KILL", &second.to_string()]).status();
     let after_crash = wait_for(port, "server state Hello-1", 15, |a| a.starts_with("inactive"));
     step("state after crash", after_crash);
+    step("endpoints after crash", admin(port, "adapter endpoints Hello-1.Hello"));
     step("ping after crash", ping(port, "hello"));
     step("state after reactivation", state(port, "Hello-1"));
     let third = pid(port, "Hello-1", &mut pids);
@@ -508,6 +509,7 @@ fn group_scenario(port: u16, dir: &Path) -> Vec<(String, String)> {
     // The first member disabled and stopped: the second serves.
     step("stop Hello-1", admin(port, "server stop Hello-1"));
     step("stop Hello-2", admin(port, "server stop Hello-2"));
+    step("group endpoints when stopped", admin(port, "adapter endpoints HelloGroup"));
     step("disable Hello-1", admin(port, "server disable Hello-1"));
     step("ping with Hello-1 disabled", ping(port, "greeter"));
     step("Hello-1 disabled", settled_state(port, "Hello-1"));

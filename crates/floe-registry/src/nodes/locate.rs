@@ -187,6 +187,16 @@ pub(crate) async fn find_adapter(shared: &Shared, id: &str) -> Option<Option<Obj
     Some(Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints)))
 }
 
+/// The endpoints of adapter `id` as its node knows them, without activating it (what
+/// `adapter endpoints` shows); None when no node with a session runs its server.
+pub(crate) async fn current_proxy(shared: &Shared, id: &str) -> Option<Option<ObjectPrx>> {
+    node_server(shared, id)?;
+    Some(match member(shared, id).await.state {
+        Direct::Active(p) => Some(p),
+        _ => None,
+    })
+}
+
 /// The loaded server `server`, without waiting for a load in progress when it was loaded
 /// before.
 async fn loaded(shared: &Shared, server: &str) -> Option<Loaded> {
