@@ -101,21 +101,28 @@ pub(crate) async fn register(shared: &Shared, session: &str, set: ObserverSet) {
     }
 }
 
-/// Calls `event` on every admin session's node observer, without waiting.
+/// Calls `event` on every admin session's node observer, after the node events before it.
 fn node_event<F, Fut>(shared: &Shared, what: &'static str, event: F)
 where
     F: Fn(NodeObserverPrx) -> Fut,
     Fut: std::future::Future<Output = floe::Result<()>> + Send + 'static,
 {
     let observers: Vec<NodeObserverPrx> = shared.observers.lock().values().filter_map(|s| s.node.clone()).collect();
-    for o in observers {
-        let call = event(o);
-        tokio::spawn(async move {
-            if let Err(e) = call.await {
-                warn(what, e);
-            }
-        });
+    if observers.is_empty() {
+        return;
     }
+    let calls: crate::watchers::Calls = observers
+        .into_iter()
+        .map(|o| {
+            let call = event(o);
+            Box::pin(async move {
+                if let Err(e) = call.await {
+                    warn(what, e);
+                }
+            }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        })
+        .collect();
+    shared.observers.in_order(calls);
 }
 
 /// Tells node observers that a node came up (as the node reported it).

@@ -538,3 +538,55 @@ fn replica_groups_of_node_servers_resolve_as_on_icegridregistry() {
     assert_eq!(floe_transcript, ice_transcript, "floe-registry and icegridregistry differ");
     assert_eq!(floe_transcript[1].1, "ok");
 }
+
+/// Runs the node observer client (`node-apps/node_observer.py`) against the registry on
+/// `port` while a node comes up, runs a server and is shut down; returns what it was told.
+fn node_events(port: u16, dir: &Path) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    let mut pids = Pids::default();
+    let mut child = Command::new("timeout")
+        .args(["90", "/usr/bin/python3"])
+        .arg(file("node_observer.py"))
+        .args([&port.to_string(), INSTANCE, "node1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(|l| l.ok());
+    assert_eq!(first.as_deref(), Some("ready"), "the observer client did not start");
+    let node = Node::start(port, "node1", &dir.join("node1"), &[]);
+    assert_eq!(wait_for(port, "node ping node1", 20, |a| a == "node is up"), "node is up", "{}", node.stderr());
+    let add = format!("application add '{}' script='{}'", file("app.xml").display(), file("hello.py").display());
+    assert_eq!(admin(port, &add), "");
+    assert_eq!(ping(port, "hello"), "ok");
+    pid(port, "Hello-1", &mut pids);
+    assert_eq!(admin(port, "server stop Hello-1"), "");
+    assert_eq!(admin(port, "node shutdown node1"), "");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "the observer client failed: {rest:?}\n{err}");
+    drop(node);
+    rest
+}
+
+#[test]
+fn node_observers_follow_nodes_and_servers_as_on_icegridregistry() {
+    if !tools_present() {
+        return;
+    }
+    let dir = TempDir::new("nodes-observers");
+    let floe_port = free_port();
+    let floe = registry(floe_port, &dir.0.join("floe-db"), &[]);
+    let floe_events = node_events(floe_port, &dir.0.join("floe"));
+    drop(floe);
+    let ice_port = free_port();
+    std::fs::create_dir_all(dir.0.join("ice-db")).unwrap();
+    let ice = icegridregistry(ice_port, &dir.0.join("ice-db"));
+    let ice_events = node_events(ice_port, &dir.0.join("ice"));
+    drop(ice);
+    assert_eq!(floe_events, ice_events, "floe-registry's node observer events differ from icegridregistry's");
+    assert!(floe_events.contains(&"up node1".to_string()) && floe_events.last().unwrap() == "down node1");
+}
