@@ -336,7 +336,110 @@ pub(crate) fn digest(desc: &Class<InternalServerDescriptor>) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::escape_property;
+    use floe::Class;
+
+    use super::{build, escape_property};
+    use crate::deploy::DeployedServer;
+    use crate::slice::ice_grid::{
+        AdapterDescriptor, CommunicatorDescriptor, IceBoxDescriptor, InternalNodeInfo, PropertyDescriptor,
+        PropertySetDescriptor, ServerDescriptor, ServiceDescriptor, ServiceInstanceDescriptor,
+    };
+
+    fn props(list: &[(&str, &str)]) -> Vec<PropertyDescriptor> {
+        list.iter().map(|(n, v)| PropertyDescriptor { name: n.to_string(), value: v.to_string() }).collect()
+    }
+
+    fn communicator(adapter: &str, id: &str, properties: &[(&str, &str)]) -> CommunicatorDescriptor {
+        CommunicatorDescriptor {
+            adapters: vec![AdapterDescriptor {
+                name: adapter.into(),
+                id: id.into(),
+                server_lifetime: true,
+                ..Default::default()
+            }],
+            property_set: PropertySetDescriptor { properties: props(properties), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    fn node() -> InternalNodeInfo {
+        InternalNodeInfo { name: "node1".into(), os: "Linux".into(), data_dir: "/data".into(), ..Default::default() }
+    }
+
+    fn deployed(descriptor: Class<ServerDescriptor>) -> DeployedServer {
+        DeployedServer { application: "App".into(), uuid: "U".into(), revision: 3, node: "node1".into(), descriptor }
+    }
+
+    fn server(id: &str, base: CommunicatorDescriptor) -> ServerDescriptor {
+        ServerDescriptor {
+            base,
+            id: id.into(),
+            exe: "${node.data}/bin/server".into(),
+            options: vec!["--data=${server.data}".into()],
+            activation: "on-demand".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_server_gets_the_config_file_icegrid_writes() {
+        let base = communicator("Hello", "S.Hello", &[("Hello.Endpoints", "tcp -h 127.0.0.1"), ("Greeting", "a #1")]);
+        let d = build(&deployed(Class::new(server("S", base))), &node());
+        let d = d.read();
+        assert_eq!(d.exe, "/data/bin/server");
+        assert_eq!(d.options, ["--data=/data/servers/S/data"]);
+        assert_eq!((d.application.as_str(), d.uuid.as_str(), d.revision), ("App", "U", 3));
+        assert!(d.process_registered);
+        assert_eq!(d.services, Some(Vec::new()));
+        let adapter = d.adapters[0].as_ref().unwrap().read().clone();
+        assert_eq!((adapter.id.as_str(), adapter.server_lifetime), ("S.Hello", true));
+        assert_eq!(
+            d.properties["config"],
+            props(&[
+                ("# Server configuration", ""),
+                ("Ice.Admin.ServerId", "S"),
+                ("Ice.Admin.Endpoints", "tcp -h localhost"),
+                ("Ice.ProgramName", "S"),
+                ("# Object adapter Hello", ""),
+                ("Hello.Endpoints", "tcp -h 127.0.0.1"),
+                ("Hello.AdapterId", "S.Hello"),
+                ("# Server descriptor properties", ""),
+                ("Greeting", "a \\#1"),
+            ])
+        );
+        assert_eq!(d.properties.len(), 1);
+    }
+
+    #[test]
+    fn icebox_services_get_a_file_each() {
+        let base = communicator("IceBox.ServiceManager", "B.IceBox.ServiceManager", &[("Ice.Admin.Enabled", "1")]);
+        let service = ServiceDescriptor {
+            base: communicator("Svc", "B.Svc", &[("Svc.Endpoints", "tcp")]),
+            name: "Svc".into(),
+            entry: "svc:create".into(),
+        };
+        let icebox = Class::new(IceBoxDescriptor {
+            base: server("B", base),
+            services: vec![ServiceInstanceDescriptor { descriptor: Some(Class::new(service)), ..Default::default() }],
+        });
+        let icebox = icebox.to_any().downcast::<ServerDescriptor>().unwrap();
+        let d = build(&deployed(icebox), &node());
+        let d = d.read();
+        assert_eq!(d.services, Some(vec!["Svc".to_string()]));
+        let config = &d.properties["config"];
+        assert!(config.contains(
+            &props(&[("IceBox.Service.Svc", "svc:create --Ice.Config='/data/servers/B/config/config_Svc'")])[0]
+        ));
+        assert!(config.contains(&props(&[("IceBox.LoadOrder", "Svc")])[0]));
+        assert!(!config.iter().any(|p| p.name == "Ice.Admin.Endpoints"), "Ice.Admin.Enabled is set");
+        assert_eq!(
+            d.properties["config_Svc"],
+            props(&[("# Object adapter Svc", ""), ("Svc.Endpoints", "tcp"), ("Svc.AdapterId", "B.Svc")])
+        );
+        // With the admin enabled, the services' adapters do not follow the server's lifetime.
+        let lifetimes: Vec<bool> = d.adapters.iter().map(|a| a.as_ref().unwrap().read().server_lifetime).collect();
+        assert_eq!(lifetimes, [true, false]);
+    }
 
     #[test]
     fn escapes_as_ice_property_files_need() {
