@@ -1,4 +1,6 @@
-//! Hello server: `hello-server [--endpoints "tcp -h 127.0.0.1 -p 10000"]`.
+//! Hello server: `hello-server [--endpoints "tcp -h 127.0.0.1 -p 10000"]`. When its
+//! configuration sets `Hello.Endpoints` (as an IceGrid node's configuration file does, with
+//! `Hello.AdapterId`), the adapter takes its endpoints and id from there instead.
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use floe::{Communicator, Current, Identity};
@@ -30,7 +32,11 @@ impl Hello for HelloI {
 fn main() -> floe::Result<()> {
     let (communicator, _) = Communicator::from_args(std::env::args())?;
     let endpoints = floe_examples::arg("--endpoints", "tcp -h 127.0.0.1 -p 10000");
-    let adapter = communicator.create_object_adapter_with_endpoints("Hello", &endpoints)?;
+    let adapter = if communicator.properties().get("Hello.Endpoints").is_some_and(|e| !e.is_empty()) {
+        communicator.create_object_adapter("Hello")?
+    } else {
+        communicator.create_object_adapter_with_endpoints("Hello", &endpoints)?
+    };
     adapter.add(
         HelloServer::new(HelloI { communicator: communicator.clone(), count: AtomicI32::new(0) }),
         Identity::new("hello"),
