@@ -306,12 +306,12 @@ impl Admin for AdminI {
 
     async fn sync_application(&self, descriptor: ApplicationDescriptor, _: &Current) -> floe::Result<()> {
         self.record.touch();
-        applications::sync(&self.shared, &self.user, descriptor).await
+        applications::sync(&self.shared, &self.user, descriptor, false).await
     }
 
     async fn update_application(&self, update: ApplicationUpdateDescriptor, _: &Current) -> floe::Result<()> {
         self.record.touch();
-        applications::update(&self.shared, &self.user, update).await
+        applications::update(&self.shared, &self.user, update, false).await
     }
 
     async fn sync_application_without_restart(
@@ -319,9 +319,8 @@ impl Admin for AdminI {
         descriptor: ApplicationDescriptor,
         _: &Current,
     ) -> floe::Result<()> {
-        // No node runs the servers through this registry, so none is restarted either way.
         self.record.touch();
-        applications::sync(&self.shared, &self.user, descriptor).await
+        applications::sync(&self.shared, &self.user, descriptor, true).await
     }
 
     async fn update_application_without_restart(
@@ -330,7 +329,7 @@ impl Admin for AdminI {
         _: &Current,
     ) -> floe::Result<()> {
         self.record.touch();
-        applications::update(&self.shared, &self.user, update).await
+        applications::update(&self.shared, &self.user, update, true).await
     }
 
     async fn remove_application(&self, name: String, _: &Current) -> floe::Result<()> {

@@ -53,6 +53,7 @@ async fn change(
     name: &str,
     make: impl Fn(Option<&ApplicationInfo>) -> floe::Result<Option<ApplicationInfo>>,
     update: Option<&ApplicationUpdateDescriptor>,
+    no_restart: bool,
 ) -> floe::Result<()> {
     loop {
         let (generation, mut apps) = stored(shared)?;
@@ -72,6 +73,9 @@ async fn change(
                     return Err(deployment(format!("duplicate object `{key}': it is registered already")));
                 }
             }
+        }
+        if no_restart {
+            crate::nodes::update::check_no_restart(shared, name, &before, &deployed).await?;
         }
         let bytes = next.as_ref().map(encode_info);
         if let Some(w) = shared.db.set_application(name, bytes, generation) {
@@ -96,7 +100,15 @@ async fn change(
             // Nodes load the changed servers again, or destroy those that are gone; a node
             // that does not answer delays the change by a bounded time (its servers are loaded
             // again when next needed).
-            let sync = crate::nodes::servers::sync(shared, &changed);
+            // As IceGrid does, the application's unchanged servers are loaded again too, with
+            // the new revision (the node does not restart them).
+            let mut affected = changed.clone();
+            for d in [&before, &deployed] {
+                affected.extend(d.servers.iter().filter(|(_, s)| s.application == name).map(|(id, _)| id.clone()));
+            }
+            affected.sort();
+            affected.dedup();
+            let sync = crate::nodes::servers::sync(shared, &affected, no_restart);
             if tokio::time::timeout(SYNC_TIMEOUT, sync).await.is_err() {
                 tracing::warn!(target: "floe_registry::node", application = name, "nodes did not load the servers in time");
             }
@@ -130,6 +142,7 @@ pub(crate) async fn add(shared: &Shared, user: &str, descriptor: ApplicationDesc
             }))
         },
         None,
+        false,
     )
     .await
 }
@@ -145,8 +158,14 @@ fn revised(old: &ApplicationInfo, user: &str, descriptor: ApplicationDescriptor)
     }
 }
 
-/// `syncApplication`: replaces the application's descriptor.
-pub(crate) async fn sync(shared: &Shared, user: &str, descriptor: ApplicationDescriptor) -> floe::Result<()> {
+/// `syncApplication`: replaces the application's descriptor (without restarting servers,
+/// or refused, with `no_restart`).
+pub(crate) async fn sync(
+    shared: &Shared,
+    user: &str,
+    descriptor: ApplicationDescriptor,
+    no_restart: bool,
+) -> floe::Result<()> {
     let name = descriptor.name.clone();
     change(
         shared,
@@ -156,12 +175,19 @@ pub(crate) async fn sync(shared: &Shared, user: &str, descriptor: ApplicationDes
             Ok(Some(revised(old, user, descriptor.clone())))
         },
         None,
+        no_restart,
     )
     .await
 }
 
-/// `updateApplication`: applies an update descriptor.
-pub(crate) async fn update(shared: &Shared, user: &str, update: ApplicationUpdateDescriptor) -> floe::Result<()> {
+/// `updateApplication`: applies an update descriptor (without restarting servers, or
+/// refused, with `no_restart`).
+pub(crate) async fn update(
+    shared: &Shared,
+    user: &str,
+    update: ApplicationUpdateDescriptor,
+    no_restart: bool,
+) -> floe::Result<()> {
     let name = update.name.clone();
     change(
         shared,
@@ -172,6 +198,7 @@ pub(crate) async fn update(shared: &Shared, user: &str, update: ApplicationUpdat
             Ok(Some(revised(old, user, descriptor)))
         },
         Some(&update),
+        no_restart,
     )
     .await
 }
@@ -189,7 +216,7 @@ pub(crate) async fn instantiate(
         nodes: vec![NodeUpdateDescriptor { name: node, server_instances: vec![instance], ..Default::default() }],
         ..Default::default()
     };
-    self::update(shared, user, update).await
+    self::update(shared, user, update, false).await
 }
 
 /// `removeApplication`.
@@ -202,6 +229,7 @@ pub(crate) async fn remove(shared: &Shared, name: &str) -> floe::Result<()> {
             None => Err(not_exist(name)),
         },
         None,
+        false,
     )
     .await
 }

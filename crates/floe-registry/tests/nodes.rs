@@ -246,7 +246,18 @@ fn scenario(port: u16, dir: &Path) -> Vec<(String, String)> {
     let config = std::fs::read_to_string(dir.join("node1/servers/Hello-1/config/config")).unwrap_or_default();
     step("updated config", config.lines().filter(|l| l.starts_with("Greeting=")).collect::<Vec<_>>().join(","));
     step("ping after update", ping(port, "hello"));
-    pid(port, "Hello-1", &mut pids);
+    let running = pid(port, "Hello-1", &mut pids);
+    // Without restart: a change of properties reaches the running server; any other change
+    // is refused.
+    let update_no_restart = |xml: &str| {
+        format!("application update --no-restart '{}' script='{}'", file(xml).display(), file("hello.py").display())
+    };
+    step("update properties without restart", admin(port, &update_no_restart("app.xml")));
+    step("state after update without restart", state(port, "Hello-1"));
+    let (ok, _, refusal) = icegridadmin(port, &update_no_restart("app-pwd.xml"));
+    step("update pwd without restart", format!("{ok} {}", refusal.trim()));
+    step("state after refused update", state(port, "Hello-1"));
+    assert_eq!(pid(port, "Hello-1", &mut pids), running, "an update without restart restarted the server");
 
     let described = admin(port, "node describe node1");
     step("node describe has os", described.contains("operating system = `Linux'").to_string());
@@ -292,6 +303,7 @@ fn icegridnode_runs_the_servers_of_floe_registry_as_of_icegridregistry() {
     assert_eq!(get("state after stop"), "inactive (enabled)");
     assert_eq!(get("updated config"), "Greeting=updated");
     assert_eq!(get("state after changed update"), "inactive (enabled)");
+    assert!(get("update pwd without restart").contains("would need to be stopped"));
 }
 
 #[test]

@@ -19,6 +19,7 @@ pub(crate) mod descriptor;
 pub(crate) mod locate;
 pub(crate) mod servers;
 pub(crate) mod session;
+pub(crate) mod update;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

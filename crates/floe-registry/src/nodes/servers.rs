@@ -14,7 +14,8 @@ use floe::{CallError, Error};
 use super::{descriptor, lock, timed, unreachable, NodeSession, NODE_CALL_TIMEOUT};
 use crate::shared::Shared;
 use crate::slice::ice_grid::{
-    AdapterPrx, DeploymentException, NodeLoadServerError, ServerNotExistException, ServerPrx,
+    AdapterPrx, DeploymentException, NodeLoadServerError, NodeLoadServerWithoutRestartError, ServerNotExistException,
+    ServerPrx,
 };
 
 /// A server as loaded on its node.
@@ -25,7 +26,7 @@ pub(crate) struct Loaded {
     pub(crate) node: String,
     pub(crate) uuid: String,
     pub(crate) revision: i32,
-    /// The descriptor it was loaded with (encoded, revision left out).
+    /// The descriptor it was loaded with, encoded.
     digest: Vec<u8>,
     pub(crate) server: ServerPrx,
     /// The server's adapters on the node, by adapter id.
@@ -83,6 +84,12 @@ const LOAD_WAIT: Duration = Duration::from_secs(15);
 /// adapters. `ServerNotExistException` if no application deploys it, `NodeUnreachableException`
 /// if its node has no session or does not answer, `DeploymentException` if the node refuses it.
 pub(crate) async fn ensure(shared: &Shared, id: &str) -> floe::Result<Loaded> {
+    load(shared, id, false).await
+}
+
+/// [`ensure`]; with `no_restart`, a server loaded before is given its new descriptor with
+/// `loadServerWithoutRestart` (the node refuses it if the server would have to restart).
+pub(crate) async fn load(shared: &Shared, id: &str, no_restart: bool) -> floe::Result<Loaded> {
     let d = shared.deployment();
     let s = d.servers.get(id).ok_or_else(|| not_exist(id))?;
     let session = shared.nodes.live(&s.node).ok_or_else(|| unreachable(&s.node, "the node is not active"))?;
@@ -99,12 +106,24 @@ pub(crate) async fn ensure(shared: &Shared, id: &str) -> floe::Result<Loaded> {
     if let Some(old) = &previous {
         if old.node != s.node {
             shared.nodes.servers.set_latest(id, None);
-            destroy_loaded(shared, id, old).await;
+            destroy_loaded(shared, id, old, false).await;
         }
     }
     let timeout = load_timeout(previous.as_ref());
     tracing::debug!(target: "floe_registry::node", server = id, node = s.node, "loading server");
-    let answer = timed(&session.node, timeout).load_server(Some(&desc), &shared.config.replica_name).await;
+    let node = timed(&session.node, timeout);
+    let replica = &shared.config.replica_name;
+    let answer = if no_restart && previous.as_ref().is_some_and(|p| p.node == s.node) {
+        node.load_server_without_restart(Some(&desc), replica).await.map_err(|e| match e {
+            CallError::User(NodeLoadServerWithoutRestartError::DeploymentException(e)) => Ok(e.reason),
+            CallError::Local(e) => Err(e),
+        })
+    } else {
+        node.load_server(Some(&desc), replica).await.map_err(|e| match e {
+            CallError::User(NodeLoadServerError::DeploymentException(e)) => Ok(e.reason),
+            CallError::Local(e) => Err(e),
+        })
+    };
     let loaded = match loaded(shared, id, &session, answer) {
         Ok(l) => l,
         Err(e) => {
@@ -120,8 +139,9 @@ pub(crate) async fn ensure(shared: &Shared, id: &str) -> floe::Result<Loaded> {
     Ok(loaded)
 }
 
-type LoadAnswer =
-    Result<(Option<ServerPrx>, crate::slice::ice_grid::AdapterPrxDict, i32, i32), CallError<NodeLoadServerError>>;
+/// What the node answered to a load: the server, or the reason of its `DeploymentException`,
+/// or the local error.
+type LoadAnswer = Result<(Option<ServerPrx>, crate::slice::ice_grid::AdapterPrxDict, i32, i32), Result<String, Error>>;
 
 fn loaded(shared: &Shared, id: &str, session: &NodeSession, answer: LoadAnswer) -> floe::Result<Loaded> {
     let node = session.name();
@@ -142,13 +162,13 @@ fn loaded(shared: &Shared, id: &str, session: &NodeSession, answer: LoadAnswer) 
             })
         }
         Ok((None, ..)) => Err(unreachable(node, format!("the node gave no proxy for server `{id}'"))),
-        Err(CallError::User(NodeLoadServerError::DeploymentException(e))) => {
-            tracing::warn!(target: "floe_registry::node", server = id, node, "couldn't load: {}", e.reason);
+        Err(Ok(reason)) => {
+            tracing::warn!(target: "floe_registry::node", server = id, node, "couldn't load: {reason}");
             Err(Error::user(DeploymentException {
-                reason: format!("couldn't load `{id}' on node `{node}':\n{}", e.reason),
+                reason: format!("couldn't load `{id}' on node `{node}':\n{reason}"),
             }))
         }
-        Err(CallError::Local(e)) => {
+        Err(Err(e)) => {
             tracing::warn!(target: "floe_registry::node", server = id, node, "couldn't load: {e}");
             Err(unreachable(node, e.to_string()))
         }
@@ -156,24 +176,30 @@ fn loaded(shared: &Shared, id: &str, session: &NodeSession, answer: LoadAnswer) 
 }
 
 /// Destroys a loaded server on its node (if the node is up); failures are logged.
-async fn destroy_loaded(shared: &Shared, id: &str, l: &Loaded) {
+async fn destroy_loaded(shared: &Shared, id: &str, l: &Loaded, no_restart: bool) {
     let Some(session) = shared.nodes.live(&l.node) else { return };
     let timeout = l.deactivation_timeout + Duration::from_secs(5);
     let replica = &shared.config.replica_name;
-    match timed(&session.node, timeout).destroy_server(id, &l.uuid, l.revision, replica).await {
+    let node = timed(&session.node, timeout);
+    let result = if no_restart {
+        node.destroy_server_without_restart(id, &l.uuid, l.revision, replica).await.map_err(|e| format!("{e:?}"))
+    } else {
+        node.destroy_server(id, &l.uuid, l.revision, replica).await.map_err(|e| format!("{e:?}"))
+    };
+    match result {
         Ok(()) => tracing::info!(target: "floe_registry::node", server = id, node = l.node, "server destroyed"),
-        Err(e) => tracing::warn!(target: "floe_registry::node", server = id, node = l.node, "couldn't destroy: {e:?}"),
+        Err(e) => tracing::warn!(target: "floe_registry::node", server = id, node = l.node, "couldn't destroy: {e}"),
     }
 }
 
 /// Brings the nodes in line with a change of applications: `changed` are the servers whose
 /// descriptors changed, appeared or disappeared. Each is loaded again on its node (if it
 /// is up) or destroyed there; failures are logged.
-pub(crate) async fn sync(shared: &Shared, changed: &[String]) {
+pub(crate) async fn sync(shared: &Shared, changed: &[String], no_restart: bool) {
     let d = shared.deployment();
     for id in changed {
         if d.servers.get(id).is_some_and(|s| shared.nodes.live(&s.node).is_some()) {
-            if let Err(e) = ensure(shared, id).await {
+            if let Err(e) = load(shared, id, no_restart).await {
                 tracing::warn!(target: "floe_registry::node", server = id, "couldn't update: {e}");
             }
         } else if !d.servers.contains_key(id) {
@@ -181,7 +207,7 @@ pub(crate) async fn sync(shared: &Shared, changed: &[String]) {
             let taken = slot.lock().await.take();
             shared.nodes.servers.set_latest(id, None);
             if let Some(l) = taken {
-                destroy_loaded(shared, id, &l).await;
+                destroy_loaded(shared, id, &l, no_restart).await;
             }
         }
     }
