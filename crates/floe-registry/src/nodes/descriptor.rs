@@ -312,11 +312,11 @@ fn add_communicator(
     out.properties.insert(file, props);
 }
 
-/// The descriptor's encoding without its revision: what tells whether a server must be
-/// loaded again (a new revision alone does not restart it).
+/// The descriptor's encoding (its configuration files in name order): a server is loaded
+/// again when it changes. As in IceGrid, a new revision alone loads it again, and the node
+/// does not restart a server whose descriptor is otherwise the same.
 pub(crate) fn digest(desc: &Class<InternalServerDescriptor>) -> Vec<u8> {
     let mut copy = desc.read().clone();
-    copy.revision = 0;
     let mut props: Vec<_> = copy.properties.into_iter().collect();
     props.sort_by(|a, b| a.0.cmp(&b.0));
     copy.properties = Default::default();
