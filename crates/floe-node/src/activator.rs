@@ -21,29 +21,23 @@ pub struct Account {
     pub gid: u32,
 }
 
-/// The account for a descriptor's `user` attribute, as IceGrid decides it: a node run as
-/// root runs servers as their `user`, or as `nobody` without one (unless
-/// `IceGrid.Node.AllowRunningServersAsRoot`); any other node runs them as itself, and refuses
-/// a `user` that is not its own. `None`: as the node.
+/// The account for a descriptor's `user` attribute, as IceGrid's node decides it: a node
+/// run as root runs every server as its `user`, as `nobody` when it has none, and as root
+/// only with `IceGrid.Node.AllowRunningServersAsRoot`; any other node runs servers as
+/// itself and refuses a `user` that is not its own. `None`: as the node.
 pub fn account(user: &str, config: &NodeConfig) -> Result<Option<Account>, String> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if euid == 0 {
-        let name = match user {
-            "" if config.allow_running_servers_as_root => return Ok(None),
-            "" => "nobody",
-            u => u,
-        };
-        lookup(name).map(Some)
-    } else if user.is_empty() {
+        let account = lookup(if user.is_empty() { "nobody" } else { user })?;
+        if account.uid == 0 && !config.allow_running_servers_as_root {
+            return Err("running server as `root' is not allowed".into());
+        }
+        Ok(if account.uid == 0 { None } else { Some(account) })
+    } else if user.is_empty() || lookup(user)?.uid == euid {
         Ok(None)
     } else {
-        let wanted = lookup(user)?;
-        if wanted.uid == euid {
-            Ok(None)
-        } else {
-            Err(format!("node has insufficient privileges to load server under user account `{user}'"))
-        }
+        Err(format!("node has insufficient privileges to load server under user account `{user}'"))
     }
 }
 

@@ -26,8 +26,8 @@ pub struct NodeConfig {
     /// `IceGrid.Node.PrintServersReady`: once the servers loaded at start-up with activation
     /// `always` are active, print `<value> ready`.
     pub print_servers_ready: Option<String>,
-    /// `IceGrid.Node.AllowRunningServersAsRoot`: a node run as root runs servers without a
-    /// `user` as root rather than as `nobody`.
+    /// `IceGrid.Node.AllowRunningServersAsRoot`: a node run as root may run servers whose
+    /// `user` is root (servers without a `user` run as `nobody` either way, as with IceGrid).
     pub allow_running_servers_as_root: bool,
     /// `IceGrid.Node.PropertiesOverride`: `Name=Value` pairs (white-space separated) added to
     /// every server's configuration.

@@ -270,11 +270,10 @@ fn a_cpp_server_stopped_under_load_loses_no_reply(kind: Registry) {
 }
 
 fn servers_run_as_their_user(kind: Registry) {
+    cpp_server();
     let dir = TempDir::new("user");
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
-    // The servers must be able to read the test's directory as `nobody`.
-    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&dir.0).status();
     let _node = floe_node("node1", port, &dir, &[]);
     eventually(Duration::from_secs(20), "node1 is listed", || {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
@@ -289,7 +288,15 @@ fn servers_run_as_their_user(kind: Registry) {
         let uid =
             status.lines().find(|l| l.starts_with("Uid:")).unwrap().split_whitespace().nth(1).unwrap().to_string();
         let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
-        assert_eq!(uid, String::from_utf8_lossy(&nobody.stdout).trim(), "{status}");
+        let nobody = String::from_utf8_lossy(&nobody.stdout).trim().to_string();
+        assert_eq!(uid, nobody, "{status}");
+        // A server without a `user` runs as `nobody` too, as IceGrid's nodes run them.
+        ping(&client(port), "cpp").unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", pid(port, "CppServer"))).unwrap();
+        assert!(
+            status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some(&nobody)),
+            "{status}"
+        );
     } else {
         // A node that is not root cannot run servers as another user: a typed error.
         assert!(!ok && err.contains("insufficient privileges"), "{err}");
@@ -402,4 +409,86 @@ fn a_node_with_a_collocated_registry_is_a_grid_of_its_own() {
     c.destroy_blocking();
     let status = node.terminate();
     assert!(status.success(), "{status}");
+}
+
+/// The walkthrough of docs/guide/08-grids.md: the same two configuration files run a floe
+/// grid and ZeroC's; examples/grid/hello.xml deploys floe's Hello server on it, and the Hello
+/// client reaches it through the grid.
+#[test]
+fn the_guides_grid_runs_on_floe_and_on_zerocs_programs() {
+    let bin = example_binaries();
+    for zeroc in [false, true] {
+        let dir = TempDir::new(if zeroc { "guide-zeroc" } else { "guide-floe" });
+        let port = free_port();
+        let (registry_data, node_data) = (dir.sub("registry"), dir.sub("node"));
+        let registry_cfg = dir.0.join("registry.cfg");
+        std::fs::write(
+            &registry_cfg,
+            format!(
+                "IceGrid.InstanceName={INSTANCE}\nIceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}\n\
+                 IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1\nIceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1\n\
+                 IceGrid.Registry.LMDB.Path={}\nIceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier\n",
+                registry_data.display()
+            ),
+        )
+        .unwrap();
+        let node_cfg = dir.0.join("node.cfg");
+        std::fs::write(
+            &node_cfg,
+            format!(
+                "Ice.Default.Locator={}\nIceGrid.Node.Name=node1\nIceGrid.Node.Endpoints=tcp -h 127.0.0.1\n\
+                 IceGrid.Node.Data={}\nIceGrid.Node.Output={}\n",
+                locator(port),
+                node_data.display(),
+                node_data.display()
+            ),
+        )
+        .unwrap();
+        let config = format!("--Ice.Config={}", registry_cfg.display());
+        let node_config = format!("--Ice.Config={}", node_cfg.display());
+        let (mut registry_cmd, mut node_cmd) = if zeroc {
+            // icegridnode prints its ready line on stderr.
+            let mut node = Command::new("sh");
+            node.args(["-c", "exec icegridnode \"$@\" 2>&1", "icegridnode"]);
+            (Command::new("icegridregistry"), node)
+        } else {
+            (Command::new(floe_registry_binary()), Command::new(env!("CARGO_BIN_EXE_floe-node")))
+        };
+        registry_cmd.arg(&config).arg("--Ice.PrintAdapterReady=1").stderr(std::process::Stdio::null());
+        let _registry =
+            start_until(registry_cmd, if zeroc { "IceGrid.Registry.Client ready" } else { "floe-registry ready" });
+        // Run as root, both nodes run the server as `nobody`: the test's directories let it.
+        node_cmd.arg(&node_config).arg("--IceGrid.Node.PrintServersReady=grid");
+        let node = start_until(node_cmd, "grid ready");
+        let app = repo_root().join("examples/grid/hello.xml");
+        admin_ok(port, &format!("application add '{}' bin={}", app.display(), bin.display()));
+        let out = Command::new(bin.join("hello-client"))
+            .arg(format!("--Ice.Default.Locator={}", locator(port)))
+            .args(["--proxy", "hello"])
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && printed.contains("the server said hello 5 times"),
+            "zeroc={zeroc}: {printed}\n{}\nthe node printed: {}",
+            String::from_utf8_lossy(&out.stderr),
+            node.printed()
+        );
+        assert!(state(port, "HelloServer").starts_with("active"));
+        let greetings = std::fs::read_to_string(node_data.join("HelloServer.out")).unwrap();
+        assert_eq!(greetings.matches("Hello World!").count(), 5, "{greetings}");
+    }
+}
+
+/// The examples' hello-server and hello-client of this build (brought up to date by cargo,
+/// which does nothing when `cargo test --workspace` built them).
+fn example_binaries() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(std::path::Path::parent).unwrap().to_path_buf();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-p", "floe-examples", "--bin", "hello-server", "--bin", "hello-client"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
 }

@@ -117,6 +117,7 @@ impl Communicator {
         hooks: Option<ThreadHooks>,
         known: &[String],
     ) -> Result<Communicator> {
+        crate::stdio::redirect(&properties)?;
         let instance = Instance::new(properties, hooks)?;
         crate::admin::init(&instance, sink)?;
         let communicator = Communicator { instance };

@@ -21,6 +21,7 @@ pub mod connection;
 
 mod instance;
 mod settings;
+mod stdio;
 
 pub mod proxy;
 

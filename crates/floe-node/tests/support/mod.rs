@@ -97,14 +97,23 @@ impl TempDir {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("node-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        open_to_all(&dir);
         TempDir(dir)
     }
 
     pub fn sub(&self, name: &str) -> PathBuf {
         let d = self.0.join(name);
         std::fs::create_dir_all(&d).unwrap();
+        open_to_all(&d);
         d
     }
+}
+
+/// A node run as root runs servers as `nobody` (as IceGrid's does): they must be able to
+/// reach and write the test's directories, as /tmp lets everyone.
+fn open_to_all(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
 }
 
 impl Drop for TempDir {
@@ -213,8 +222,6 @@ pub fn floe_node_with(name: &str, dir: &TempDir, args: &[String]) -> Proc {
         format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
         format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
         "--IceGrid.Node.WaitTime=20".to_string(),
-        // The tests' files are the test user's: servers run as that user, root included.
-        "--IceGrid.Node.AllowRunningServersAsRoot=1".to_string(),
     ])
     .args(args)
     .env("RUST_LOG", "floe_node=debug,floe_registry=debug")
@@ -301,4 +308,9 @@ pub fn cpp_server() -> PathBuf {
             exe
         })
         .clone()
+}
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
