@@ -156,7 +156,8 @@ fn the_node_registers_again_after_the_registry_restarts(kind: Registry) {
     eventually(Duration::from_secs(40), "node1 answers pings again", || icegridadmin(port, "node ping node1").0);
     // Then the registry loads its servers on it again, and requests start them.
     let c = client(port);
-    eventually(Duration::from_secs(20), "OnDemand answers", || ping(&c, "ondemand").is_ok());
+    // (It notices the loss at its next keep-alive: up to half the session timeout, 15 s.)
+    eventually(Duration::from_secs(45), "OnDemand answers", || ping(&c, "ondemand").is_ok());
     assert!(state(port, "OnDemand").starts_with("active"));
     c.destroy_blocking();
 }
