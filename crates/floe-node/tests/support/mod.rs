@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[allow(clippy::duplicate_mod)]
 #[path = "../../../../tests/support/ports.rs"]
 mod ports;
 
@@ -191,18 +192,23 @@ pub fn floe_registry_binary() -> PathBuf {
 
 /// floe-registry on `port`, its database in `data`, with null permissions verifiers.
 pub fn floe_registry(port: u16, data: &Path) -> Proc {
+    floe_registry_with(port, data, &[format!("--IceGrid.Registry.LMDB.Path={}", data.display())])
+}
+
+/// floe-registry on `port` with null permissions verifiers, its log in `dir`, and `extra`.
+pub fn floe_registry_with(port: u16, dir: &Path, extra: &[String]) -> Proc {
     let mut cmd = Command::new(floe_registry_binary());
     cmd.args([
         &format!("--IceGrid.InstanceName={INSTANCE}"),
         &format!("--IceGrid.Registry.Client.Endpoints=tcp -h 127.0.0.1 -p {port}"),
         "--IceGrid.Registry.Server.Endpoints=tcp -h 127.0.0.1",
         "--IceGrid.Registry.Internal.Endpoints=tcp -h 127.0.0.1",
-        &format!("--IceGrid.Registry.LMDB.Path={}", data.display()),
         &format!("--IceGrid.Registry.PermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
         &format!("--IceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
     ])
+    .args(extra)
     .env("RUST_LOG", "floe_registry=debug")
-    .stderr(std::fs::File::create(data.join("floe-registry.log")).unwrap());
+    .stderr(std::fs::File::create(dir.join(format!("floe-registry-{port}.log"))).unwrap());
     start_until(cmd, "ready")
 }
 
