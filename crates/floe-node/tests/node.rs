@@ -309,9 +309,61 @@ extern "C" {
     fn libc_geteuid() -> u32;
 }
 
+/// Ice's own clients in C++, Java and Python reach the grid's servers unchanged: each starts
+/// an on-demand server with its first call.
+fn ice_clients_in_cpp_java_and_python_reach_the_servers(kind: Registry) {
+    let cpp = cpp_server();
+    let java = java_client();
+    let dir = TempDir::new("clients");
+    let port = free_port();
+    let _registry = registry(kind, port, &dir.sub("registry"));
+    let _node = floe_node("node1", port, &dir, &[]);
+    eventually(Duration::from_secs(20), "node1 is listed", || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
+    });
+    admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
+    let locator = format!("--Ice.Default.Locator={}", locator(port));
+    let clients: [(&str, Command); 3] = [
+        ("C++", {
+            let mut c = Command::new(&cpp);
+            c.arg(&locator).arg("--ping");
+            c
+        }),
+        ("Java", {
+            let mut c = Command::new("java");
+            c.args(["-cp", &java, "Ping"]).arg(&locator);
+            c
+        }),
+        ("Python", {
+            let mut c = Command::new("/usr/bin/python3");
+            c.arg(servers_dir().join("ping.py")).arg(&locator);
+            c
+        }),
+    ];
+    for (language, mut client) in clients {
+        // The server is stopped first: each client's call activates it.
+        let _ = icegridadmin(port, "server stop OnDemand");
+        let out = client.args(["ondemand", "manual@Manual.Pinged"]).output().unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout);
+        // `manual` is not started by requests: the client fails on it, after `ondemand`.
+        assert!(printed.contains("pinged ondemand"), "{language}: {printed}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success() && !printed.contains("pinged manual"), "{language}: {printed}");
+        admin_ok(port, "server start Manual");
+        let out = client.output().unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && printed.contains("pinged manual@Manual.Pinged"), "{language}: {printed}");
+        admin_ok(port, "server stop Manual");
+    }
+}
+
 /// floe-node with ZeroC's registry: a shop that replaces its nodes first.
 mod on_icegridregistry {
     use super::*;
+
+    #[test]
+    fn ice_clients_in_cpp_java_and_python_reach_the_servers() {
+        super::ice_clients_in_cpp_java_and_python_reach_the_servers(Registry::Zeroc);
+    }
 
     #[test]
     fn servers_are_activated_by_floe_node() {
@@ -347,6 +399,11 @@ mod on_icegridregistry {
 /// A floe grid: floe-registry and floe-node.
 mod on_floe_registry {
     use super::*;
+
+    #[test]
+    fn ice_clients_in_cpp_java_and_python_reach_the_servers() {
+        super::ice_clients_in_cpp_java_and_python_reach_the_servers(Registry::Floe);
+    }
 
     #[test]
     fn servers_are_activated_by_floe_node() {

@@ -320,3 +320,26 @@ pub fn cpp_server() -> PathBuf {
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+/// Compiles tests/servers/Ping.java against Ice for Java (libzeroc-ice3.7-java), once per test
+/// program; returns the class path to run `Ping` with.
+pub fn java_client() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = built_dir().join(format!("java-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let out = Command::new("javac")
+                .args(["-cp", ICE_JAR, "-d"])
+                .arg(&dir)
+                .arg(servers_dir().join("Ping.java"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "javac failed: {}", String::from_utf8_lossy(&out.stderr));
+            format!("{}:{ICE_JAR}", dir.display())
+        })
+        .clone()
+}
+
+/// Ice for Java's jar (Debian libzeroc-ice3.7-java).
+pub const ICE_JAR: &str = "/usr/share/java/ice-3.7.8.jar";
