@@ -70,6 +70,9 @@ fn servers_are_activated_by_floe_node(kind: Registry) {
     let out_file = dir.0.join("node1-out/OnDemand.out");
     let out = std::fs::read_to_string(&out_file).unwrap();
     assert!(out.contains(&format!("pinged server {first} started")), "{out}");
+    // Its working directory and environment, from the descriptor.
+    let cwd = servers_dir().canonicalize().unwrap();
+    assert!(out.contains(&format!("cwd {}, PINGED_SERVER=OnDemand", cwd.display())), "{out}");
     assert!(out.contains(&format!("--Ice.Config={}", data.join("config/config").display())), "{out}");
 
     // A crash: the next request starts it again.
@@ -180,6 +183,18 @@ fn bad_input_gets_typed_errors_and_the_node_keeps_working(kind: Registry) {
     assert!(!ok && err.contains("cannot start"), "{err}");
     let (ok, _, err) = icegridadmin(port, "server signal Fine SIGNOPE");
     assert!(!ok, "{err}");
+
+    // A server that never registers its adapter: its activation times out (2 s), the
+    // request fails, and a stop ends the process (it has no Process object: SIGTERM).
+    let asked = std::time::Instant::now();
+    assert!(ping(&c, "silent").is_err());
+    assert!(asked.elapsed() < Duration::from_secs(15), "{:?}", asked.elapsed());
+    let silent = state(port, "Silent");
+    assert!(silent.starts_with("activation timed out"), "{silent}");
+    let silent_pid = pid(port, "Silent");
+    admin_ok(port, "server stop Silent");
+    assert!(state(port, "Silent").starts_with("inactive"));
+    assert!(!std::path::Path::new(&format!("/proc/{silent_pid}")).exists());
 
     // Garbage on the node's endpoint: the node drops that connection and serves on.
     let endpoint = node_endpoint(&node);

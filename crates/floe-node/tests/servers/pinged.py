@@ -20,6 +20,7 @@ with Ice.initialize(sys.argv) as communicator:
     adapter.add(Pinged(), Ice.stringToIdentity(props.getProperty("Pinged.Identity")))
     adapter.activate()
     print("pinged server %d started, args %s" % (os.getpid(), args), flush=True)
+    print("cwd %s, PINGED_SERVER=%s" % (os.getcwd(), os.environ.get("PINGED_SERVER")), flush=True)
     exit_after = os.environ.get("PINGED_EXIT_AFTER")
     if exit_after:
         threading.Timer(float(exit_after), lambda: os._exit(3)).start()
