@@ -80,7 +80,7 @@ fn descriptor() -> ApplicationDescriptor {
 }
 
 /// An admin session's `Admin` object on the registry of `instance` at `port`.
-async fn admin(c: &Communicator, instance: &str, port: u16) -> Result<AdminPrx, String> {
+pub(crate) async fn admin(c: &Communicator, instance: &str, port: u16) -> Result<AdminPrx, String> {
     let registry = RegistryPrx::from_object(
         c.string_to_proxy(&format!("{instance}/Registry:tcp -h 127.0.0.1 -p {port}")).map_err(|e| e.to_string())?,
     );

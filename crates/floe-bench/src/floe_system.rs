@@ -191,6 +191,27 @@ pub(crate) fn serve(port: u16, threads: Option<usize>, exact: bool, ssl_port: Op
     Ok(())
 }
 
+/// Serves the benchmark interface as a server of an IceGrid application (the `deployment`
+/// test's): its configuration comes from `args` (`--Ice.Config=FILE`, as an IceGrid node
+/// passes it), its adapter `Pinged` takes its endpoints and adapter id from there, and it
+/// serves one object, `Pinged.Identity`, until its communicator is shut down (by the node,
+/// through its `Process` object).
+pub(crate) fn serve_grid(args: Vec<String>) -> floe::Result<()> {
+    let (communicator, _) = Communicator::from_args(args)?;
+    let adapter = communicator.create_object_adapter("Pinged")?;
+    let identity = communicator.properties().get_or("Pinged.Identity", "pinged");
+    adapter.add(
+        PerfServer::new(PerfI { communicator: communicator.clone(), count: AtomicI32::new(0) }),
+        Identity::new(identity),
+    );
+    communicator.block_on(adapter.activate())?;
+    communicator.block_on(async {
+        communicator.wait_for_shutdown().await;
+        communicator.destroy().await;
+    });
+    Ok(())
+}
+
 /// Runs `test` against a server on `port` (its ssl port for an ssl test) for about
 /// `duration`; returns the operations done and the seconds they took.
 pub(crate) fn measure(test: &Test, port: u16, duration: Duration) -> floe::Result<Measured> {

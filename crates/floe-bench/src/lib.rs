@@ -2,7 +2,7 @@
 //! baseline, ZeroC Ice 3.7 C++ and tonic, reported as medians and ratios.
 //!
 //! The benchmark is a set of suites behind one trait ([`suite::Suite`]): the rate tests, the
-//! cross pairs, locate, router, storm, router sessions and connections, registered in
+//! cross pairs, locate, deployment, router, storm, router sessions and connections, registered in
 //! [`run`]'s list. The processes a suite starts from this crate's code (servers, clients, load
 //! processes, relays) are the helper roles of [`roles`], which both binaries run: floe-bench
 //! starts them from `floe-bench-helper` beside it.
@@ -80,6 +80,7 @@ suites! {
     rates::Rates,
     cross::Cross,
     locate::Locate,
+    deployment::Deployment,
     router::Router,
     storm::Storm,
     router_sessions::RouterSessions,
@@ -123,11 +124,14 @@ mod registry_tests {
         };
         let plan = crate::suite_plan(&ctx(&[]));
         let names: Vec<&str> = plan.iter().map(|(n, _, _)| *n).collect();
-        assert_eq!(names, ["rates", "cross", "locate", "router", "storm", "router-sessions", "connections", "scaling"]);
-        // Without the Ice peer: the rate tests, locate and connections; router-sessions only
-        // when named.
+        assert_eq!(
+            names,
+            ["rates", "cross", "locate", "deployment", "router", "storm", "router-sessions", "connections", "scaling"]
+        );
+        // Without the Ice peer: the rate tests, locate, deployment and connections;
+        // router-sessions only when named.
         let selected: Vec<&str> = plan.iter().filter(|(_, s, _)| *s).map(|(n, _, _)| *n).collect();
-        assert_eq!(selected, ["rates", "locate", "connections"]);
+        assert_eq!(selected, ["rates", "locate", "deployment", "connections"]);
         let plan = crate::suite_plan(&ctx(&["--tests", "twoway,router-sessions"]));
         let selected: Vec<&str> = plan.iter().filter(|(_, s, _)| *s).map(|(n, _, _)| *n).collect();
         assert_eq!(selected, ["rates", "router-sessions"]);
@@ -135,6 +139,7 @@ mod registry_tests {
         assert_eq!(systems("rates"), ["floe", "raw", "tokio"]);
         assert_eq!(systems("connections"), ["floe", "raw"]);
         assert_eq!(systems("locate").len(), 3);
+        assert_eq!(systems("deployment").len(), 3);
         assert_eq!(systems("scaling"), ["floe server", "ice-cpp server", "raw server"]);
     }
 }

@@ -5,5 +5,9 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    if let Some(code) = floe_bench::roles::grid_server(&argv) {
+        return code;
+    }
     floe_bench::run(floe_bench::cli::Args::parse())
 }

@@ -82,6 +82,23 @@ pub fn dispatch(args: &Args) -> Option<ExitCode> {
     None
 }
 
+/// The flag that makes either binary the `deployment` test's IceGrid server
+/// ([`grid_server`]): it comes first on the command line, before the `--Ice.Config=FILE` the
+/// node adds, which the benchmark's own flags would refuse.
+pub const GRID_SERVER: &str = "--grid-server";
+
+/// Runs the `deployment` test's server if the command line starts with [`GRID_SERVER`]:
+/// `None` otherwise.
+pub fn grid_server(args: &[String]) -> Option<ExitCode> {
+    if args.get(1).map(String::as_str) != Some(GRID_SERVER) {
+        return None;
+    }
+    Some(match floe_system::serve_grid(args.to_vec()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(GRID_SERVER, e.to_string()),
+    })
+}
+
 /// `--serve SYSTEM`: serves one system on `--port` until killed.
 fn serve(system: &str, args: &Args) -> Result<(), String> {
     match system {
