@@ -465,3 +465,48 @@ fn scaling_gives_every_server_a_figure_in_every_configuration() {
     }
     assert!(stdout.contains("from 1 client and 1 thread to 2 of each: floe "), "{stdout}");
 }
+
+/// The deployment test, one quick round: floe's grid (floe-registry and floe-node, the
+/// workspace's, built here beside floe-bench in its profile), the mixed one and ZeroC's
+/// (icegridregistry and icegridnode) each activate the on-demand server five times, every grid
+/// giving its figures and a JSON record.
+#[test]
+fn deployment_times_the_first_calls_of_every_grid() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_floe-bench"));
+    // floe-registry and floe-node belong to other packages, whose tests may not have built
+    // them yet.
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--quiet", "-p", "floe-registry", "-p", "floe-node"]);
+    build.args(["--bin", "floe-registry", "--bin", "floe-node"]);
+    if exe.parent().and_then(|d| d.file_name()).is_some_and(|d| d == "release") {
+        build.arg("--release");
+    }
+    assert!(build.status().expect("cargo runs").success(), "building floe-registry and floe-node failed");
+    let dir = std::env::temp_dir().join(format!("floe-bench-deployment-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("out.json");
+    let out = Command::new(exe)
+        .args(["--quick", "--runs", "1", "--peers", "none", "--tests", "deployment", "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
+        .output()
+        .expect("floe-bench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("note:"), "something failed or was skipped:\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(std::fs::read_to_string(dir.join("report.html")).unwrap().contains("<h2>Deployment</h2>"));
+    let _ = std::fs::remove_dir_all(&dir);
+    for grid in ["floe grid", "mixed grid", "ZeroC grid"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {grid} |")))
+            .unwrap_or_else(|| panic!("no row for the {grid}:\n{stdout}"));
+        assert!(row.contains("| 5 |") && !row.contains('–'), "the {grid} has no figure: {row}");
+    }
+    for system in ["floe-registry+floe-node", "icegridregistry+floe-node", "icegridregistry+icegridnode"] {
+        let needle = format!("\"system\": \"{system}\", \"test\": \"deployment/first-call\"");
+        assert!(text.contains(&needle), "no JSON record {needle}");
+    }
+}
