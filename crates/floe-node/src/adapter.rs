@@ -3,47 +3,13 @@
 //! (`getDirectProxy`), asks them to start the server when a client needs it (`activate`), and
 //! tells them what the server registered (`setDirectProxy`).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use floe::{Current, Error, ObjectPrx};
-use floe_icegrid::ice_grid::{Adapter, AdapterActiveException, AdapterNotActiveException, AdapterPrx, ServerState};
-use tokio::sync::watch;
+use floe_icegrid::ice_grid::{Adapter, AdapterActiveException, AdapterNotActiveException, ServerState};
 
-use crate::server::ServerEntry;
-
-/// One adapter of a loaded server.
-pub struct AdapterEntry {
-    /// The adapter id.
-    pub id: String,
-    /// Its proxy on the node's adapter.
-    pub proxy: AdapterPrx,
-    /// The server it belongs to.
-    pub server: Weak<ServerEntry>,
-    /// What the server registered (None: not active); watched by `activate` calls.
-    direct: watch::Sender<Option<ObjectPrx>>,
-}
-
-impl AdapterEntry {
-    /// A new, inactive adapter.
-    pub fn new(id: String, proxy: AdapterPrx, server: Weak<ServerEntry>) -> Arc<AdapterEntry> {
-        Arc::new(AdapterEntry { id, proxy, server, direct: watch::channel(None).0 })
-    }
-
-    /// The endpoints the server registered, if any.
-    pub fn direct_proxy(&self) -> Option<ObjectPrx> {
-        self.direct.borrow().clone()
-    }
-
-    /// Forgets the registered endpoints (the server stopped or is started again).
-    pub fn clear(&self) {
-        self.direct.send_replace(None);
-    }
-
-    fn server(&self, current: &Current) -> floe::Result<Arc<ServerEntry>> {
-        self.server.upgrade().ok_or_else(|| crate::server::gone(current))
-    }
-}
+use crate::server::AdapterEntry;
 
 /// The servant of an [`AdapterEntry`].
 pub struct AdapterServant(pub Arc<AdapterEntry>);
@@ -64,7 +30,7 @@ impl Adapter for AdapterServant {
         if !server.is_adapter_activatable(&adapter.id) {
             return Ok(None);
         }
-        let mut direct = adapter.direct.subscribe();
+        let mut direct = adapter.subscribe();
         let mut state = server.watch_state();
         tracing::debug!(target: "floe_node::adapter", server = %server.id, adapter = %adapter.id, "activating on demand");
         if let Err(reason) = server.start_on_demand() {
@@ -109,13 +75,13 @@ impl Adapter for AdapterServant {
         let server = self.0.server(current)?;
         if proxy.is_some()
             && self.0.direct_proxy().is_some()
-            && !server.node.config.allow_endpoints_override
+            && !server.context.config.allow_endpoints_override
             && server.state() == ServerState::Active
         {
             return Err(Error::user(AdapterActiveException {}));
         }
         let registered = proxy.is_some();
-        self.0.direct.send_replace(proxy);
+        self.0.set_direct_proxy(proxy);
         tracing::debug!(target: "floe_node::adapter", server = %server.id, adapter = %self.0.id, registered, "setDirectProxy");
         if registered {
             server.adapter_activated(&self.0.id);

@@ -3,7 +3,16 @@
 //! revision, adapters by id and `server-lifetime`, database environments by name and
 //! properties, and (unless asked not to) the properties.
 
-use floe_icegrid::ice_grid::InternalServerDescriptor;
+use floe::Error;
+use floe_icegrid::ice_grid::{DeploymentException, InternalServerDescriptor};
+
+/// The descriptor a registry sent (a `DeploymentException` for a null one).
+pub fn from_class(svr: Option<floe::Class<InternalServerDescriptor>>) -> floe::Result<InternalServerDescriptor> {
+    match svr {
+        Some(d) => Ok(d.read().clone()),
+        None => Err(Error::user(DeploymentException { reason: "no server descriptor".into() })),
+    }
+}
 
 /// Whether `new` would change a server loaded with `old` (`ignore_properties`: properties
 /// aside, for an update that must not restart a running server).

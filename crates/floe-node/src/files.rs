@@ -33,8 +33,9 @@ pub fn server_file(server: &ServerEntry, filename: &str) -> floe::Result<PathBuf
     let desc = server.descriptor();
     let config = desc.properties.get("config");
     let property = |name: &str| config.and_then(|c| c.iter().rev().find(|p| p.name == name)).map(|p| p.value.clone());
-    let output = |suffix: &str| server.node.config.output_dir.as_ref().map(|d| d.join(format!("{}.{suffix}", desc.id)));
-    let err_suffix = if server.node.config.redirect_err_to_out { "out" } else { "err" };
+    let output =
+        |suffix: &str| server.context.config.output_dir.as_ref().map(|d| d.join(format!("{}.{suffix}", desc.id)));
+    let err_suffix = if server.context.config.redirect_err_to_out { "out" } else { "err" };
     let path = match filename {
         "stdout" => property("Ice.StdOut").map(PathBuf::from).or_else(|| output("out")),
         "stderr" => property("Ice.StdErr").map(PathBuf::from).or_else(|| output(err_suffix)),

@@ -3,6 +3,7 @@
 pub mod activator;
 pub mod adapter;
 pub mod config;
+pub mod context;
 pub mod descriptor;
 pub mod files;
 pub mod node;
@@ -30,7 +31,7 @@ pub struct NodeService {
 
 impl std::fmt::Debug for NodeService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeService").field("name", &self.shared.config.name).finish_non_exhaustive()
+        f.debug_struct("NodeService").field("name", &self.shared.config().name).finish_non_exhaustive()
     }
 }
 
@@ -52,7 +53,7 @@ impl NodeService {
         let adapter = communicator.create_object_adapter("IceGrid.Node")?;
         let shared = NodeShared::new(config, communicator.clone(), adapter.clone());
         let id: Identity = floe::Proxy::as_object(&shared.proxy).ice_get_identity().clone();
-        adapter.add(NodeServer::new(servants::NodeServant(shared.clone())), id);
+        adapter.add(NodeServer::new(node::NodeServant(shared.clone())), id);
         adapter.activate().await?;
         let (tx, connected) = watch::channel(false);
         let session = tokio::spawn(session::run(shared.clone(), tx));

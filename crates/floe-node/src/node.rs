@@ -1,4 +1,5 @@
-//! What the node shares between its objects, and how it loads and destroys servers: the
+//! The node object (`<instance>/Node-<name>`, an `IceGrid::Node`), what the node shares
+//! between its objects, and how it loads and destroys servers: the
 //! server's directory under `<Data>/servers/<id>/` with its configuration files (each entry
 //! of the descriptor's `properties`, `config` first, with what the node adds to it: the
 //! output files, `Ice.Default.Locator`, `IceGrid.Node.PropertiesOverride`), its `Server`
@@ -9,30 +10,33 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use floe::{Communicator, Identity, ObjectAdapter, Proxy};
+use floe::{Communicator, Current, Error, Identity, ObjectAdapter, Proxy};
+use floe_icegrid::ice::StringSeq;
 use floe_icegrid::ice_grid::{
-    AdapterPrx, AdapterPrxDict, AdapterServer, InternalServerDescriptor, NodeObserverPrx, NodePrx, PropertyDescriptor,
-    PropertyDescriptorSeq, ServerPrx, ServerServer, ServerState,
+    AdapterPrx, AdapterPrxDict, AdapterServer, DeploymentException, FileReader, InternalDistributionDescriptor,
+    InternalRegistryPrx, InternalRegistryPrxSeq, InternalServerDescriptor, LoadInfo, Node, NodePrx, PatcherFeedbackPrx,
+    PropertyDescriptor, PropertyDescriptorSeq, ReplicaObserver, ServerPrx, ServerServer, ServerState,
 };
 
 use crate::activator;
-use crate::adapter::{AdapterEntry, AdapterServant};
+use crate::adapter::AdapterServant;
 use crate::config::NodeConfig;
+use crate::context::NodeContext;
+use crate::files;
+use crate::platform;
 use crate::servants::ServerServant;
-use crate::server::ServerEntry;
+use crate::server::{AdapterEntry, ServerEntry};
 
 /// The node's state, shared by its objects and its registry session.
 pub struct NodeShared {
-    /// What it was configured with.
-    pub config: NodeConfig,
+    /// Its configuration and the registries' observers, shared with its servers.
+    pub context: Arc<NodeContext>,
     /// Its communicator.
     pub communicator: Communicator,
     /// The `IceGrid.Node` adapter, which serves the node's, servers' and adapters' objects.
     pub adapter: ObjectAdapter,
     /// `<instance>/Node-<name>`.
     pub proxy: NodePrx,
-    /// The node observers of the registries the node has sessions with, by session.
-    observers: Mutex<BTreeMap<usize, NodeObserverPrx>>,
     servers: Mutex<BTreeMap<String, Arc<ServerEntry>>>,
 }
 
@@ -45,27 +49,17 @@ impl NodeShared {
         let id = Identity::with_category(&config.instance_name, format!("Node-{}", config.name));
         let proxy = NodePrx::from_object(adapter.create_proxy(id));
         Arc::new(NodeShared {
-            config,
+            context: Arc::new(NodeContext::new(config)),
             communicator,
             adapter,
             proxy,
-            observers: Mutex::new(BTreeMap::new()),
             servers: Mutex::new(BTreeMap::new()),
         })
     }
 
-    /// The node observers of the registries, as their sessions gave them.
-    pub fn observers(&self) -> Vec<NodeObserverPrx> {
-        self.observers.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
-    }
-
-    /// Sets (or, with None, forgets) the node observer of session `session`.
-    pub fn set_observer(&self, session: usize, observer: Option<NodeObserverPrx>) {
-        let mut observers = self.observers.lock().unwrap_or_else(|p| p.into_inner());
-        match observer {
-            Some(o) => observers.insert(session, o),
-            None => observers.remove(&session),
-        };
+    /// What the node was configured with.
+    pub fn config(&self) -> &NodeConfig {
+        &self.context.config
     }
 
     /// A loaded server.
@@ -79,11 +73,11 @@ impl NodeShared {
     }
 
     fn server_identity(&self, id: &str) -> Identity {
-        Identity::with_category(format!("{}-Server", self.config.instance_name), id)
+        Identity::with_category(format!("{}-Server", self.config().instance_name), id)
     }
 
     fn adapter_identity(&self, server: &str, adapter: &str) -> Identity {
-        Identity::with_category(format!("{}-ServerAdapter", self.config.instance_name), format!("{server}-{adapter}"))
+        Identity::with_category(format!("{}-ServerAdapter", self.config().instance_name), format!("{server}-{adapter}"))
     }
 
     /// Loads (or updates) a server. With `restart`, a running server whose descriptor changed
@@ -94,9 +88,9 @@ impl NodeShared {
         restart: bool,
     ) -> Result<Loaded, String> {
         check_name(&desc.id, "server id")?;
-        let account = activator::account(&desc.user, &self.config)?;
+        let account = activator::account(&desc.user, self.config())?;
         let files = self.configuration_files(&desc)?;
-        let dir = self.config.server_dir(&desc.id);
+        let dir = self.config().server_dir(&desc.id);
         write_server_dir(&dir, &desc, &files)
             .map_err(|e| format!("cannot write the server's files in {}: {e}", dir.display()))?;
         if let Some(a) = account {
@@ -115,7 +109,7 @@ impl NodeShared {
                 s
             }
             None => {
-                let s = ServerEntry::new(self.clone(), desc.clone(), account);
+                let s = ServerEntry::new(self.context.clone(), desc.clone(), account);
                 self.adapter
                     .add(Arc::new(ServerServer(Arc::new(ServerServant(s.clone())))), self.server_identity(&desc.id));
                 self.servers.lock().unwrap_or_else(|p| p.into_inner()).insert(desc.id.clone(), s.clone());
@@ -166,7 +160,7 @@ impl NodeShared {
         }
         self.adapter.remove(&self.server_identity(id));
         if check_name(id, "server id").is_ok() {
-            let _ = std::fs::remove_dir_all(self.config.server_dir(id));
+            let _ = std::fs::remove_dir_all(self.config().server_dir(id));
         }
         tracing::info!(target: "floe_node::server", server = %id, "destroyed");
     }
@@ -195,8 +189,8 @@ impl NodeShared {
     ) -> Result<BTreeMap<String, PropertyDescriptorSeq>, String> {
         let mut files: HashMap<String, PropertyDescriptorSeq> = desc.properties.clone();
         let config = files.entry("config".to_string()).or_default();
-        if let Some(dir) = &self.config.output_dir {
-            let err = if self.config.redirect_err_to_out { "out" } else { "err" };
+        if let Some(dir) = &self.config().output_dir {
+            let err = if self.config().redirect_err_to_out { "out" } else { "err" };
             for (name, suffix) in [("Ice.StdErr", err), ("Ice.StdOut", "out")] {
                 if !config.iter().any(|p| p.name == name) {
                     config.push(property(name, &dir.join(format!("{}.{suffix}", desc.id)).to_string_lossy()));
@@ -206,14 +200,14 @@ impl NodeShared {
         let mut out = BTreeMap::new();
         for (file, mut props) in files {
             check_name(&file, "configuration file name")?;
-            if let Some(locator) = &self.config.locator {
+            if let Some(locator) = &self.config().locator {
                 if !props.iter().any(|p| p.name == "Ice.Default.Locator") {
                     props.push(property("Ice.Default.Locator", locator));
                 }
             }
-            if !self.config.properties_override.is_empty() {
+            if !self.config().properties_override.is_empty() {
                 props.push(property("# Node properties override", ""));
-                props.extend(self.config.properties_override.iter().map(|(n, v)| property(n, v)));
+                props.extend(self.config().properties_override.iter().map(|(n, v)| property(n, v)));
             }
             out.insert(file, props);
         }
@@ -308,4 +302,126 @@ fn timestamp() -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rest / 3600, rest / 60 % 60, rest % 60)
+}
+
+/// `<instance>/Node-<name>`.
+pub struct NodeServant(pub Arc<NodeShared>);
+
+impl NodeServant {
+    async fn load(
+        &self,
+        svr: Option<floe::Class<InternalServerDescriptor>>,
+        restart: bool,
+    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
+        let desc = crate::descriptor::from_class(svr)?;
+        tracing::debug!(target: "floe_node::server", server = %desc.id, revision = desc.revision, "loadServer");
+        match self.0.load_server(desc, restart).await {
+            Ok((proxy, adapters, at, dt)) => Ok((Some(proxy), adapters, at, dt)),
+            Err(reason) => Err(Error::user(DeploymentException { reason })),
+        }
+    }
+}
+
+impl Node for NodeServant {
+    async fn load_server(
+        &self,
+        svr: Option<floe::Class<InternalServerDescriptor>>,
+        _replica_name: String,
+        _current: &Current,
+    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
+        self.load(svr, true).await
+    }
+
+    async fn load_server_without_restart(
+        &self,
+        svr: Option<floe::Class<InternalServerDescriptor>>,
+        _replica_name: String,
+        _current: &Current,
+    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
+        self.load(svr, false).await
+    }
+
+    async fn destroy_server(&self, name: String, _: String, _: i32, _: String, _: &Current) -> floe::Result<()> {
+        self.0.destroy_server(&name).await;
+        Ok(())
+    }
+
+    async fn destroy_server_without_restart(
+        &self,
+        name: String,
+        _: String,
+        _: i32,
+        _: String,
+        _: &Current,
+    ) -> floe::Result<()> {
+        self.0.destroy_server(&name).await;
+        Ok(())
+    }
+
+    async fn patch(
+        &self,
+        feedback: Option<PatcherFeedbackPrx>,
+        _application: String,
+        _server: String,
+        _app_distrib: Option<floe::Class<InternalDistributionDescriptor>>,
+        _shutdown: bool,
+        _current: &Current,
+    ) -> floe::Result<()> {
+        // IcePatch2 distributions are not supported: say so to the caller's feedback object.
+        if let Some(f) = feedback {
+            let _ = f.failed("floe-node does not patch IcePatch2 distributions").await;
+        }
+        Ok(())
+    }
+
+    async fn register_with_replica(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
+        // One registry (the one of Ice.Default.Locator) holds the node's session.
+        Ok(())
+    }
+
+    async fn get_name(&self, _: &Current) -> floe::Result<String> {
+        Ok(self.0.config().name.clone())
+    }
+
+    async fn get_hostname(&self, _: &Current) -> floe::Result<String> {
+        Ok(platform::node_info(&self.0.config().name, "").hostname)
+    }
+
+    async fn get_load(&self, _: &Current) -> floe::Result<LoadInfo> {
+        Ok(platform::load())
+    }
+
+    async fn get_processor_socket_count(&self, _: &Current) -> floe::Result<i32> {
+        Ok(platform::processor_sockets())
+    }
+
+    async fn shutdown(&self, _: &Current) -> floe::Result<()> {
+        tracing::info!(target: "floe_node", "shutdown requested by the registry");
+        self.0.communicator.shutdown();
+        Ok(())
+    }
+}
+
+impl FileReader for NodeServant {
+    async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
+        files::offset_from_end(&files::node_file(&self.0.communicator, &filename)?, lines)
+    }
+
+    async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
+        files::read(&files::node_file(&self.0.communicator, &filename)?, pos, size)
+    }
+}
+
+impl ReplicaObserver for NodeServant {
+    async fn replica_init(&self, _replicas: InternalRegistryPrxSeq, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+
+    async fn replica_added(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
+
+    async fn replica_removed(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
+        Ok(())
+    }
 }

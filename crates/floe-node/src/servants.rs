@@ -1,149 +1,16 @@
-//! The node's objects for the registry: `<instance>/Node-<name>` (an `IceGrid::Node`) and
-//! one `<instance>-Server/<id>` (an `IceGrid::Server`) per loaded server.
+//! The `Server` objects of the node for the registry: one `<instance>-Server/<id>` (an
+//! `IceGrid::Server`) per loaded server.
 
 use std::sync::Arc;
 
 use floe::{Current, Error};
 use floe_icegrid::ice::{ProcessPrx, StringSeq};
 use floe_icegrid::ice_grid::{
-    AdapterPrxDict, BadSignalException, DeploymentException, FileReader, InternalDistributionDescriptor,
-    InternalRegistryPrx, InternalRegistryPrxSeq, InternalServerDescriptor, LoadInfo, Node, PatcherFeedbackPrx,
-    ReplicaObserver, Server, ServerPrx, ServerState,
+    BadSignalException, DeploymentException, FileReader, InternalServerDescriptor, Server, ServerState,
 };
 
 use crate::files;
-use crate::node::NodeShared;
-use crate::platform;
 use crate::server::{gone, start_error, stop_error, ServerEntry};
-
-/// `<instance>/Node-<name>`.
-pub struct NodeServant(pub Arc<NodeShared>);
-
-fn descriptor(svr: Option<floe::Class<InternalServerDescriptor>>) -> floe::Result<InternalServerDescriptor> {
-    match svr {
-        Some(d) => Ok(d.read().clone()),
-        None => Err(Error::user(DeploymentException { reason: "no server descriptor".into() })),
-    }
-}
-
-impl NodeServant {
-    async fn load(
-        &self,
-        svr: Option<floe::Class<InternalServerDescriptor>>,
-        restart: bool,
-    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
-        let desc = descriptor(svr)?;
-        tracing::debug!(target: "floe_node::server", server = %desc.id, revision = desc.revision, "loadServer");
-        match self.0.load_server(desc, restart).await {
-            Ok((proxy, adapters, at, dt)) => Ok((Some(proxy), adapters, at, dt)),
-            Err(reason) => Err(Error::user(DeploymentException { reason })),
-        }
-    }
-}
-
-impl Node for NodeServant {
-    async fn load_server(
-        &self,
-        svr: Option<floe::Class<InternalServerDescriptor>>,
-        _replica_name: String,
-        _current: &Current,
-    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
-        self.load(svr, true).await
-    }
-
-    async fn load_server_without_restart(
-        &self,
-        svr: Option<floe::Class<InternalServerDescriptor>>,
-        _replica_name: String,
-        _current: &Current,
-    ) -> floe::Result<(Option<ServerPrx>, AdapterPrxDict, i32, i32)> {
-        self.load(svr, false).await
-    }
-
-    async fn destroy_server(&self, name: String, _: String, _: i32, _: String, _: &Current) -> floe::Result<()> {
-        self.0.destroy_server(&name).await;
-        Ok(())
-    }
-
-    async fn destroy_server_without_restart(
-        &self,
-        name: String,
-        _: String,
-        _: i32,
-        _: String,
-        _: &Current,
-    ) -> floe::Result<()> {
-        self.0.destroy_server(&name).await;
-        Ok(())
-    }
-
-    async fn patch(
-        &self,
-        feedback: Option<PatcherFeedbackPrx>,
-        _application: String,
-        _server: String,
-        _app_distrib: Option<floe::Class<InternalDistributionDescriptor>>,
-        _shutdown: bool,
-        _current: &Current,
-    ) -> floe::Result<()> {
-        // IcePatch2 distributions are not supported: say so to the caller's feedback object.
-        if let Some(f) = feedback {
-            let _ = f.failed("floe-node does not patch IcePatch2 distributions").await;
-        }
-        Ok(())
-    }
-
-    async fn register_with_replica(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
-        // One registry (the one of Ice.Default.Locator) holds the node's session.
-        Ok(())
-    }
-
-    async fn get_name(&self, _: &Current) -> floe::Result<String> {
-        Ok(self.0.config.name.clone())
-    }
-
-    async fn get_hostname(&self, _: &Current) -> floe::Result<String> {
-        Ok(platform::node_info(&self.0.config.name, "").hostname)
-    }
-
-    async fn get_load(&self, _: &Current) -> floe::Result<LoadInfo> {
-        Ok(platform::load())
-    }
-
-    async fn get_processor_socket_count(&self, _: &Current) -> floe::Result<i32> {
-        Ok(platform::processor_sockets())
-    }
-
-    async fn shutdown(&self, _: &Current) -> floe::Result<()> {
-        tracing::info!(target: "floe_node", "shutdown requested by the registry");
-        self.0.communicator.shutdown();
-        Ok(())
-    }
-}
-
-impl FileReader for NodeServant {
-    async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
-        files::offset_from_end(&files::node_file(&self.0.communicator, &filename)?, lines)
-    }
-
-    async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
-        files::read(&files::node_file(&self.0.communicator, &filename)?, pos, size)
-    }
-}
-
-impl ReplicaObserver for NodeServant {
-    async fn replica_init(&self, _replicas: InternalRegistryPrxSeq, _: &Current) -> floe::Result<()> {
-        Ok(())
-    }
-
-    async fn replica_added(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
-        Ok(())
-    }
-
-    async fn replica_removed(&self, _replica: Option<InternalRegistryPrx>, _: &Current) -> floe::Result<()> {
-        Ok(())
-    }
-}
 
 /// `<instance>-Server/<id>`.
 pub struct ServerServant(pub Arc<ServerEntry>);
@@ -175,7 +42,7 @@ impl Server for ServerServant {
         current: &Current,
     ) -> floe::Result<bool> {
         let s = self.live(current)?;
-        let desc = descriptor(svr)?;
+        let desc = crate::descriptor::from_class(svr)?;
         let changed = crate::descriptor::updated(&s.descriptor(), &desc, false);
         if no_restart && s.state() != ServerState::Inactive && crate::descriptor::updated(&s.descriptor(), &desc, true)
         {

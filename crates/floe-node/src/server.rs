@@ -11,20 +11,19 @@
 //! the server inactive again and clears its adapters, so the next locate starts it again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use floe::{Current, Error};
+use floe::{Current, Error, ObjectPrx};
 use floe_icegrid::ice::ProcessPrx;
 use floe_icegrid::ice_grid::{
-    AdapterDynamicInfo, InternalServerDescriptor, ServerDynamicInfo, ServerStartException, ServerState,
+    AdapterDynamicInfo, AdapterPrx, InternalServerDescriptor, ServerDynamicInfo, ServerStartException, ServerState,
     ServerStopException,
 };
 use tokio::sync::watch;
 
 use crate::activator::{self, Account, Launch};
-use crate::adapter::AdapterEntry;
-use crate::node::NodeShared;
+use crate::context::NodeContext;
 
 /// How a start was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +38,8 @@ pub enum Activation {
 pub struct ServerEntry {
     /// The server id.
     pub id: String,
-    /// The node it is loaded on.
-    pub node: Arc<NodeShared>,
+    /// The node's configuration and observers.
+    pub context: Arc<NodeContext>,
     inner: Mutex<Inner>,
     state: watch::Sender<ServerState>,
     /// The generation of the last process that exited: a stop waits for its own process
@@ -68,11 +67,15 @@ struct Inner {
 
 impl ServerEntry {
     /// A server loaded with `desc`, inactive.
-    pub fn new(node: Arc<NodeShared>, desc: InternalServerDescriptor, account: Option<Account>) -> Arc<ServerEntry> {
+    pub fn new(
+        context: Arc<NodeContext>,
+        desc: InternalServerDescriptor,
+        account: Option<Account>,
+    ) -> Arc<ServerEntry> {
         let enabled = true;
         Arc::new(ServerEntry {
             id: desc.id.clone(),
-            node,
+            context,
             inner: Mutex::new(Inner {
                 desc,
                 account,
@@ -155,12 +158,12 @@ impl ServerEntry {
 
     /// The descriptor's activation timeout, or `IceGrid.Node.WaitTime`.
     pub fn activation_timeout(&self) -> Duration {
-        Duration::from_secs(seconds(&self.lock().desc.activation_timeout, self.node.config.wait_time))
+        Duration::from_secs(seconds(&self.lock().desc.activation_timeout, self.context.config.wait_time))
     }
 
     /// The descriptor's deactivation timeout, or `IceGrid.Node.WaitTime`.
     pub fn deactivation_timeout(&self) -> Duration {
-        Duration::from_secs(seconds(&self.lock().desc.deactivation_timeout, self.node.config.wait_time))
+        Duration::from_secs(seconds(&self.lock().desc.deactivation_timeout, self.context.config.wait_time))
     }
 
     /// Whether a locate request through adapter `id` may start it, as IceGrid decides.
@@ -189,7 +192,7 @@ impl ServerEntry {
 
     /// Tells the registries' node observers the server's state.
     fn observe(&self) {
-        let observers = self.node.observers();
+        let observers = self.context.observers();
         if observers.is_empty() {
             return;
         }
@@ -199,7 +202,7 @@ impl ServerEntry {
         };
         let info =
             ServerDynamicInfo { id: self.id.clone(), state: self.state(), pid: pid.map_or(0, |p| p as i32), enabled };
-        let node = self.node.config.name.clone();
+        let node = self.context.config.name.clone();
         tokio::spawn(async move {
             for observer in observers {
                 let _ = observer.update_server(&node, &info).await;
@@ -209,12 +212,12 @@ impl ServerEntry {
 
     /// Tells the registries' node observers what an adapter registered.
     pub fn observe_adapter(&self, adapter: &AdapterEntry) {
-        let observers = self.node.observers();
+        let observers = self.context.observers();
         if observers.is_empty() {
             return;
         }
         let info = AdapterDynamicInfo { id: adapter.id.clone(), proxy: adapter.direct_proxy() };
-        let node = self.node.config.name.clone();
+        let node = self.context.config.name.clone();
         tokio::spawn(async move {
             for observer in observers {
                 let _ = observer.update_adapter(&node, &info).await;
@@ -268,7 +271,7 @@ impl ServerEntry {
             ServerState::Deactivating => return Err("The server is being deactivated.".into()),
             _ => return Err("The server is being deactivated or destroyed.".into()),
         }
-        let config_file = self.node.config.server_dir(&self.id).join("config").join("config");
+        let config_file = self.context.config.server_dir(&self.id).join("config").join("config");
         let launch = Launch {
             id: &self.id,
             exe: &inner.desc.exe,
@@ -281,7 +284,7 @@ impl ServerEntry {
         for a in inner.adapters.values() {
             a.clear();
         }
-        let mut child = activator::spawn(&launch, &self.node.config).inspect_err(|reason| {
+        let mut child = activator::spawn(&launch, &self.context.config).inspect_err(|reason| {
             tracing::warn!(target: "floe_node::server", server = %self.id, %reason, "activation failed");
         })?;
         inner.generation += 1;
@@ -438,6 +441,50 @@ impl ServerEntry {
             Some(pid) => activator::send(pid, number),
             None => Err("The server is not active.".into()),
         }
+    }
+}
+
+/// One adapter of a loaded server.
+pub struct AdapterEntry {
+    /// The adapter id.
+    pub id: String,
+    /// Its proxy on the node's adapter.
+    pub proxy: AdapterPrx,
+    /// The server it belongs to.
+    pub server: Weak<ServerEntry>,
+    /// What the server registered (None: not active); watched by `activate` calls.
+    direct: watch::Sender<Option<ObjectPrx>>,
+}
+
+impl AdapterEntry {
+    /// A new, inactive adapter.
+    pub fn new(id: String, proxy: AdapterPrx, server: Weak<ServerEntry>) -> Arc<AdapterEntry> {
+        Arc::new(AdapterEntry { id, proxy, server, direct: watch::channel(None).0 })
+    }
+
+    /// The endpoints the server registered, if any.
+    pub fn direct_proxy(&self) -> Option<ObjectPrx> {
+        self.direct.borrow().clone()
+    }
+
+    /// Forgets the registered endpoints (the server stopped or is started again).
+    pub fn clear(&self) {
+        self.direct.send_replace(None);
+    }
+
+    /// The server, or `ObjectNotExistException` for the target of `current` once it is gone.
+    pub fn server(&self, current: &Current) -> floe::Result<Arc<ServerEntry>> {
+        self.server.upgrade().ok_or_else(|| gone(current))
+    }
+
+    /// A receiver of what the server registers.
+    pub fn subscribe(&self) -> watch::Receiver<Option<ObjectPrx>> {
+        self.direct.subscribe()
+    }
+
+    /// Records what the server registered (None: it deactivated the adapter).
+    pub fn set_direct_proxy(&self, proxy: Option<ObjectPrx>) {
+        self.direct.send_replace(proxy);
     }
 }
 

@@ -94,7 +94,7 @@ pub async fn run(node: Arc<NodeShared>, connected: watch::Sender<bool>) {
 
 /// The `InternalRegistry` objects the registry at `locator` knows of.
 async fn find_replicas(node: &NodeShared, locator: &ObjectPrx) -> Result<Vec<InternalRegistryPrx>, String> {
-    let instance = &node.config.instance_name;
+    let instance = &node.config().instance_name;
     let query = QueryPrx::from_object(locator.ice_identity(Identity::with_category(instance, "Query")));
     let all = tokio::time::timeout(CALL_LIMIT, query.find_all_objects_by_type("::IceGrid::InternalRegistry"))
         .await
@@ -139,7 +139,7 @@ async fn keep_session(sessions: Arc<Sessions>, index: usize, name: String, regis
                 tokio::select! {
                     reason = keep_alive(&session, period) => {
                         tracing::warn!(target: "floe_node::session", %replica, %reason, "lost the session with the registry");
-                        node.set_observer(index, None);
+                        node.context.set_observer(index, None);
                     }
                     () = node.communicator.wait_for_shutdown() => {
                         let _ = tokio::time::timeout(Duration::from_secs(2), session.destroy()).await;
@@ -167,7 +167,7 @@ async fn establish(
     replica: &str,
 ) -> Result<(NodeSessionPrx, Duration), String> {
     let node = &sessions.node;
-    let info = platform::node_info(&node.config.name, &node.config.data_dir.to_string_lossy());
+    let info = platform::node_info(&node.config().name, &node.config().data_dir.to_string_lossy());
     let registered = tokio::time::timeout(
         CALL_LIMIT,
         registry.register_node(Some(&Class::new(info)), Some(&node.proxy), &platform::load()),
@@ -180,7 +180,7 @@ async fn establish(
         Err(e) => {
             return Err(match e.user() {
                 Some(InternalRegistryRegisterNodeError::NodeActiveException(_)) => {
-                    format!("a node named `{}' is already active with replica `{replica}'", node.config.name)
+                    format!("a node named `{}' is already active with replica `{replica}'", node.config().name)
                 }
                 Some(InternalRegistryRegisterNodeError::PermissionDeniedException(p)) => {
                     format!("replica `{replica}' denied the node's session: {}", p.reason)
@@ -191,7 +191,7 @@ async fn establish(
     };
     let timeout = session.get_timeout().await.map_err(|e| e.to_string())?;
     let period = Duration::from_secs(u64::try_from(timeout / 2).unwrap_or(0).max(1));
-    node.set_observer(index, session.get_observer().await.map_err(|e| e.to_string())?);
+    node.context.set_observer(index, session.get_observer().await.map_err(|e| e.to_string())?);
     let observer = ReplicaObserverPrx::from_object(node.proxy.as_object().clone());
     session.set_replica_observer(Some(&observer)).await.map_err(|e| e.to_string())?;
     if !sessions.checked.swap(true, Ordering::SeqCst) {
@@ -209,7 +209,7 @@ async fn remove_unlisted(node: &Arc<NodeShared>, session: &NodeSessionPrx) -> Re
             node.destroy_server(&server.id).await;
         }
     }
-    let servers_dir = node.config.data_dir.join("servers");
+    let servers_dir = node.config().data_dir.join("servers");
     for entry in std::fs::read_dir(&servers_dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         if !listed.contains(&name) && node.server(&name).is_none() {

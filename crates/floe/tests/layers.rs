@@ -11,6 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["protocol"],
     &["error"],
     &["properties", "malloc"],
+    &["stdio"],
     &["prometheus"],
     &["metrics"],
     &["transport"],
