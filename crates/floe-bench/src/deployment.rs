@@ -86,11 +86,21 @@ impl Grid {
     }
 }
 
-/// A process killed when dropped.
+/// A process ended when dropped: SIGTERM first, so that a node stops the servers it started
+/// (a server left active by a failed round would outlive a killed node), then SIGKILL if it
+/// has not exited within 5 s.
 struct Process(Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signals our own child, not yet reaped.
+            unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
