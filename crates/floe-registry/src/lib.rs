@@ -10,6 +10,7 @@ mod applications;
 mod check;
 mod deploy;
 mod etcd;
+mod node_table;
 mod nodes;
 mod observers;
 mod servants;

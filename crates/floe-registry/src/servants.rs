@@ -155,9 +155,7 @@ impl Query for QueryI {
             },
             ..Default::default()
         };
-        let load = |e: &crate::database::ObjectEntry| {
-            crate::nodes::locate::member_load(&self.0, &group, &e.proxy.reference().wire.adapter_id)
-        };
+        let load = |e: &crate::database::ObjectEntry| self.0.member_load(&group, &e.proxy.reference().wire.adapter_id);
         all.sort_by(|a, b| load(a).total_cmp(&load(b)));
         Ok(all.into_iter().next().map(|e| e.proxy))
     }

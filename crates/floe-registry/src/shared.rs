@@ -71,7 +71,7 @@ pub(crate) struct Shared {
     pub(crate) internal_registry: ObjectPrx,
     pub(crate) node_observer: ObjectPrx,
     /// The nodes with a session and the servers loaded on them.
-    pub(crate) nodes: crate::nodes::Nodes,
+    pub(crate) nodes: crate::node_table::Nodes,
 }
 
 impl Shared {
@@ -142,19 +142,46 @@ impl Shared {
         let deployed = self.deployment();
         let group = deployed.groups.get(id).map(|g| &g.config).or_else(|| self.config.replica_groups.get(id));
         if let Some(group) = group {
-            self.order_members(
-                id,
-                group,
-                &mut members,
-                |(a, _)| a,
-                |a| crate::nodes::locate::member_load(self, group, a),
-            );
+            self.order_members(id, group, &mut members, |(a, _)| a, |a| self.member_load(group, a));
             if group.n_replicas > 0 {
                 members.truncate(group.n_replicas);
             }
         }
         let endpoints = members.iter().flat_map(|(_, a)| a.proxy.reference().wire.endpoints.clone()).collect();
         Some(first.ice_identity(Identity::new("dummy")).ice_facet("").ice_endpoints(endpoints))
+    }
+
+    /// The load that orders member `adapter` of an adaptive group: its node's load average
+    /// (the group's sample) times the node's load factor (`1 / processors` unless the
+    /// application sets one); 999.9 for members no node with a session runs.
+    pub(crate) fn member_load(&self, group: &crate::config::ReplicaGroupConfig, adapter: &str) -> f32 {
+        const UNKNOWN: f32 = 999.9;
+        let d = self.deployment();
+        let Some(server) = d.adapters.get(adapter).and_then(|a| d.servers.get(&a.server)) else { return UNKNOWN };
+        let Some(session) = self.nodes.live(&server.node) else { return UNKNOWN };
+        let load = session.load();
+        let sample = match group.load_sample {
+            5 => load.avg5,
+            15 => load.avg15,
+            _ => load.avg1,
+        };
+        if sample < 0.0 {
+            return 1.0;
+        }
+        let declared = d
+            .applications
+            .get(&server.application)
+            .and_then(|a| a.descriptor.nodes.get(&server.node))
+            .and_then(|n| n.load_factor.trim().parse::<f32>().ok())
+            .filter(|f| *f >= 0.0);
+        let factor = declared.unwrap_or_else(|| {
+            if session.info.os == "Windows" {
+                1.0
+            } else {
+                1.0 / session.info.n_processors.max(1) as f32
+            }
+        });
+        sample * factor
     }
 
     /// Orders the members of replica group `id` by its load-balancing policy: `random`

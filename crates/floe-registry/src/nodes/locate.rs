@@ -11,7 +11,6 @@ use floe::{CallError, Error, Identity, ObjectPrx};
 
 use super::servers::{ensure, Loaded};
 use super::{timed, NODE_CALL_TIMEOUT};
-use crate::config::ReplicaGroupConfig;
 use crate::shared::Shared;
 use crate::slice::ice::{AdapterAlreadyActiveException, AdapterNotFoundException, ProcessPrx, ServerNotFoundException};
 use crate::slice::ice_grid::{AdapterGetDirectProxyError, AdapterPrx, AdapterSetDirectProxyError};
@@ -83,39 +82,6 @@ async fn member(shared: &Shared, id: &str) -> Member {
     Member { id: id.to_string(), node: None, state }
 }
 
-/// The load that orders member `adapter` of an adaptive group: its node's load average
-/// (the group's sample) times the node's load factor (`1 / processors` unless the
-/// application sets one); 999.9 for members no node with a session runs.
-pub(crate) fn member_load(shared: &Shared, group: &ReplicaGroupConfig, adapter: &str) -> f32 {
-    const UNKNOWN: f32 = 999.9;
-    let d = shared.deployment();
-    let Some(server) = d.adapters.get(adapter).and_then(|a| d.servers.get(&a.server)) else { return UNKNOWN };
-    let Some(session) = shared.nodes.live(&server.node) else { return UNKNOWN };
-    let load = session.load();
-    let sample = match group.load_sample {
-        5 => load.avg5,
-        15 => load.avg15,
-        _ => load.avg1,
-    };
-    if sample < 0.0 {
-        return 1.0;
-    }
-    let declared = d
-        .applications
-        .get(&server.application)
-        .and_then(|a| a.descriptor.nodes.get(&server.node))
-        .and_then(|n| n.load_factor.trim().parse::<f32>().ok())
-        .filter(|f| *f >= 0.0);
-    let factor = declared.unwrap_or_else(|| {
-        if session.info.os == "Windows" {
-            1.0
-        } else {
-            1.0 / session.info.n_processors.max(1) as f32
-        }
-    });
-    sample * factor
-}
-
 /// `findAdapterById` for an adapter or replica group that involves servers run by nodes
 /// with a session; None when none is involved (the caller resolves it as a registration).
 pub(crate) async fn find_adapter(shared: &Shared, id: &str) -> Option<Option<ObjectPrx>> {
@@ -142,7 +108,7 @@ pub(crate) async fn find_adapter(shared: &Shared, id: &str) -> Option<Option<Obj
             ids.push(a);
         }
     }
-    shared.order_members(id, &group, &mut ids, |a| a.as_str(), |a| member_load(shared, &group, a));
+    shared.order_members(id, &group, &mut ids, |a| a.as_str(), |a| shared.member_load(&group, a));
     let wanted = if group.n_replicas > 0 { group.n_replicas } else { ids.len() };
     let mut members = Vec::with_capacity(ids.len());
     for a in &ids {

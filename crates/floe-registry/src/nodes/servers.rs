@@ -5,67 +5,17 @@
 //! (`Node::destroyServer`) when its application no longer deploys it, and the admin calls on
 //! servers go through the recorded proxies.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use floe::{CallError, Error};
 
-use super::{descriptor, lock, timed, unreachable, NodeSession, NODE_CALL_TIMEOUT};
+use super::{descriptor, timed, unreachable, NodeSession, NODE_CALL_TIMEOUT};
 use crate::shared::Shared;
 use crate::slice::ice_grid::{
-    AdapterPrx, DeploymentException, NodeLoadServerError, NodeLoadServerWithoutRestartError, ServerNotExistException,
-    ServerPrx,
+    DeploymentException, NodeLoadServerError, NodeLoadServerWithoutRestartError, ServerNotExistException, ServerPrx,
 };
 
-/// A server as loaded on its node.
-#[derive(Clone, Debug)]
-pub(crate) struct Loaded {
-    /// The serial of the node session it was loaded through.
-    pub(crate) session: u64,
-    pub(crate) node: String,
-    pub(crate) uuid: String,
-    pub(crate) revision: i32,
-    /// The descriptor it was loaded with, encoded.
-    digest: Vec<u8>,
-    pub(crate) server: ServerPrx,
-    /// The server's adapters on the node, by adapter id.
-    pub(crate) adapters: HashMap<String, AdapterPrx>,
-    /// What the node answered, plus the node session timeout, as IceGrid counts them.
-    pub(crate) activation_timeout: Duration,
-    pub(crate) deactivation_timeout: Duration,
-}
-
-type Slot = Arc<tokio::sync::Mutex<Option<Loaded>>>;
-
-/// The servers loaded on nodes, one slot per server: the operations on one server (load,
-/// destroy) happen one at a time.
-#[derive(Default)]
-pub(crate) struct Loads {
-    slots: Mutex<HashMap<String, Slot>>,
-    /// The last successful load of each server, readable while another is in progress.
-    latest: Mutex<HashMap<String, Loaded>>,
-}
-
-impl Loads {
-    fn slot(&self, id: &str) -> Slot {
-        lock(&self.slots).entry(id.to_string()).or_default().clone()
-    }
-
-    /// The server as last loaded, without waiting for a load in progress (whose node may be
-    /// stopping the server, which then unregisters through the registry).
-    pub(crate) fn peek(&self, id: &str) -> Option<Loaded> {
-        lock(&self.latest).get(id).cloned()
-    }
-
-    fn set_latest(&self, id: &str, l: Option<&Loaded>) {
-        let mut latest = lock(&self.latest);
-        match l {
-            Some(l) => latest.insert(id.to_string(), l.clone()),
-            None => latest.remove(id),
-        };
-    }
-}
+pub(crate) use crate::node_table::Loaded;
 
 fn not_exist(id: &str) -> Error {
     Error::user(ServerNotExistException { id: id.to_string() })
