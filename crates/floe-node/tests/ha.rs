@@ -62,7 +62,7 @@ fn servers_are_activated_through_the_surviving_replica_when_one_is_killed() {
     let pinger = std::thread::scope(|s| {
         let h = s.spawn(|| ping("ondemand"));
         std::thread::sleep(Duration::from_millis(20));
-        drop(replica_a);
+        replica_a.kill_now();
         h.join().unwrap()
     });
     pinger.unwrap();

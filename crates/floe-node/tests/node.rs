@@ -153,7 +153,7 @@ fn the_node_registers_again_after_the_registry_restarts(kind: Registry) {
         icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
     });
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
-    drop(first);
+    first.kill_now();
     let _registry = registry(kind, port, &dir.sub("registry"));
     // The node notices the lost session at its next keep-alive and registers again.
     eventually(Duration::from_secs(40), "node1 answers pings again", || icegridadmin(port, "node ping node1").0);

@@ -27,7 +27,16 @@ pub struct Proc {
 }
 
 impl Drop for Proc {
+    /// SIGTERM first, so that a node stops its servers (which run in process groups of their
+    /// own and would outlive a killed node), then SIGKILL after 10 s.
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -45,6 +54,12 @@ impl Proc {
             assert!(Instant::now() < deadline, "the process did not exit after SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Kills it at once (SIGKILL), as a crash would.
+    pub fn kill_now(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// What it printed so far.
