@@ -37,9 +37,7 @@ fn servers_are_activated_by_floe_node(kind: Registry) {
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, "node ping node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
     let c = client(port);
@@ -121,9 +119,7 @@ fn an_update_restarts_only_the_servers_whose_descriptors_changed(kind: Registry)
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
     let c = client(port);
     ping(&c, "ondemand").unwrap();
@@ -149,9 +145,7 @@ fn the_node_registers_again_after_the_registry_restarts(kind: Registry) {
     let port = free_port();
     let first = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
     first.kill_now();
     let _registry = registry(kind, port, &dir.sub("registry"));
@@ -170,9 +164,7 @@ fn bad_input_gets_typed_errors_and_the_node_keeps_working(kind: Registry) {
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "broken.xml").display()));
     let c = client(port);
 
@@ -227,9 +219,7 @@ fn a_cpp_server_stopped_under_load_loses_no_reply(kind: Registry) {
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "cpp.xml").display()));
     let props = Properties::new();
     props.set("Ice.Default.Locator", &locator(port));
@@ -291,9 +281,7 @@ fn servers_run_as_their_user(kind: Registry) {
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "cpp.xml").display()));
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc_geteuid() } == 0;
@@ -333,9 +321,7 @@ fn ice_clients_in_cpp_java_and_python_reach_the_servers(kind: Registry) {
     let port = free_port();
     let _registry = registry(kind, port, &dir.sub("registry"));
     let _node = floe_node("node1", port, &dir, &[]);
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
     let locator = format!("--Ice.Default.Locator={}", locator(port));
     let clients: [(&str, Command); 3] = [
@@ -470,9 +456,7 @@ fn a_node_with_a_collocated_registry_is_a_grid_of_its_own() {
             format!("--IceGrid.Registry.AdminPermissionsVerifier={INSTANCE}/NullPermissionsVerifier"),
         ],
     );
-    eventually(Duration::from_secs(20), "node1 is listed", || {
-        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == "node1")
-    });
+    wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "activation.xml").display()));
     let c = client(port);
     ping(&c, "ondemand").unwrap();

@@ -358,3 +358,10 @@ pub fn java_client() -> String {
 
 /// Ice for Java's jar (Debian libzeroc-ice3.7-java).
 pub const ICE_JAR: &str = "/usr/share/java/ice-3.7.8.jar";
+
+/// Waits (up to 20 s) until the registry on `port` lists node `name`.
+pub fn wait_for_node(port: u16, name: &str) {
+    eventually(Duration::from_secs(20), &format!("{name} is listed"), || {
+        icegridadmin(port, "node list").1.lines().any(|l| l.trim() == name)
+    });
+}
