@@ -68,10 +68,7 @@ async fn run(args: Vec<String>) -> ExitCode {
     };
     // As icegridnode: a registry in the node for small deployments, started first.
     let registry = if config.collocate_registry {
-        let registry_config = match floe_registry::Config::from_properties(communicator.properties()) {
-            Ok(c) if c.data_dir.is_none() && c.etcd.endpoints.is_empty() => {
-                return cli::fail("floe-node", "property `IceGrid.Registry.LMDB.Path' is not set", cli::EXIT_FAILURE);
-            }
+        let registry_config = match floe_registry::Config::for_service(communicator.properties()) {
             Ok(c) => c,
             Err(e) => return cli::fail("floe-node", e, cli::EXIT_FAILURE),
         };

@@ -151,6 +151,18 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
+    /// The configuration a registry program runs with: as [`Config::from_properties`], and
+    /// a data directory (`IceGrid.Registry.LMDB.Path`) or an etcd cluster is required.
+    pub fn for_service(props: &Properties) -> Result<Config, String> {
+        match Config::from_properties(props) {
+            Ok(c) if c.data_dir.is_none() && c.etcd.endpoints.is_empty() => {
+                Err("property `IceGrid.Registry.LMDB.Path' is not set".to_string())
+            }
+            Ok(c) => Ok(c),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// Reads the configuration; fails on a missing `IceGrid.Registry.Client.Endpoints`, as
     /// IceGrid's registry does (the program also requires a data directory, unless the state
     /// is in etcd).

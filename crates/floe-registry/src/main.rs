@@ -44,10 +44,7 @@ async fn run(args: Vec<String>) -> ExitCode {
     if !rest.is_empty() {
         return cli::fail("floe-registry", format!("unknown arguments {rest:?}\n{USAGE}"), cli::EXIT_FAILURE);
     }
-    let config = match Config::from_properties(communicator.properties()) {
-        Ok(c) if c.data_dir.is_none() && c.etcd.endpoints.is_empty() => {
-            return cli::fail("floe-registry", "property `IceGrid.Registry.LMDB.Path' is not set", cli::EXIT_FAILURE);
-        }
+    let config = match Config::for_service(communicator.properties()) {
         Ok(c) => c,
         Err(e) => return cli::fail("floe-registry", e, cli::EXIT_FAILURE),
     };
