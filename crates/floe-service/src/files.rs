@@ -1,0 +1,170 @@
+//! Reading a text file by lines, as IceGrid's `FileReader` serves the standard output and
+//! error files and the logs of registries, nodes and servers (what `icegridadmin … show`
+//! prints): where the last lines of a file start, and reads of whole lines that fit in a
+//! message.
+//!
+//! Errors are strings, for the caller to wrap in its own typed exception
+//! (`IceGrid::FileNotAvailableException`).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// What one line costs in a read's byte budget beyond its text: the worst case of the
+/// encoding of a string's size.
+const LINE_OVERHEAD: usize = 5;
+
+/// How much of the file is read at a time when looking for the last lines.
+const BLOCK: u64 = 16 * 1024;
+
+fn open(path: &Path) -> Result<File, String> {
+    File::open(path).map_err(|e| format!("failed to open file `{}': {e}", path.display()))
+}
+
+/// The offset where the last `lines` lines of the file start: 0 when `lines` is negative,
+/// the end of the file when it is 0. A newline that ends the file ends its last line; it does
+/// not start an empty one. The file is read backwards, a block at a time, only as far as the
+/// lines asked for.
+pub fn offset_from_end(path: &Path, lines: i32) -> Result<i64, String> {
+    let mut file = open(path)?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if lines < 0 {
+        return Ok(0);
+    }
+    if lines == 0 || len == 0 {
+        return Ok(len as i64);
+    }
+    // Newlines seen from the end; the one that ends the file does not count.
+    let mut newlines = 0;
+    let mut end = len;
+    let mut buf = vec![0u8; BLOCK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+        file.read_exact(chunk).map_err(|e| e.to_string())?;
+        for (i, b) in chunk.iter().enumerate().rev() {
+            let at = start + i as u64;
+            if *b != b'\n' || at + 1 == len {
+                continue;
+            }
+            newlines += 1;
+            if newlines == lines {
+                return Ok((at + 1) as i64);
+            }
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// Reads whole lines from `pos` within a budget of `size` bytes (each line costs its length
+/// plus [`LINE_OVERHEAD`]): whether the end of the file was reached, the position to read
+/// from next, and the lines without their newlines. A line that does not fit is cut to what
+/// fits (the rest comes with the next read). As a reader line by line does, a file that ends
+/// with a newline gives a last empty line once its end is reached.
+pub fn read(path: &Path, pos: i64, size: i32) -> Result<(bool, i64, Vec<String>), String> {
+    let size = usize::try_from(size).unwrap_or(0);
+    if size <= LINE_OVERHEAD {
+        return Err("maximum bytes per read request is too low".into());
+    }
+    let mut file = open(path)?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let pos = u64::try_from(pos).unwrap_or(0);
+    if pos >= len {
+        return Ok((true, len as i64, Vec::new()));
+    }
+    file.seek(SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(file);
+    let mut lines = Vec::new();
+    let mut next = pos;
+    let mut used = 0;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        let n = reader.read_until(b'\n', &mut raw).map_err(|e| e.to_string())?;
+        let complete = raw.last() == Some(&b'\n');
+        if complete {
+            raw.pop();
+        }
+        let line = String::from_utf8_lossy(&raw).into_owned();
+        if used + line.len() + LINE_OVERHEAD > size {
+            let room = size - used;
+            if room > LINE_OVERHEAD {
+                let mut cut = room - LINE_OVERHEAD;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                next += line[..cut].len() as u64;
+                lines.push(line[..cut].to_string());
+            } else {
+                lines.push(String::new());
+            }
+            return Ok((false, next as i64, lines));
+        }
+        used += line.len() + LINE_OVERHEAD;
+        lines.push(line);
+        next += n as u64;
+        if !complete {
+            return Ok((true, next as i64, lines));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, text: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("floe-service-files-{name}-{}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_last_lines_start_after_the_newline_before_them() {
+        let path = file("tail", "one\ntwo\nthree\n");
+        assert_eq!(offset_from_end(&path, 1).unwrap(), 8);
+        assert_eq!(offset_from_end(&path, 2).unwrap(), 4);
+        assert_eq!(offset_from_end(&path, 3).unwrap(), 0);
+        assert_eq!(offset_from_end(&path, 10).unwrap(), 0);
+        assert_eq!(offset_from_end(&path, 0).unwrap(), 14);
+        assert_eq!(offset_from_end(&path, -1).unwrap(), 0);
+        std::fs::remove_file(&path).unwrap();
+        assert!(offset_from_end(&path, 1).is_err());
+    }
+
+    #[test]
+    fn the_last_lines_of_a_file_longer_than_a_block() {
+        let text: String = (0..10_000).map(|k| format!("line {k}\n")).collect();
+        let path = file("long", &text);
+        let at = offset_from_end(&path, 3).unwrap() as usize;
+        assert_eq!(&text[at..], "line 9997\nline 9998\nline 9999\n");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn reads_give_whole_lines_within_the_budget() {
+        let path = file("read", "one\ntwo\nthree");
+        let (eof, next, lines) = read(&path, 0, 100).unwrap();
+        assert_eq!((eof, next, lines), (true, 13, vec!["one".to_string(), "two".into(), "three".into()]));
+        // 8 + 8 bytes for the first two lines, then 2 bytes left: an empty partial line.
+        let (eof, next, lines) = read(&path, 0, 18).unwrap();
+        assert_eq!((eof, next, lines), (false, 8, vec!["one".to_string(), "two".into(), String::new()]));
+        // A line cut to what fits; the next read goes on from there.
+        let (eof, next, lines) = read(&path, 8, 8).unwrap();
+        assert_eq!((eof, next, lines), (false, 11, vec!["thr".to_string()]));
+        let (eof, next, lines) = read(&path, 11, 100).unwrap();
+        assert_eq!((eof, next, lines), (true, 13, vec!["ee".to_string()]));
+        assert_eq!(read(&path, 13, 100).unwrap(), (true, 13, vec![]));
+        assert!(read(&path, 0, 5).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_final_newline_gives_a_last_empty_line() {
+        let path = file("newline", "one\n");
+        assert_eq!(read(&path, 0, 100).unwrap(), (true, 4, vec!["one".to_string(), String::new()]));
+        std::fs::remove_file(&path).unwrap();
+    }
+}

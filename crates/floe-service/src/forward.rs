@@ -1,0 +1,41 @@
+//! Forwarding a request, as it came, to another object: what IceGrid's registry and nodes do
+//! with the requests for a server's admin object (`icegridadmin server properties` reaches
+//! the server through its registry, then its node).
+
+use floe::encoding::{Decoder, InvocationMode};
+use floe::protocol::ReplyBody;
+use floe::{Current, IncomingRequest, ObjectPrx, Outcome, Response};
+
+/// Sends `request` to `target` (its operation, mode, context and parameters; twoway or oneway
+/// as it came, in its encoding) and answers with what the target replied: its result or user
+/// exception as encoded, or the local error of the call.
+pub async fn forward(request: &IncomingRequest, target: ObjectPrx) -> Response {
+    let c = &request.current;
+    let mut target = target;
+    if target.ice_get_encoding_version() != c.encoding {
+        target = target.ice_encoding_version(c.encoding);
+    }
+    let mode = if c.is_oneway() { InvocationMode::Oneway } else { InvocationMode::Twoway };
+    if target.mode() != mode {
+        target = if c.is_oneway() { target.ice_oneway() } else { target.ice_twoway() };
+    }
+    let context = (!c.ctx.is_empty()).then(|| c.ctx.clone().into_context());
+    match target.invoke_encoded(&c.operation, c.mode, context.as_ref(), &request.params).await {
+        Ok(None) => c.ok_empty(),
+        Ok(Some(Outcome::Ok(d))) => reply(c, d, true),
+        Ok(Some(Outcome::UserException(d))) => reply(c, d, false),
+        Err(e) => {
+            tracing::debug!(target: "floe_service::forward", "forwarding {} failed: {e}", c.operation);
+            c.error(&e)
+        }
+    }
+}
+
+fn reply(c: &Current, d: Decoder, ok: bool) -> Response {
+    let encoding = d.encoding();
+    let payload = d.buffer().slice(d.position()..);
+    c.reply_body(match ok {
+        true => ReplyBody::Ok { encoding, payload },
+        false => ReplyBody::UserException { encoding, payload },
+    })
+}
