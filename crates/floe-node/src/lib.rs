@@ -2,6 +2,7 @@
 
 pub mod activator;
 pub mod adapter;
+pub mod admin_router;
 pub mod config;
 pub mod context;
 pub mod descriptor;
@@ -54,6 +55,10 @@ impl NodeService {
         let shared = NodeShared::new(config, communicator.clone(), adapter.clone());
         let id: Identity = floe::Proxy::as_object(&shared.proxy).ice_get_identity().clone();
         adapter.add(NodeServer::new(node::NodeServant(shared.clone())), id);
+        adapter.add_default_servant(
+            Arc::new(admin_router::ServerAdminRouter(shared.clone())),
+            &admin_router::category(&shared.config().instance_name),
+        );
         adapter.activate().await?;
         let (tx, connected) = watch::channel(false);
         let session = tokio::spawn(session::run(shared.clone(), tx));

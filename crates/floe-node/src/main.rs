@@ -13,7 +13,7 @@ const USAGE: &str = "usage: floe-node [--Ice.Config=FILE] [--Name=value ...]
   --Ice.Default.Locator=PROXY              (required: the registry's locator)
   --IceGrid.Node.Output=DIR  --IceGrid.Node.RedirectErrToOut=1
   --IceGrid.Node.WaitTime=SECONDS          (default 60)
-  --IceGrid.Node.PrintServersReady=NAME    (prints `NAME ready' once `always' servers are active)
+  --IceGrid.Node.PrintServersReady=NAME    (prints `NAME ready' on stderr once `always' servers are active)
   --IceGrid.Node.AllowRunningServersAsRoot=1  --IceGrid.Node.PropertiesOverride=\"N=V ...\"
   --IceGrid.Node.CollocateRegistry=1       (runs floe-registry in the node: IceGrid.Registry.* apply)
 See docs/registry.md.";
@@ -94,10 +94,11 @@ async fn run(args: Vec<String>) -> ExitCode {
     });
     cli::ready(&format!("floe-node ready: {}", service.proxy()));
     if let Some(bundle) = print_ready {
-        // As icegridnode: once the servers the registry loaded with activation `always` are
-        // active (or after a minute, whichever comes first).
+        // As icegridnode 3.7: once the servers the registry loaded with activation `always`
+        // are active (or after a minute, whichever comes first), on standard error (which
+        // `Ice.StdErr` may have redirected to a file).
         service.wait_for_servers_ready(Duration::from_secs(60)).await;
-        cli::ready(&format!("{bundle} ready"));
+        eprintln!("{bundle} ready");
     }
     service.wait().await;
     if let Some(r) = registry {
