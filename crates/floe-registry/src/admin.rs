@@ -9,6 +9,7 @@ use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
 use crate::applications;
 use crate::database::{identity_string, written};
+use crate::files;
 use crate::nodes::admin as nodes;
 use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
@@ -16,10 +17,9 @@ use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
     AdapterInfo, AdapterInfoSeq, AdapterNotExistException, AdapterObserverPrx, Admin, AdminPrx, AdminSession,
     AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx, ApplicationUpdateDescriptor,
-    DeploymentException, FileIteratorPrx, FileNotAvailableException, LoadInfo, NodeInfo, NodeObserverPrx,
-    ObjectExistsException, ObjectInfo, ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx, PatchException,
-    RegistryInfo, RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerState,
-    Session,
+    DeploymentException, FileIteratorPrx, LoadInfo, NodeInfo, NodeObserverPrx, ObjectExistsException, ObjectInfo,
+    ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx, PatchException, RegistryInfo,
+    RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerState, Session,
 };
 use crate::watchers::ObserverSet;
 
@@ -34,6 +34,7 @@ fn new_identity(shared: &Shared) -> Identity {
 fn register(shared: &Arc<Shared>, identities: Vec<Identity>, current: &Current) -> Arc<SessionRecord> {
     let record = Arc::new(SessionRecord {
         identities,
+        objects: Mutex::new(Vec::new()),
         connection: current.connection().cloned(),
         last: Mutex::new(Instant::now()),
     });
@@ -48,7 +49,8 @@ fn destroy(shared: &Shared, record: &SessionRecord) {
     let key = identity_string(&record.identities[0]);
     shared.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
     crate::observers::unregister(shared, &key);
-    for id in &record.identities {
+    let opened = std::mem::take(&mut *record.objects.lock().unwrap_or_else(|e| e.into_inner()));
+    for id in record.identities.iter().chain(&opened) {
         shared.client.remove(id);
     }
 }
@@ -175,41 +177,47 @@ impl AdminSession for AdminSessionI {
 
     async fn open_server_log(
         &self,
-        _: String,
-        _: String,
-        _: i32,
+        id: String,
+        path: String,
+        lines: i32,
         _: &Current,
     ) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+        files::open_server_file(&self.shared, &self.record, &id, format!("#{path}"), lines).await
     }
 
-    async fn open_server_std_err(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_server_std_err(&self, id: String, lines: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_server_file(&self.shared, &self.record, &id, "stderr".into(), lines).await
     }
 
-    async fn open_server_std_out(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_server_std_out(&self, id: String, lines: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_server_file(&self.shared, &self.record, &id, "stdout".into(), lines).await
     }
 
-    async fn open_node_std_err(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_node_std_err(&self, name: String, lines: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_node_file(&self.shared, &self.record, &name, "stderr", lines).await
     }
 
-    async fn open_node_std_out(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_node_std_out(&self, name: String, lines: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_node_file(&self.shared, &self.record, &name, "stdout", lines).await
     }
 
-    async fn open_registry_std_err(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_registry_std_err(
+        &self,
+        name: String,
+        lines: i32,
+        _: &Current,
+    ) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_registry_file(&self.shared, &self.record, &name, "Ice.StdErr", lines).await
     }
 
-    async fn open_registry_std_out(&self, _: String, _: i32, _: &Current) -> floe::Result<Option<FileIteratorPrx>> {
-        Err(not_available())
+    async fn open_registry_std_out(
+        &self,
+        name: String,
+        lines: i32,
+        _: &Current,
+    ) -> floe::Result<Option<FileIteratorPrx>> {
+        files::open_registry_file(&self.shared, &self.record, &name, "Ice.StdOut", lines).await
     }
-}
-
-fn not_available() -> Error {
-    Error::user(FileNotAvailableException { reason: "floe-registry does not serve log files".into() })
 }
 
 /// An `IceGrid::Session` (client sessions; nothing is allocatable).
@@ -392,11 +400,16 @@ impl Admin for AdminI {
     }
 
     async fn get_server_admin_category(&self, _: &Current) -> floe::Result<String> {
-        Ok(format!("{}-Server", self.shared.config.instance_name))
+        Ok(files::server_admin_category(&self.shared))
     }
 
     async fn get_server_admin(&self, id: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        Err(applications::server_node_unreachable(&self.shared, &id))
+        self.record.touch();
+        // The server must be deployed and loaded on its node; requests then go through the
+        // registry's server admin router to the node, and on to the server.
+        crate::nodes::servers::ensure(&self.shared, &id).await?;
+        let identity = Identity::with_category(files::server_admin_category(&self.shared), id);
+        Ok(Some(self.shared.client_proxy(identity)))
     }
 
     async fn enable_server(&self, id: String, enabled: bool, _: &Current) -> floe::Result<()> {

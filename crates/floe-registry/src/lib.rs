@@ -10,6 +10,7 @@ mod applications;
 mod check;
 mod deploy;
 mod etcd;
+mod files;
 mod node_table;
 mod nodes;
 mod observers;
@@ -148,6 +149,11 @@ impl RegistryService {
         client.add(
             LocatorFinderServer::new(servants::LocatorFinderI(shared.clone())),
             floe::Identity::with_category("Ice", "LocatorFinder"),
+        );
+        // What `Admin::getServerAdmin` hands out: routed to the server through its node.
+        client.add_default_servant(
+            Arc::new(files::ServerAdminRouter(shared.clone())),
+            &files::server_admin_category(&shared),
         );
         server.add(LocatorRegistryServer::new(servants::LocatorRegistryI(shared.clone())), id("LocatorRegistry"));
         // What nodes talk to.

@@ -25,6 +25,8 @@ pub(crate) fn permission_denied(reason: &str) -> Error {
 pub(crate) struct SessionRecord {
     /// The identities of the session object and, for admin sessions, its admin object.
     pub(crate) identities: Vec<Identity>,
+    /// The objects the session opened since (its file iterators), removed with it.
+    pub(crate) objects: Mutex<Vec<Identity>>,
     /// The connection the session was created on.
     pub(crate) connection: Option<Connection>,
     /// When the client last showed signs of life (a call on the session or its objects).
@@ -77,6 +79,15 @@ pub(crate) struct Shared {
 impl Shared {
     /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
     /// published endpoints when there are some.
+    /// A proxy for `id` on the client adapter, with its published endpoints.
+    pub(crate) fn client_proxy(&self, id: Identity) -> ObjectPrx {
+        let proxy = self.client.create_proxy(id);
+        match &self.client_published {
+            Some(eps) => proxy.ice_endpoints(eps.clone()),
+            None => proxy,
+        }
+    }
+
     pub(crate) fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
         let proxy = self.client.add(servant, id);
         match &self.client_published {

@@ -50,15 +50,19 @@ fn file_path(shared: &Shared, filename: &str) -> floe::Result<String> {
 }
 
 impl FileReader for InternalRegistryI {
-    async fn get_offset_from_end(&self, filename: String, _lines: i32, _: &Current) -> floe::Result<i64> {
-        file_path(&self.0, &filename)?;
-        Err(Error::user(FileNotAvailableException { reason: "floe-registry does not serve its log files".into() }))
+    async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
+        let path = file_path(&self.0, &filename)?;
+        floe_service::files::offset_from_end(std::path::Path::new(&path), lines).map_err(unavailable)
     }
 
-    async fn read(&self, filename: String, _: i64, _: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
-        file_path(&self.0, &filename)?;
-        Err(Error::user(FileNotAvailableException { reason: "floe-registry does not serve its log files".into() }))
+    async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
+        let path = file_path(&self.0, &filename)?;
+        floe_service::files::read(std::path::Path::new(&path), pos, size).map_err(unavailable)
     }
+}
+
+fn unavailable(reason: String) -> Error {
+    Error::user(FileNotAvailableException { reason })
 }
 
 impl InternalRegistry for InternalRegistryI {
