@@ -503,14 +503,12 @@ fn the_guides_grid_runs_on_floe_and_on_zerocs_programs() {
         .unwrap();
         let config = format!("--Ice.Config={}", registry_cfg.display());
         let node_config = format!("--Ice.Config={}", node_cfg.display());
-        let (mut registry_cmd, mut node_cmd) = if zeroc {
-            // icegridnode prints its ready line on stderr.
-            let mut node = Command::new("sh");
-            node.args(["-c", "exec icegridnode \"$@\" 2>&1", "icegridnode"]);
-            (Command::new("icegridregistry"), node)
-        } else {
-            (Command::new(floe_registry_binary()), Command::new(env!("CARGO_BIN_EXE_floe-node")))
-        };
+        // Both nodes print their servers-ready line on stderr.
+        let node_program = if zeroc { "icegridnode" } else { env!("CARGO_BIN_EXE_floe-node") };
+        let mut node_cmd = Command::new("sh");
+        node_cmd.args(["-c", "exec \"$0\" \"$@\" 2>&1", node_program]);
+        let mut registry_cmd =
+            if zeroc { Command::new("icegridregistry") } else { Command::new(floe_registry_binary()) };
         registry_cmd.arg(&config).arg("--Ice.PrintAdapterReady=1").stderr(std::process::Stdio::null());
         let _registry =
             start_until(registry_cmd, if zeroc { "IceGrid.Registry.Client ready" } else { "floe-registry ready" });

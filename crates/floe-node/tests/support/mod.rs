@@ -150,6 +150,11 @@ pub fn locator(port: u16) -> String {
 
 /// ZeroC's icegridregistry 3.7 on `port`, its database in `data`.
 pub fn icegridregistry(port: u16, data: &Path) -> Proc {
+    icegridregistry_with(port, data, &[])
+}
+
+/// ZeroC's icegridregistry 3.7 on `port`, its database in `data`, with `extra` arguments.
+pub fn icegridregistry_with(port: u16, data: &Path, extra: &[String]) -> Proc {
     let mut cmd = Command::new("icegridregistry");
     cmd.args([
         &format!("--IceGrid.InstanceName={INSTANCE}"),
@@ -162,6 +167,7 @@ pub fn icegridregistry(port: u16, data: &Path) -> Proc {
         "--IceGrid.Registry.Discovery.Enabled=0",
         "--Ice.PrintAdapterReady=1",
     ])
+    .args(extra)
     .stderr(Stdio::null());
     start_until(cmd, "IceGrid.Registry.Client ready")
 }
@@ -248,6 +254,34 @@ pub fn floe_node_with(name: &str, dir: &TempDir, args: &[String]) -> Proc {
     .env("RUST_LOG", "floe_node=debug,floe_registry=debug")
     .stderr(std::fs::File::create(dir.0.join(format!("{name}.log"))).unwrap());
     start_until(cmd, "floe-node ready")
+}
+
+/// ZeroC's icegridnode 3.7 `name` for the registry on `port`, laid out as [`floe_node`]
+/// lays floe-node out (data and output under `dir`), with `extra` arguments; returned once
+/// it has registered and its servers are ready (the line it prints on stderr, which goes to
+/// `<dir>/<name>.log` unless `Ice.StdErr` is among `extra`).
+pub fn icegridnode(name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Proc {
+    let log = dir.0.join(format!("{name}.log"));
+    let ready_file =
+        extra.iter().find_map(|a| a.strip_prefix("--Ice.StdErr=")).map(PathBuf::from).unwrap_or_else(|| log.clone());
+    let mut cmd = Command::new("icegridnode");
+    cmd.args([
+        format!("--IceGrid.Node.Name={name}"),
+        "--IceGrid.Node.Endpoints=tcp -h 127.0.0.1".to_string(),
+        format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
+        format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
+        "--IceGrid.Node.WaitTime=20".to_string(),
+        format!("--IceGrid.Node.PrintServersReady={name}"),
+        format!("--Ice.Default.Locator={}", locator(port)),
+    ])
+    .args(extra)
+    .stderr(std::fs::File::create(&log).unwrap());
+    let proc = start_until(cmd, "");
+    let marker = format!("{name} ready");
+    eventually(Duration::from_secs(30), &format!("icegridnode printed `{marker}'"), || {
+        std::fs::read_to_string(&ready_file).unwrap_or_default().contains(&marker)
+    });
+    proc
 }
 
 /// Runs one icegridadmin command against the registry on `port`: (success, stdout, stderr).
