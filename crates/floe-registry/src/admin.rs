@@ -16,10 +16,10 @@ use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
 use crate::slice::ice_grid::{
     AdapterInfo, AdapterInfoSeq, AdapterNotExistException, AdapterObserverPrx, Admin, AdminPrx, AdminSession,
-    AllocationException, ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx, ApplicationUpdateDescriptor,
-    DeploymentException, FileIteratorPrx, LoadInfo, NodeInfo, NodeObserverPrx, ObjectExistsException, ObjectInfo,
-    ObjectInfoSeq, ObjectNotRegisteredException, ObjectObserverPrx, PatchException, RegistryInfo,
-    RegistryNotExistException, RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerState, Session,
+    ApplicationDescriptor, ApplicationInfo, ApplicationObserverPrx, ApplicationUpdateDescriptor, DeploymentException,
+    FileIteratorPrx, LoadInfo, NodeInfo, NodeObserverPrx, ObjectExistsException, ObjectInfo, ObjectInfoSeq,
+    ObjectNotRegisteredException, ObjectObserverPrx, PatchException, RegistryInfo, RegistryNotExistException,
+    RegistryObserverPrx, ServerInfo, ServerInstanceDescriptor, ServerState,
 };
 use crate::watchers::ObserverSet;
 
@@ -44,8 +44,9 @@ fn register(shared: &Arc<Shared>, identities: Vec<Identity>, current: &Current) 
     record
 }
 
-/// Removes a session and its objects.
-fn destroy(shared: &Shared, record: &SessionRecord) {
+/// Removes a session and its objects (a client session's allocations are released by its
+/// caller: [`crate::client_session::release_all`]).
+pub(crate) fn destroy(shared: &Shared, record: &SessionRecord) {
     let key = identity_string(&record.identities[0]);
     shared.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
     crate::observers::unregister(shared, &key);
@@ -57,7 +58,7 @@ fn destroy(shared: &Shared, record: &SessionRecord) {
 
 /// Destroys the sessions whose client has gone: idle for longer than the session timeout
 /// and without an open connection.
-pub(crate) fn reap(shared: &Shared) {
+pub(crate) fn reap(shared: &Arc<Shared>) {
     let timeout = Duration::from_secs(shared.config.session_timeout.max(1) as u64);
     let expired: Vec<Arc<SessionRecord>> = shared
         .sessions
@@ -72,6 +73,8 @@ pub(crate) fn reap(shared: &Shared) {
         .collect();
     for r in expired {
         destroy(shared, &r);
+        let (shared, key) = (shared.clone(), identity_string(&r.identities[0]));
+        tokio::spawn(async move { crate::client_session::release_all(&shared, &key).await });
     }
 }
 
@@ -96,7 +99,12 @@ pub(crate) fn create_admin_session(shared: &Arc<Shared>, user: String, current: 
 pub(crate) fn create_client_session(shared: &Arc<Shared>, user: String, current: &Current) -> ObjectPrx {
     let session_id = new_identity(shared);
     let record = register(shared, vec![session_id.clone()], current);
-    let session = ClientSessionI { shared: shared.clone(), record, user };
+    let session = crate::client_session::ClientSessionI {
+        shared: shared.clone(),
+        record,
+        user,
+        timeout: std::sync::atomic::AtomicI32::new(-1),
+    };
     shared.add_client_object(crate::slice::ice_grid::SessionServer::new(session), session_id)
 }
 
@@ -217,46 +225,6 @@ impl AdminSession for AdminSessionI {
         _: &Current,
     ) -> floe::Result<Option<FileIteratorPrx>> {
         files::open_registry_file(&self.shared, &self.record, &name, "Ice.StdOut", lines).await
-    }
-}
-
-/// An `IceGrid::Session` (client sessions; nothing is allocatable).
-struct ClientSessionI {
-    shared: Arc<Shared>,
-    record: Arc<SessionRecord>,
-    user: String,
-}
-
-impl Glacier2Session for ClientSessionI {
-    async fn destroy(&self, _: &Current) -> floe::Result<()> {
-        tracing::debug!(target: "floe_registry::session", user = self.user, "session destroyed");
-        destroy(&self.shared, &self.record);
-        Ok(())
-    }
-}
-
-impl Session for ClientSessionI {
-    async fn keep_alive(&self, _: &Current) -> floe::Result<()> {
-        self.record.touch();
-        Ok(())
-    }
-
-    async fn allocate_object_by_id(&self, id: Identity, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        self.record.touch();
-        Err(Error::user(ObjectNotRegisteredException { id }))
-    }
-
-    async fn allocate_object_by_type(&self, r#type: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
-        self.record.touch();
-        Err(Error::user(AllocationException { reason: format!("no allocatable object of type `{type}'") }))
-    }
-
-    async fn release_object(&self, id: Identity, _: &Current) -> floe::Result<()> {
-        Err(Error::user(ObjectNotRegisteredException { id }))
-    }
-
-    async fn set_allocation_timeout(&self, _: i32, _: &Current) -> floe::Result<()> {
-        Ok(())
     }
 }
 

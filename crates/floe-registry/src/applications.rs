@@ -66,8 +66,8 @@ async fn change(
         };
         let deployed = Deployment::build(&shared.communicator, apps).map_err(deployment)?;
         // A declared object may not take the identity of one registered dynamically.
-        for key in deployed.objects.keys() {
-            if !before.objects.contains_key(key) {
+        for key in deployed.objects.keys().chain(deployed.allocatables.keys()) {
+            if !before.objects.contains_key(key) && !before.allocatables.contains_key(key) {
                 let id = floe::reference::string_to_identity(key).unwrap_or_else(|_| floe::Identity::new(key));
                 if shared.db.object(&id).is_some() {
                     return Err(deployment(format!("duplicate object `{key}': it is registered already")));

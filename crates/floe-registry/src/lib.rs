@@ -6,8 +6,10 @@ pub mod record;
 pub mod store;
 
 mod admin;
+mod allocation;
 mod applications;
 mod check;
+mod client_session;
 mod deploy;
 mod etcd;
 mod files;
@@ -136,6 +138,7 @@ impl RegistryService {
             internal_registry,
             node_observer,
             nodes: Default::default(),
+            allocations: Default::default(),
         });
         use slice::glacier2::PermissionsVerifierServer;
         use slice::ice::{LocatorFinderServer, LocatorRegistryServer};

@@ -74,11 +74,18 @@ pub(crate) struct Shared {
     pub(crate) node_observer: ObjectPrx,
     /// The nodes with a session and the servers loaded on them.
     pub(crate) nodes: crate::node_table::Nodes,
+    /// What client sessions have allocated.
+    pub(crate) allocations: crate::allocation::Allocations,
 }
 
 impl Shared {
     /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
     /// published endpoints when there are some.
+    /// Whether the session with key `key` (its identity's string form) still exists.
+    pub(crate) fn has_session(&self, key: &str) -> bool {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key)
+    }
+
     /// A proxy for `id` on the client adapter, with its published endpoints.
     pub(crate) fn client_proxy(&self, id: Identity) -> ObjectPrx {
         let proxy = self.client.create_proxy(id);

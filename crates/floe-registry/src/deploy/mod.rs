@@ -84,9 +84,21 @@ pub(crate) struct Deployment {
     pub(crate) adapters: BTreeMap<String, DeployedAdapter>,
     /// Keyed by the identity's string form.
     pub(crate) objects: BTreeMap<String, ObjectEntry>,
-    /// The application that declares each object.
+    /// The application that declares each object (well-known or allocatable).
     pub(crate) object_applications: HashMap<String, String>,
     pub(crate) groups: HashMap<String, DeployedGroup>,
+    /// The allocatable objects (`<allocatable>`), keyed by the identity's string form: not
+    /// well-known objects, sessions allocate them.
+    pub(crate) allocatables: BTreeMap<String, DeployedAllocatable>,
+}
+
+/// An allocatable object of a deployed server.
+#[derive(Debug, Clone)]
+pub(crate) struct DeployedAllocatable {
+    /// Its proxy (indirect, through its adapter) and type.
+    pub(crate) entry: ObjectEntry,
+    /// The server whose adapter serves it.
+    pub(crate) server: String,
 }
 
 fn policy(lb: &Option<Class<LoadBalancingPolicy>>, group: &str) -> Result<ReplicaGroupConfig, String> {
@@ -173,7 +185,7 @@ impl Deployment {
         o: &ObjectDescriptor,
         adapter_id: &str,
         default_options: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(String, ObjectEntry), String> {
         let key = identity_string(&o.id);
         if let Some(other) = self.object_applications.get(&key) {
             return Err(format!("{context}:\n{}", clash(application, other, "object", &key)));
@@ -185,8 +197,7 @@ impl Deployment {
             .map_err(|e| format!("{context}:\ninvalid proxy options `{options}' for object `{key}': {e}"))?;
         let type_id = if o.r#type.is_empty() { "::Ice::Object".to_string() } else { o.r#type.clone() };
         self.object_applications.insert(key.clone(), application.to_string());
-        self.objects.insert(key, ObjectEntry { proxy: proxy.ice_adapter_id(adapter_id), type_id });
-        Ok(())
+        Ok((key, ObjectEntry { proxy: proxy.ice_adapter_id(adapter_id), type_id }))
     }
 
     fn add(&mut self, communicator: &Communicator, name: &str, info: &ApplicationInfo) -> Result<(), String> {
@@ -205,7 +216,9 @@ impl Deployment {
             self.groups.insert(group.id.clone(), DeployedGroup { application: name.to_string(), config });
             let context = format!("replica group `{}'", group.id);
             for o in resolve::replica_group_objects(app, &group.objects)? {
-                self.add_object(communicator, name, &context, &o, &group.id, &group.proxy_options)?;
+                let (key, entry) =
+                    self.add_object(communicator, name, &context, &o, &group.id, &group.proxy_options)?;
+                self.objects.insert(key, entry);
             }
         }
         for server in resolve::servers(app)? {
@@ -218,8 +231,13 @@ impl Deployment {
                 if let Some(other) = self.adapters.get(&adapter.id) {
                     return Err(clash(name, &other.application, "adapter", &adapter.id));
                 }
-                for o in adapter.objects.iter().chain(&adapter.allocatables) {
-                    self.add_object(communicator, name, &context, o, &adapter.id, "")?;
+                for o in &adapter.objects {
+                    let (key, entry) = self.add_object(communicator, name, &context, o, &adapter.id, "")?;
+                    self.objects.insert(key, entry);
+                }
+                for o in &adapter.allocatables {
+                    let (key, entry) = self.add_object(communicator, name, &context, o, &adapter.id, "")?;
+                    self.allocatables.insert(key, DeployedAllocatable { entry, server: id.clone() });
                 }
                 if !adapter.replica_group_id.is_empty() {
                     if let Some(g) = self.groups.get_mut(&adapter.replica_group_id) {

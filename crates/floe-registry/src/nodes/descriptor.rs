@@ -23,7 +23,8 @@ use crate::slice::ice_grid::{
 
 /// `value` with the node-dependent variables of server `server` (and service `service`)
 /// on `node` substituted; other text, `${…}` included, is kept.
-fn node_subst(value: &str, node: &InternalNodeInfo, server: &str, application: &str, service: &str) -> String {
+fn node_subst(value: &str, node: &InternalNodeInfo, server: &Names<'_>, service: &str) -> String {
+    let Names { server, application, session } = *server;
     if !value.contains("${") {
         return value.to_string();
     }
@@ -40,7 +41,7 @@ fn node_subst(value: &str, node: &InternalNodeInfo, server: &str, application: &
             "server.distrib" => format!("{data}/servers/{server}/distrib"),
             "application.distrib" => format!("{data}/distrib/{application}"),
             "service.data" if !service.is_empty() => format!("{data}/servers/{server}/data_{service}"),
-            "session.id" => String::new(),
+            "session.id" => session.to_string(),
             _ => return None,
         })
     };
@@ -141,11 +142,23 @@ struct Communicator<'a> {
     service: String,
 }
 
-/// The descriptor node `node` is given for server `s`.
-pub(crate) fn build(s: &DeployedServer, node: &InternalNodeInfo) -> Class<InternalServerDescriptor> {
+/// What a server's node-dependent variables are resolved with besides the node.
+#[derive(Clone, Copy)]
+struct Names<'a> {
+    server: &'a str,
+    application: &'a str,
+    /// The id of the session that allocated the server (`${session.id}`), "" if none.
+    session: &'a str,
+}
+
+/// The descriptor node `node` is given for server `s`; `session` is the id of the session
+/// that allocated it ("" if none), which a server with the `session` activation mode runs
+/// for (and which `${session.id}` stands for).
+pub(crate) fn build(s: &DeployedServer, node: &InternalNodeInfo, session: &str) -> Class<InternalServerDescriptor> {
     let d = s.descriptor.read();
     let id = d.id.clone();
-    let subst = |v: &str, service: &str| node_subst(v, node, &id, &s.application, service);
+    let names = Names { server: &id, application: &s.application, session };
+    let subst = |v: &str, service: &str| node_subst(v, node, &names, service);
     let version = ice_version(&d.ice_version);
     let modern = version == 0 || version >= 30300;
     let own_props: Vec<PropertyDescriptor> =
@@ -156,7 +169,7 @@ pub(crate) fn build(s: &DeployedServer, node: &InternalNodeInfo) -> Class<Intern
         application: s.application.clone(),
         uuid: s.uuid.clone(),
         revision: s.revision,
-        session_id: String::new(),
+        session_id: session.to_string(),
         exe: subst(&d.exe, ""),
         pwd: subst(&d.pwd, ""),
         user: subst(&d.user, ""),
@@ -384,7 +397,7 @@ mod tests {
     #[test]
     fn a_server_gets_the_config_file_icegrid_writes() {
         let base = communicator("Hello", "S.Hello", &[("Hello.Endpoints", "tcp -h 127.0.0.1"), ("Greeting", "a #1")]);
-        let d = build(&deployed(Class::new(server("S", base))), &node());
+        let d = build(&deployed(Class::new(server("S", base))), &node(), "");
         let d = d.read();
         assert_eq!(d.exe, "/data/bin/server");
         assert_eq!(d.options, ["--data=/data/servers/S/data"]);
@@ -423,7 +436,7 @@ mod tests {
             services: vec![ServiceInstanceDescriptor { descriptor: Some(Class::new(service)), ..Default::default() }],
         });
         let icebox = icebox.to_any().downcast::<ServerDescriptor>().unwrap();
-        let d = build(&deployed(icebox), &node());
+        let d = build(&deployed(icebox), &node(), "");
         let d = d.read();
         assert_eq!(d.services, Some(vec!["Svc".to_string()]));
         let config = &d.properties["config"];

@@ -10,6 +10,7 @@ use std::time::Duration;
 use floe::{CallError, Error};
 
 use super::{descriptor, timed, unreachable, NodeSession, NODE_CALL_TIMEOUT};
+use crate::deploy::DeployedServer;
 use crate::shared::Shared;
 use crate::slice::ice_grid::{
     DeploymentException, NodeLoadServerError, NodeLoadServerWithoutRestartError, ServerNotExistException, ServerPrx,
@@ -37,13 +38,23 @@ pub(crate) async fn ensure(shared: &Shared, id: &str) -> floe::Result<Loaded> {
     load(shared, id, false).await
 }
 
+/// The id of the session a `session` server runs for: the session that holds it, if any
+/// ("" for other servers).
+pub(crate) fn session_id(shared: &Shared, s: &DeployedServer) -> String {
+    let d = s.descriptor.read();
+    match d.activation.as_str() {
+        "session" => shared.allocations.server_holder(&d.id).map(|h| h.user).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 /// [`ensure`]; with `no_restart`, a server loaded before is given its new descriptor with
 /// `loadServerWithoutRestart` (the node refuses it if the server would have to restart).
 pub(crate) async fn load(shared: &Shared, id: &str, no_restart: bool) -> floe::Result<Loaded> {
     let d = shared.deployment();
     let s = d.servers.get(id).ok_or_else(|| not_exist(id))?;
     let session = shared.nodes.live(&s.node).ok_or_else(|| unreachable(&s.node, "the node is not active"))?;
-    let desc = descriptor::build(s, &session.info);
+    let desc = descriptor::build(s, &session.info, &session_id(shared, s));
     let digest = descriptor::digest(&desc);
     let slot = shared.nodes.servers.slot(id);
     let mut guard = slot.lock().await;

@@ -44,8 +44,10 @@ pub(crate) async fn check_no_restart(
             down.insert(old.node.clone());
             continue;
         };
-        let old_desc = descriptor::build(old, &session.info);
-        let new_desc = new.filter(|n| n.node == old.node).map(|n| descriptor::build(n, &session.info));
+        let old_desc = descriptor::build(old, &session.info, &super::servers::session_id(shared, old));
+        let new_desc = new
+            .filter(|n| n.node == old.node)
+            .map(|n| descriptor::build(n, &session.info, &super::servers::session_id(shared, n)));
         match (&new, &new_desc) {
             (Some(_), Some(d)) if descriptor::digest(d) == descriptor::digest(&old_desc) => continue,
             (Some(_), Some(d)) if without_properties(d) != without_properties(&old_desc) => {

@@ -1,0 +1,164 @@
+//! Who holds what: the allocatable objects that client sessions (`IceGrid::Session`) have
+//! allocated, and the allocatable servers their objects belong to. An allocatable server
+//! (`allocatable="true"`, or one with the `session` activation mode) belongs to one session
+//! at a time: while a session holds any of its objects, no other session can allocate any of
+//! them. The table only records; the rules about descriptors, waiting and servers on nodes
+//! are the sessions' (`crate::client_session`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::Notify;
+
+/// A session that holds allocations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Holder {
+    /// The session's key (its identity's string form).
+    pub(crate) session: String,
+    /// The session's id, its user: what `${session.id}` is for the servers it allocated.
+    pub(crate) user: String,
+}
+
+/// What an allocation attempt found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Allocated; `server_taken` when it made the session the holder of the object's server.
+    Allocated { server_taken: bool },
+    /// The object, or its server, is held by another session.
+    Busy,
+    /// The session holds the object already.
+    Held,
+}
+
+#[derive(Default)]
+struct State {
+    /// Object (identity string) → its holder.
+    objects: HashMap<String, Holder>,
+    /// Allocatable server → its holder and how many of its objects the holder has.
+    servers: HashMap<String, (Holder, usize)>,
+}
+
+/// The allocation table, and a signal for those waiting for something to be released.
+#[derive(Default)]
+pub(crate) struct Allocations {
+    state: Mutex<State>,
+    released: Notify,
+}
+
+impl Allocations {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Allocates object `key` to `holder`; `server` is the object's server when that server
+    /// is allocatable (it then goes to the holder with the object).
+    pub(crate) fn try_allocate(&self, key: &str, holder: &Holder, server: Option<&str>) -> Attempt {
+        let mut s = self.state();
+        match s.objects.get(key) {
+            Some(h) if h.session == holder.session => return Attempt::Held,
+            Some(_) => return Attempt::Busy,
+            None => {}
+        }
+        let mut server_taken = false;
+        if let Some(server) = server {
+            match s.servers.get_mut(server) {
+                Some((h, _)) if h.session != holder.session => return Attempt::Busy,
+                Some((_, count)) => *count += 1,
+                None => {
+                    s.servers.insert(server.to_string(), (holder.clone(), 1));
+                    server_taken = true;
+                }
+            }
+        }
+        s.objects.insert(key.to_string(), holder.clone());
+        Attempt::Allocated { server_taken }
+    }
+
+    /// Releases object `key` held by `session`; `server` is its server when allocatable.
+    /// `Err` if the session does not hold it; `Ok(true)` when the server was released too.
+    pub(crate) fn release(&self, key: &str, session: &str, server: Option<&str>) -> Result<bool, ()> {
+        let released = {
+            let mut s = self.state();
+            if s.objects.get(key).is_none_or(|h| h.session != session) {
+                return Err(());
+            }
+            s.objects.remove(key);
+            server.is_some_and(|server| release_server(&mut s, server, session))
+        };
+        self.released.notify_waiters();
+        Ok(released)
+    }
+
+    /// Releases everything `session` holds (it was destroyed); returns the servers it held.
+    pub(crate) fn release_all(&self, session: &str) -> Vec<String> {
+        let servers = {
+            let mut s = self.state();
+            s.objects.retain(|_, h| h.session != session);
+            let servers: Vec<String> =
+                s.servers.iter().filter(|(_, (h, _))| h.session == session).map(|(k, _)| k.clone()).collect();
+            for server in &servers {
+                s.servers.remove(server);
+            }
+            servers
+        };
+        self.released.notify_waiters();
+        servers
+    }
+
+    /// The holder of allocatable server `server`, if a session holds it.
+    pub(crate) fn server_holder(&self, server: &str) -> Option<Holder> {
+        self.state().servers.get(server).map(|(h, _)| h.clone())
+    }
+
+    /// Resolves when something is released next; create it before an attempt, so that a
+    /// release between the attempt and the wait is not missed.
+    pub(crate) fn released(&self) -> tokio::sync::futures::Notified<'_> {
+        self.released.notified()
+    }
+}
+
+/// One object of `server` is no longer held by `session`: the server is released with its
+/// last one. Whether it was.
+fn release_server(s: &mut State, server: &str, session: &str) -> bool {
+    let Some((h, count)) = s.servers.get_mut(server) else { return false };
+    if h.session != session {
+        return false;
+    }
+    *count -= 1;
+    if *count > 0 {
+        return false;
+    }
+    s.servers.remove(server);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(s: &str) -> Holder {
+        Holder { session: s.into(), user: s.into() }
+    }
+
+    #[test]
+    fn a_server_belongs_to_one_session_while_it_holds_any_of_its_objects() {
+        let t = Allocations::default();
+        let (a, b) = (holder("a"), holder("b"));
+        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Allocated { server_taken: true });
+        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Held);
+        assert_eq!(t.try_allocate("o2", &b, Some("S")), Attempt::Busy);
+        assert_eq!(t.try_allocate("o2", &a, Some("S")), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.server_holder("S"), Some(a.clone()));
+        assert_eq!(t.release("o1", "b", Some("S")), Err(()));
+        assert_eq!(t.release("o1", "a", Some("S")), Ok(false));
+        assert_eq!(t.release("o2", "a", Some("S")), Ok(true));
+        assert_eq!(t.server_holder("S"), None);
+        assert_eq!(t.try_allocate("o2", &b, Some("S")), Attempt::Allocated { server_taken: true });
+        // Objects of servers that are not allocatable are held one by one.
+        assert_eq!(t.try_allocate("p1", &a, None), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.try_allocate("p2", &b, None), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.release_all("b"), vec!["S".to_string()]);
+        assert_eq!(t.try_allocate("p2", &a, None), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Allocated { server_taken: true });
+    }
+}

@@ -1,0 +1,189 @@
+//! Client sessions (`IceGrid::Session`, from `Registry::createSession`): allocation of the
+//! allocatable objects that applications declare (`<allocatable>`), by identity or by type,
+//! waiting up to the session's allocation timeout while another session holds them, and
+//! servers with the `session` activation mode, which their node runs only while a session
+//! holds them (loaded again with the session's id on allocation, and without it on release,
+//! which stops them). Destroying a session releases what it holds.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use floe::{Current, Error, Identity, ObjectPrx};
+
+use crate::allocation::{Attempt, Holder};
+use crate::database::identity_string;
+use crate::deploy::{DeployedAllocatable, Deployment};
+use crate::shared::{SessionRecord, Shared};
+use crate::slice::glacier2::Session as Glacier2Session;
+use crate::slice::ice_grid::{AllocationException, AllocationTimeoutException, ObjectNotRegisteredException, Session};
+
+fn allocation_error(reason: impl Into<String>) -> Error {
+    Error::user(AllocationException { reason: reason.into() })
+}
+
+/// An `IceGrid::Session`.
+pub(crate) struct ClientSessionI {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) record: Arc<SessionRecord>,
+    pub(crate) user: String,
+    /// The allocation timeout in milliseconds; negative: wait as long as it takes.
+    pub(crate) timeout: AtomicI32,
+}
+
+/// Whether `server` is allocatable (it goes to a session with its objects), and whether its
+/// node runs it only for a session.
+fn server_allocation(d: &Deployment, server: &str) -> (bool, bool) {
+    let Some(s) = d.servers.get(server) else { return (false, false) };
+    let desc = s.descriptor.read();
+    let session = desc.activation == "session";
+    (desc.allocatable || session, session)
+}
+
+/// Loads a `session` server on its node again, for its new holder or for none. A failure is
+/// logged: the allocation stands, and the next locate request reports the node's answer.
+async fn reload(shared: &Shared, server: &str) {
+    if let Err(e) = crate::nodes::servers::ensure(shared, server).await {
+        tracing::info!(target: "floe_registry::session", server, "couldn't load the session server: {e}");
+    }
+}
+
+/// Releases what session `key` holds (it is being destroyed), and has the nodes stop the
+/// `session` servers it held.
+pub(crate) async fn release_all(shared: &Shared, key: &str) {
+    let servers = shared.allocations.release_all(key);
+    let d = shared.deployment();
+    for server in servers {
+        if server_allocation(&d, &server).1 {
+            reload(shared, &server).await;
+        }
+    }
+}
+
+impl ClientSessionI {
+    fn holder(&self) -> Holder {
+        Holder { session: identity_string(&self.record.identities[0]), user: self.user.clone() }
+    }
+
+    /// Allocates one of the objects `candidates` picks from the deployment (in its order),
+    /// waiting for a release while they are all held, up to the allocation timeout.
+    /// `by_id`: a single object, which the session may not allocate twice.
+    async fn allocate(
+        &self,
+        by_id: bool,
+        candidates: impl Fn(&Deployment) -> floe::Result<Vec<(String, DeployedAllocatable)>>,
+    ) -> floe::Result<Option<ObjectPrx>> {
+        self.record.touch();
+        let holder = self.holder();
+        let timeout = self.timeout.load(Ordering::SeqCst);
+        let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+        loop {
+            let released = self.shared.allocations.released();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let d = self.shared.deployment();
+            for (key, a) in candidates(&d)? {
+                let (allocatable, session) = server_allocation(&d, &a.server);
+                let server = allocatable.then_some(a.server.as_str());
+                match self.shared.allocations.try_allocate(&key, &holder, server) {
+                    Attempt::Allocated { server_taken } => {
+                        tracing::debug!(target: "floe_registry::session", user = self.user, object = key, "allocated");
+                        if server_taken && session {
+                            reload(&self.shared, &a.server).await;
+                        }
+                        return Ok(Some(a.entry.proxy.clone()));
+                    }
+                    Attempt::Held if by_id => return Err(allocation_error("already allocated by the session")),
+                    Attempt::Held | Attempt::Busy => {}
+                }
+            }
+            let wait = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(Error::user(AllocationTimeoutException { reason: String::new() })),
+                },
+            };
+            match wait {
+                None => released.await,
+                Some(left) => {
+                    if tokio::time::timeout(left, released).await.is_err() {
+                        return Err(Error::user(AllocationTimeoutException { reason: String::new() }));
+                    }
+                }
+            }
+            if !self.shared.has_session(&holder.session) {
+                return Err(allocation_error("session destroyed"));
+            }
+        }
+    }
+}
+
+impl Glacier2Session for ClientSessionI {
+    async fn destroy(&self, _: &Current) -> floe::Result<()> {
+        tracing::debug!(target: "floe_registry::session", user = self.user, "session destroyed");
+        crate::admin::destroy(&self.shared, &self.record);
+        release_all(&self.shared, &self.holder().session).await;
+        Ok(())
+    }
+}
+
+impl Session for ClientSessionI {
+    async fn keep_alive(&self, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        Ok(())
+    }
+
+    async fn allocate_object_by_id(&self, id: Identity, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        let key = identity_string(&id);
+        self.allocate(true, |d| match d.allocatables.get(&key) {
+            Some(a) => Ok(vec![(key.clone(), a.clone())]),
+            None => Err(Error::user(ObjectNotRegisteredException { id: id.clone() })),
+        })
+        .await
+    }
+
+    async fn allocate_object_by_type(&self, r#type: String, _: &Current) -> floe::Result<Option<ObjectPrx>> {
+        self.allocate(false, |d| {
+            let mut all: Vec<(String, DeployedAllocatable)> = d
+                .allocatables
+                .iter()
+                .filter(|(_, a)| a.entry.type_id == r#type)
+                .map(|(k, a)| (k.clone(), a.clone()))
+                .collect();
+            if all.is_empty() {
+                return Err(allocation_error(format!("no allocatable objects with type `{type}' registered")));
+            }
+            // Any free one, as IceGrid picks.
+            fastrand::shuffle(&mut all);
+            Ok(all)
+        })
+        .await
+    }
+
+    async fn release_object(&self, id: Identity, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        let key = identity_string(&id);
+        let d = self.shared.deployment();
+        let Some(a) = d.allocatables.get(&key) else {
+            return Err(Error::user(ObjectNotRegisteredException { id }));
+        };
+        let (allocatable, session) = server_allocation(&d, &a.server);
+        let session_key = self.holder().session;
+        match self.shared.allocations.release(&key, &session_key, allocatable.then_some(a.server.as_str())) {
+            Err(()) => Err(allocation_error("can't release object which is not allocated")),
+            Ok(server_released) => {
+                if server_released && session {
+                    reload(&self.shared, &a.server).await;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn set_allocation_timeout(&self, timeout: i32, _: &Current) -> floe::Result<()> {
+        self.record.touch();
+        self.timeout.store(timeout, Ordering::SeqCst);
+        Ok(())
+    }
+}
