@@ -41,6 +41,18 @@ pub fn account(user: &str, config: &NodeConfig) -> Result<Option<Account>, Strin
     }
 }
 
+/// The account of a `session` server without a `user` attribute, allocated by session
+/// `session`: a node run as root runs it as the account named like the session's id (as
+/// IceGrid's node does); any other node as itself.
+pub fn account_for_session(session: &str, config: &NodeConfig) -> Result<Option<Account>, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        account(session, config)
+    } else {
+        Ok(None)
+    }
+}
+
 /// The uid and gid of user `name`, from the password database.
 fn lookup(name: &str) -> Result<Account, String> {
     let c_name = CString::new(name).map_err(|_| format!("invalid user name `{name}'"))?;

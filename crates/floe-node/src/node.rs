@@ -88,7 +88,13 @@ impl NodeShared {
         restart: bool,
     ) -> Result<Loaded, String> {
         check_name(&desc.id, "server id")?;
-        let account = activator::account(&desc.user, self.config())?;
+        // A `session` server runs as the session's user when the descriptor names none (on
+        // a node run as root); while no session holds it, it does not run at all.
+        let account = match (desc.activation.as_str(), desc.session_id.as_str(), desc.user.as_str()) {
+            ("session", "", _) => None,
+            ("session", session, "") => activator::account_for_session(session, self.config())?,
+            (_, _, user) => activator::account(user, self.config())?,
+        };
         let files = self.configuration_files(&desc)?;
         let dir = self.config().server_dir(&desc.id);
         write_server_dir(&dir, &desc, &files)
@@ -101,7 +107,10 @@ impl NodeShared {
         let existing = self.server(&desc.id);
         let server = match existing {
             Some(s) => {
-                let changed = crate::descriptor::updated(&s.descriptor(), &desc, false);
+                // A new session (or none, on release) is a change even at the same revision:
+                // the server then runs for another session.
+                let old = s.descriptor();
+                let changed = crate::descriptor::updated(&old, &desc, false) || old.session_id != desc.session_id;
                 if changed && restart && s.state() != ServerState::Inactive {
                     tracing::info!(target: "floe_node::server", server = %s.id, "descriptor changed: stopping it");
                     let _ = s.stop().await;

@@ -44,6 +44,9 @@ impl Server for ServerServant {
         let s = self.live(current)?;
         let desc = crate::descriptor::from_class(svr)?;
         let changed = crate::descriptor::updated(&s.descriptor(), &desc, false);
+        if no_restart && s.descriptor().session_id != desc.session_id {
+            return Err(Error::user(DeploymentException { reason: "server allocated by another session".into() }));
+        }
         if no_restart && s.state() != ServerState::Inactive && crate::descriptor::updated(&s.descriptor(), &desc, true)
         {
             return Err(Error::user(DeploymentException {

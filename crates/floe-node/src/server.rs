@@ -263,6 +263,9 @@ impl ServerEntry {
         if !inner.enabled {
             return Err("The server is disabled.".into());
         }
+        if inner.desc.activation == "session" && inner.desc.session_id.is_empty() {
+            return Err("The server is not owned by a session.".into());
+        }
         match self.state() {
             ServerState::Inactive => {}
             ServerState::Activating => return Ok(()),

@@ -134,8 +134,9 @@ fn open_to_all(dir: &Path) {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        // Kept when the test fails: the node's log and the servers' output are in it.
-        if std::thread::panicking() {
+        // Kept when the test fails (or with FLOE_KEEP_TEST_DIRS set): the node's log and the
+        // servers' output are in it.
+        if std::thread::panicking() || std::env::var_os("FLOE_KEEP_TEST_DIRS").is_some() {
             eprintln!("kept {} (the node's log, the servers' files and output)", self.0.display());
         } else {
             let _ = std::fs::remove_dir_all(&self.0);
