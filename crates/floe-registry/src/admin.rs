@@ -2,8 +2,8 @@
 //! `icegridadmin` and the IceGrid GUI call; its application part is in
 //! [`crate::applications`]), and client sessions (`IceGrid::Session`).
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use floe::{Current, Error, Identity, ObjectPrx, Proxy};
 
@@ -11,6 +11,7 @@ use crate::applications;
 use crate::database::{identity_string, written};
 use crate::files;
 use crate::nodes::admin as nodes;
+use crate::sessions;
 use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice::{SliceChecksumDict, StringSeq};
@@ -27,62 +28,11 @@ fn deployment(reason: impl Into<String>) -> Error {
     Error::user(DeploymentException { reason: reason.into() })
 }
 
-fn new_identity(shared: &Shared) -> Identity {
-    Identity::with_category(&shared.config.instance_name, uuid::Uuid::new_v4().to_string().to_uppercase())
-}
-
-fn register(shared: &Arc<Shared>, identities: Vec<Identity>, current: &Current) -> Arc<SessionRecord> {
-    let record = Arc::new(SessionRecord {
-        identities,
-        objects: Mutex::new(Vec::new()),
-        connection: current.connection().cloned(),
-        last: Mutex::new(Instant::now()),
-    });
-    let key = identity_string(&record.identities[0]);
-    let mut sessions = shared.sessions.lock().unwrap_or_else(|e| e.into_inner());
-    sessions.insert(key, record.clone());
-    record
-}
-
-/// Removes a session and its objects (a client session's allocations are released by its
-/// caller: [`crate::client_session::release_all`]).
-pub(crate) fn destroy(shared: &Shared, record: &SessionRecord) {
-    let key = identity_string(&record.identities[0]);
-    shared.sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-    crate::observers::unregister(shared, &key);
-    let opened = std::mem::take(&mut *record.objects.lock().unwrap_or_else(|e| e.into_inner()));
-    for id in record.identities.iter().chain(&opened) {
-        shared.client.remove(id);
-    }
-}
-
-/// Destroys the sessions whose client has gone: idle for longer than the session timeout
-/// and without an open connection.
-pub(crate) fn reap(shared: &Arc<Shared>) {
-    let timeout = Duration::from_secs(shared.config.session_timeout.max(1) as u64);
-    let expired: Vec<Arc<SessionRecord>> = shared
-        .sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-        .filter(|r| {
-            let idle = r.last.lock().unwrap_or_else(|e| e.into_inner()).elapsed() > timeout;
-            idle && r.connection.as_ref().is_none_or(|c| c.is_closed())
-        })
-        .cloned()
-        .collect();
-    for r in expired {
-        destroy(shared, &r);
-        let (shared, key) = (shared.clone(), identity_string(&r.identities[0]));
-        tokio::spawn(async move { crate::client_session::release_all(&shared, &key).await });
-    }
-}
-
 /// Creates an admin session (with its admin object) for `user`; returns its proxy.
 pub(crate) fn create_admin_session(shared: &Arc<Shared>, user: String, current: &Current) -> ObjectPrx {
-    let session_id = new_identity(shared);
-    let admin_id = new_identity(shared);
-    let record = register(shared, vec![session_id.clone(), admin_id.clone()], current);
+    let session_id = sessions::new_identity(shared);
+    let admin_id = sessions::new_identity(shared);
+    let record = sessions::register(shared, vec![session_id.clone(), admin_id.clone()], current);
     let admin = shared.add_client_object(
         crate::slice::ice_grid::AdminServer::new(AdminI {
             shared: shared.clone(),
@@ -93,19 +43,6 @@ pub(crate) fn create_admin_session(shared: &Arc<Shared>, user: String, current: 
     );
     let session = AdminSessionI { shared: shared.clone(), record, admin: AdminPrx::from_object(admin), user };
     shared.add_client_object(crate::slice::ice_grid::AdminSessionServer::new(session), session_id)
-}
-
-/// Creates a client session for `user`; returns its proxy.
-pub(crate) fn create_client_session(shared: &Arc<Shared>, user: String, current: &Current) -> ObjectPrx {
-    let session_id = new_identity(shared);
-    let record = register(shared, vec![session_id.clone()], current);
-    let session = crate::client_session::ClientSessionI {
-        shared: shared.clone(),
-        record,
-        user,
-        timeout: std::sync::atomic::AtomicI32::new(-1),
-    };
-    shared.add_client_object(crate::slice::ice_grid::SessionServer::new(session), session_id)
 }
 
 /// An `IceGrid::AdminSession`.
@@ -119,7 +56,7 @@ struct AdminSessionI {
 impl Glacier2Session for AdminSessionI {
     async fn destroy(&self, _: &Current) -> floe::Result<()> {
         tracing::debug!(target: "floe_registry::session", user = self.user, "admin session destroyed");
-        destroy(&self.shared, &self.record);
+        sessions::destroy(&self.shared, &self.record);
         Ok(())
     }
 }

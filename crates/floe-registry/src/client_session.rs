@@ -14,12 +14,21 @@ use floe::{Current, Error, Identity, ObjectPrx};
 use crate::allocation::{Attempt, Holder};
 use crate::database::identity_string;
 use crate::deploy::{DeployedAllocatable, Deployment};
+use crate::sessions;
 use crate::shared::{SessionRecord, Shared};
 use crate::slice::glacier2::Session as Glacier2Session;
 use crate::slice::ice_grid::{AllocationException, AllocationTimeoutException, ObjectNotRegisteredException, Session};
 
 fn allocation_error(reason: impl Into<String>) -> Error {
     Error::user(AllocationException { reason: reason.into() })
+}
+
+/// Creates a client session for `user`; returns its proxy.
+pub(crate) fn create_client_session(shared: &Arc<Shared>, user: String, current: &Current) -> ObjectPrx {
+    let session_id = sessions::new_identity(shared);
+    let record = sessions::register(shared, vec![session_id.clone()], current);
+    let session = ClientSessionI { shared: shared.clone(), record, user, timeout: AtomicI32::new(-1) };
+    shared.add_client_object(crate::slice::ice_grid::SessionServer::new(session), session_id)
 }
 
 /// An `IceGrid::Session`.
@@ -122,7 +131,7 @@ impl ClientSessionI {
 impl Glacier2Session for ClientSessionI {
     async fn destroy(&self, _: &Current) -> floe::Result<()> {
         tracing::debug!(target: "floe_registry::session", user = self.user, "session destroyed");
-        crate::admin::destroy(&self.shared, &self.record);
+        sessions::destroy(&self.shared, &self.record);
         release_all(&self.shared, &self.holder().session).await;
         Ok(())
     }

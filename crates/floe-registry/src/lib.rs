@@ -17,6 +17,7 @@ mod node_table;
 mod nodes;
 mod observers;
 mod servants;
+mod sessions;
 mod shared;
 mod watchers;
 
@@ -190,7 +191,10 @@ impl RegistryService {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 match weak.upgrade() {
                     Some(s) => {
-                        admin::reap(&s);
+                        for key in sessions::reap(&s) {
+                            let s = s.clone();
+                            tokio::spawn(async move { client_session::release_all(&s, &key).await });
+                        }
                         nodes::reap(&s);
                     }
                     None => return,

@@ -189,7 +189,7 @@ impl Registry for RegistryI {
         current: &Current,
     ) -> floe::Result<Option<SessionPrx>> {
         self.0.verify(false, &user_id, &password).await?;
-        Ok(Some(SessionPrx::from_object(crate::admin::create_client_session(&self.0, user_id, current))))
+        Ok(Some(SessionPrx::from_object(crate::client_session::create_client_session(&self.0, user_id, current))))
     }
 
     async fn create_admin_session(
