@@ -78,3 +78,37 @@ fn servers_are_activated_through_the_surviving_replica_when_one_is_killed() {
     ping("manual").unwrap();
     c.destroy_blocking();
 }
+
+/// ZeroC's icegridnode registers with one floe-registry replica (`Master`, the only one in
+/// its `Ice.Default.Locator`); applications added and removed through the other replica reach it
+/// all the same: the servers are loaded on it, then destroyed, without a client asking.
+#[test]
+fn icegridnode_hears_of_changes_made_through_another_replica() {
+    let cluster = etcd_cluster::EtcdCluster::start("node-follow", Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .expect("etcd-server is installed (scripts/install-deps)");
+    let dir = TempDir::new("follow");
+    let (a, b) = (free_port(), free_port());
+    let replica = |port: u16, name: &str| {
+        floe_registry_with(
+            port,
+            &dir.0,
+            &[
+                format!("--Floe.Registry.Etcd.Endpoints={}", cluster.endpoints()),
+                format!("--IceGrid.Registry.ReplicaName={name}"),
+                "--Floe.Registry.Etcd.Timeout=20".to_string(),
+            ],
+        )
+    };
+    // icegridnode looks for the registry named `Master` at its locator's endpoints.
+    let _replica_a = replica(a, "registry-a");
+    let _replica_b = replica(b, "Master");
+    let _node = icegridnode("node1", b, &dir, &[]);
+    wait_for_node(b, "node1");
+    admin_ok(a, &format!("application add '{}'", descriptor(&dir, "shown.xml").display()));
+    let config = dir.0.join("node1-data/servers/Shown/config/config");
+    eventually(Duration::from_secs(20), "icegridnode wrote the server's configuration", || config.exists());
+    admin_ok(a, "application remove Shown");
+    eventually(Duration::from_secs(20), "icegridnode removed the server's directory", || {
+        !dir.0.join("node1-data/servers/Shown").exists()
+    });
+}

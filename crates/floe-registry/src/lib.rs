@@ -62,6 +62,8 @@ pub struct RegistryService {
     adapters: Vec<ObjectAdapter>,
     reaper: tokio::task::JoinHandle<()>,
     checker: Option<tokio::task::JoinHandle<()>>,
+    /// With etcd: what passes other replicas' application changes on to this one's nodes.
+    follower: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for RegistryService {
@@ -204,7 +206,9 @@ impl RegistryService {
         let checker = shared.config.adapter_check_interval.map(|interval| {
             tokio::spawn(check::run(Arc::downgrade(&shared), interval, shared.config.adapter_check_failures))
         });
-        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper, checker })
+        let follower = (!shared.config.etcd.endpoints.is_empty())
+            .then(|| tokio::spawn(nodes::servers::follow(Arc::downgrade(&shared))));
+        Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper, checker, follower })
     }
 
     /// The proxy of `<InstanceName>/Locator`, for `Ice.Default.Locator`.
@@ -225,8 +229,8 @@ impl RegistryService {
             a.deactivate().await;
         }
         self.reaper.abort();
-        if let Some(c) = &self.checker {
-            c.abort();
+        for task in self.checker.iter().chain(&self.follower) {
+            task.abort();
         }
         self.shared.db.close();
     }

@@ -5,6 +5,7 @@
 //! (`Node::destroyServer`) when its application no longer deploys it, and the admin calls on
 //! servers go through the recorded proxies.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use floe::{CallError, Error};
@@ -171,6 +172,40 @@ pub(crate) async fn sync(shared: &Shared, changed: &[String], no_restart: bool) 
                 destroy_loaded(shared, id, &l, no_restart).await;
             }
         }
+    }
+}
+
+/// With replicas sharing etcd: brings this replica's nodes in line with the application
+/// changes other replicas make (the nodes that registered only here, such as ZeroC's
+/// icegridnode, hear of them from no one else). Polls the stored applications every
+/// half-second; for each change, the servers whose descriptors changed, and every server of
+/// an application whose revision changed, are loaded again or destroyed on the nodes with a
+/// session here. Servers this replica loaded itself are already up to date, and loading them
+/// again costs nothing (the descriptor is the one the node has).
+pub(crate) async fn follow(weak: std::sync::Weak<Shared>) {
+    let Some(mut last) = weak.upgrade().map(|s| s.deployment()) else { return };
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let Some(shared) = weak.upgrade() else { return };
+        let now = shared.deployment();
+        if Arc::ptr_eq(&now, &last) {
+            continue;
+        }
+        let mut affected = last.changed_servers(&now);
+        for (name, info) in &now.applications {
+            if last.applications.get(name).is_none_or(|old| old.revision != info.revision || old.uuid != info.uuid) {
+                affected.extend(now.servers.iter().filter(|(_, s)| &s.application == name).map(|(id, _)| id.clone()));
+            }
+        }
+        affected.sort();
+        affected.dedup();
+        if !affected.is_empty() {
+            tracing::debug!(target: "floe_registry::node", servers = ?affected, "applications changed in etcd");
+            if tokio::time::timeout(Duration::from_secs(60), sync(&shared, &affected, false)).await.is_err() {
+                tracing::warn!(target: "floe_registry::node", "nodes did not load the changed servers in time");
+            }
+        }
+        last = now;
     }
 }
 
