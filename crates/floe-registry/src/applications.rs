@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use floe::Error;
 
 use crate::database::written;
@@ -79,6 +81,12 @@ async fn change(
         }
         let bytes = next.as_ref().map(encode_info);
         if let Some(w) = shared.db.set_application(name, bytes, generation) {
+            // The embedded store applied the change at once, as the next generation: what was
+            // just built is what the registry serves now (no second instantiation).
+            let deployed = Arc::new(deployed);
+            if shared.config.etcd.endpoints.is_empty() {
+                shared.cache_deployment(generation + 1, deployed.clone());
+            }
             written(w).await?;
             let changed = before.changed_servers(&deployed);
             tracing::info!(target: "floe_registry::deploy", application = name, servers = ?changed, "application changed");

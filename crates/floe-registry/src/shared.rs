@@ -127,6 +127,15 @@ impl Shared {
         cached.1.clone()
     }
 
+    /// Sets what [`Shared::deployment`] returns for the stored applications of `generation`
+    /// (built by the change that made that generation), if that is still the current one.
+    pub(crate) fn cache_deployment(&self, generation: u64, deployment: Arc<Deployment>) {
+        let mut cached = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
+        if self.db.applications_generation() == generation {
+            *cached = (generation, deployment);
+        }
+    }
+
     /// The well-known object `id`: declared by an application, or registered.
     pub(crate) fn object(&self, id: &Identity) -> Option<ObjectEntry> {
         self.deployment().object(id).cloned().or_else(|| self.db.object(id))
