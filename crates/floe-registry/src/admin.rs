@@ -1,6 +1,7 @@
-//! Sessions and the administrative interface: `IceGrid::AdminSession`, `IceGrid::Admin` (what
+//! The administrative interface: `IceGrid::AdminSession` and `IceGrid::Admin` (what
 //! `icegridadmin` and the IceGrid GUI call; its application part is in
-//! [`crate::applications`]), and client sessions (`IceGrid::Session`).
+//! [`crate::applications`]). Client sessions are in [`crate::client_session`], the sessions'
+//! records in [`crate::sessions`].
 
 use std::sync::Arc;
 use std::time::Duration;

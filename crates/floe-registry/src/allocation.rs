@@ -28,12 +28,23 @@ pub(crate) enum Attempt {
     Busy,
     /// The session holds the object already.
     Held,
+    /// The session is gone (destroyed while it asked).
+    Closed,
+}
+
+/// What releasing an object did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// The session does not hold it.
+    NotHeld,
+    /// Released; with the object's server when that was released with it.
+    Released { server: Option<String> },
 }
 
 #[derive(Default)]
 struct State {
-    /// Object (identity string) → its holder.
-    objects: HashMap<String, Holder>,
+    /// Object (identity string) → its holder, and its server when allocatable.
+    objects: HashMap<String, (Holder, Option<String>)>,
     /// Allocatable server → its holder and how many of its objects the holder has.
     servers: HashMap<String, (Holder, usize)>,
 }
@@ -51,11 +62,22 @@ impl Allocations {
     }
 
     /// Allocates object `key` to `holder`; `server` is the object's server when that server
-    /// is allocatable (it then goes to the holder with the object).
-    pub(crate) fn try_allocate(&self, key: &str, holder: &Holder, server: Option<&str>) -> Attempt {
+    /// is allocatable (it then goes to the holder with the object). `alive` says whether the
+    /// holder's session still exists: asked under the table's lock, so that an allocation
+    /// cannot slip in after the session's [`release_all`](Self::release_all).
+    pub(crate) fn try_allocate(
+        &self,
+        key: &str,
+        holder: &Holder,
+        server: Option<&str>,
+        alive: impl FnOnce() -> bool,
+    ) -> Attempt {
         let mut s = self.state();
+        if !alive() {
+            return Attempt::Closed;
+        }
         match s.objects.get(key) {
-            Some(h) if h.session == holder.session => return Attempt::Held,
+            Some((h, _)) if h.session == holder.session => return Attempt::Held,
             Some(_) => return Attempt::Busy,
             None => {}
         }
@@ -70,30 +92,57 @@ impl Allocations {
                 }
             }
         }
-        s.objects.insert(key.to_string(), holder.clone());
+        s.objects.insert(key.to_string(), (holder.clone(), server.map(str::to_string)));
         Attempt::Allocated { server_taken }
     }
 
-    /// Releases object `key` held by `session`; `server` is its server when allocatable.
-    /// `Err` if the session does not hold it; `Ok(true)` when the server was released too.
-    pub(crate) fn release(&self, key: &str, session: &str, server: Option<&str>) -> Result<bool, ()> {
+    /// Releases object `key` held by `session` (with the server it was allocated with).
+    pub(crate) fn release(&self, key: &str, session: &str) -> Release {
         let released = {
             let mut s = self.state();
-            if s.objects.get(key).is_none_or(|h| h.session != session) {
-                return Err(());
-            }
+            let server = match s.objects.get(key) {
+                Some((h, server)) if h.session == session => server.clone(),
+                _ => return Release::NotHeld,
+            };
             s.objects.remove(key);
-            server.is_some_and(|server| release_server(&mut s, server, session))
+            server.filter(|server| release_server(&mut s, server, session))
         };
         self.released.notify_waiters();
-        Ok(released)
+        Release::Released { server: released }
+    }
+
+    /// Drops the allocations of objects that `keep` no longer accepts (their application
+    /// changed: the object is gone, or moved to another server), and wakes the sessions
+    /// waiting for objects, which may find new ones. Returns the servers released.
+    pub(crate) fn prune(&self, keep: impl Fn(&str, Option<&str>) -> bool) -> Vec<String> {
+        let servers = {
+            let mut s = self.state();
+            let gone: Vec<(String, Holder, Option<String>)> = s
+                .objects
+                .iter()
+                .filter(|(k, (_, server))| !keep(k, server.as_deref()))
+                .map(|(k, (h, server))| (k.clone(), h.clone(), server.clone()))
+                .collect();
+            let mut servers = Vec::new();
+            for (key, holder, server) in gone {
+                s.objects.remove(&key);
+                if let Some(server) = server {
+                    if release_server(&mut s, &server, &holder.session) {
+                        servers.push(server);
+                    }
+                }
+            }
+            servers
+        };
+        self.released.notify_waiters();
+        servers
     }
 
     /// Releases everything `session` holds (it was destroyed); returns the servers it held.
     pub(crate) fn release_all(&self, session: &str) -> Vec<String> {
         let servers = {
             let mut s = self.state();
-            s.objects.retain(|_, h| h.session != session);
+            s.objects.retain(|_, (h, _)| h.session != session);
             let servers: Vec<String> =
                 s.servers.iter().filter(|(_, (h, _))| h.session == session).map(|(k, _)| k.clone()).collect();
             for server in &servers {
@@ -144,21 +193,37 @@ mod tests {
     fn a_server_belongs_to_one_session_while_it_holds_any_of_its_objects() {
         let t = Allocations::default();
         let (a, b) = (holder("a"), holder("b"));
-        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Allocated { server_taken: true });
-        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Held);
-        assert_eq!(t.try_allocate("o2", &b, Some("S")), Attempt::Busy);
-        assert_eq!(t.try_allocate("o2", &a, Some("S")), Attempt::Allocated { server_taken: false });
+        let alive = || true;
+        assert_eq!(t.try_allocate("o1", &a, Some("S"), alive), Attempt::Allocated { server_taken: true });
+        assert_eq!(t.try_allocate("o1", &a, Some("S"), alive), Attempt::Held);
+        assert_eq!(t.try_allocate("o2", &b, Some("S"), alive), Attempt::Busy);
+        assert_eq!(t.try_allocate("o2", &a, Some("S"), alive), Attempt::Allocated { server_taken: false });
         assert_eq!(t.server_holder("S"), Some(a.clone()));
-        assert_eq!(t.release("o1", "b", Some("S")), Err(()));
-        assert_eq!(t.release("o1", "a", Some("S")), Ok(false));
-        assert_eq!(t.release("o2", "a", Some("S")), Ok(true));
+        assert_eq!(t.release("o1", "b"), Release::NotHeld);
+        assert_eq!(t.release("o1", "a"), Release::Released { server: None });
+        assert_eq!(t.release("o2", "a"), Release::Released { server: Some("S".into()) });
         assert_eq!(t.server_holder("S"), None);
-        assert_eq!(t.try_allocate("o2", &b, Some("S")), Attempt::Allocated { server_taken: true });
+        assert_eq!(t.try_allocate("o2", &b, Some("S"), alive), Attempt::Allocated { server_taken: true });
         // Objects of servers that are not allocatable are held one by one.
-        assert_eq!(t.try_allocate("p1", &a, None), Attempt::Allocated { server_taken: false });
-        assert_eq!(t.try_allocate("p2", &b, None), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.try_allocate("p1", &a, None, alive), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.try_allocate("p2", &b, None, alive), Attempt::Allocated { server_taken: false });
         assert_eq!(t.release_all("b"), vec!["S".to_string()]);
-        assert_eq!(t.try_allocate("p2", &a, None), Attempt::Allocated { server_taken: false });
-        assert_eq!(t.try_allocate("o1", &a, Some("S")), Attempt::Allocated { server_taken: true });
+        assert_eq!(t.try_allocate("p2", &a, None, alive), Attempt::Allocated { server_taken: false });
+        assert_eq!(t.try_allocate("o1", &a, Some("S"), alive), Attempt::Allocated { server_taken: true });
+        // A session that is gone gets nothing.
+        assert_eq!(t.try_allocate("q", &b, None, || false), Attempt::Closed);
+    }
+
+    #[test]
+    fn objects_that_an_application_change_removed_are_released() {
+        let t = Allocations::default();
+        let a = holder("a");
+        t.try_allocate("o1", &a, Some("S"), || true);
+        t.try_allocate("o2", &a, Some("S"), || true);
+        t.try_allocate("p", &a, None, || true);
+        assert_eq!(t.prune(|k, _| k != "o1"), Vec::<String>::new());
+        assert_eq!(t.prune(|k, server| k == "p" && server.is_none()), vec!["S".to_string()]);
+        assert_eq!(t.release("o2", "a"), Release::NotHeld);
+        assert_eq!(t.release("p", "a"), Release::Released { server: None });
     }
 }

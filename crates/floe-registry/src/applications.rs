@@ -37,15 +37,18 @@ fn now_ms() -> i64 {
 }
 
 /// The stored applications, decoded, with their generation.
-fn stored(shared: &Shared) -> floe::Result<(u64, BTreeMap<String, ApplicationInfo>)> {
-    let (generation, apps) = shared.db.applications();
+type Stored = (u64, BTreeMap<String, ApplicationInfo>, BTreeMap<String, Vec<u8>>);
+
+/// The stored applications: their generation, decoded, and as stored.
+fn stored(shared: &Shared) -> floe::Result<Stored> {
+    let (generation, raw) = shared.db.applications();
     let mut out = BTreeMap::new();
-    for (name, bytes) in apps {
-        let info = decode_info(&bytes)
+    for (name, bytes) in &raw {
+        let info = decode_info(bytes)
             .map_err(|e| Error::UnknownLocalException(format!("the stored application `{name}' is unreadable: {e}")))?;
-        out.insert(name, info);
+        out.insert(name.clone(), info);
     }
-    Ok((generation, out))
+    Ok((generation, out, raw))
 }
 
 /// Stores `info` as application `name` (None: removes it) once every application, with the
@@ -58,7 +61,7 @@ async fn change(
     no_restart: bool,
 ) -> floe::Result<()> {
     loop {
-        let (generation, mut apps) = stored(shared)?;
+        let (generation, mut apps, mut raw) = stored(shared)?;
         let before = shared.deployment();
         let previous = apps.get(name).cloned();
         let next = make(previous.as_ref())?;
@@ -80,13 +83,16 @@ async fn change(
             crate::nodes::update::check_no_restart(shared, name, &before, &deployed).await?;
         }
         let bytes = next.as_ref().map(encode_info);
-        if let Some(w) = shared.db.set_application(name, bytes, generation) {
-            // The embedded store applied the change at once, as the next generation: what was
-            // just built is what the registry serves now (no second instantiation).
+        if let Some(w) = shared.db.set_application(name, bytes.clone(), generation) {
+            // What was just built is what the registry serves once the store holds these
+            // applications (at once with the embedded store, when the watch brings the write
+            // back with etcd): no second instantiation.
             let deployed = Arc::new(deployed);
-            if shared.config.etcd.endpoints.is_empty() {
-                shared.cache_deployment(generation + 1, deployed.clone());
-            }
+            match &bytes {
+                Some(b) => raw.insert(name.to_string(), b.clone()),
+                None => raw.remove(name),
+            };
+            shared.offer_deployment(raw, deployed.clone());
             written(w).await?;
             let changed = before.changed_servers(&deployed);
             tracing::info!(target: "floe_registry::deploy", application = name, servers = ?changed, "application changed");
@@ -120,6 +126,7 @@ async fn change(
             if tokio::time::timeout(SYNC_TIMEOUT, sync).await.is_err() {
                 tracing::warn!(target: "floe_registry::node", application = name, "nodes did not load the servers in time");
             }
+            crate::client_session::deployment_changed(shared).await;
             return Ok(());
         }
     }
@@ -289,4 +296,41 @@ pub(crate) fn node_unreachable(shared: &Shared, name: &str) -> Error {
 /// `getAllServerIds`.
 pub(crate) fn server_ids(shared: &Shared) -> Vec<String> {
     shared.deployment().servers.keys().cloned().collect()
+}
+
+/// With replicas sharing etcd: brings this replica's nodes in line with the application
+/// changes other replicas make (the nodes that registered only here, such as ZeroC's
+/// icegridnode, hear of them from no one else). Polls the stored applications every
+/// half-second; for each change, the servers whose descriptors changed, and every server of
+/// an application whose revision changed, are loaded again or destroyed on the nodes with a
+/// session here. Servers this replica loaded itself are already up to date, and loading them
+/// again costs nothing (the descriptor is the one the node has).
+pub(crate) async fn follow(weak: std::sync::Weak<Shared>) {
+    use std::time::Duration;
+    let Some(mut last) = weak.upgrade().map(|s| s.deployment()) else { return };
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let Some(shared) = weak.upgrade() else { return };
+        let now = shared.deployment();
+        if Arc::ptr_eq(&now, &last) {
+            continue;
+        }
+        let mut affected = last.changed_servers(&now);
+        for (name, info) in &now.applications {
+            if last.applications.get(name).is_none_or(|old| old.revision != info.revision || old.uuid != info.uuid) {
+                affected.extend(now.servers.iter().filter(|(_, s)| &s.application == name).map(|(id, _)| id.clone()));
+            }
+        }
+        affected.sort();
+        affected.dedup();
+        if !affected.is_empty() {
+            tracing::debug!(target: "floe_registry::node", servers = ?affected, "applications changed in etcd");
+            if tokio::time::timeout(SYNC_TIMEOUT, crate::nodes::servers::sync(&shared, &affected, false)).await.is_err()
+            {
+                tracing::warn!(target: "floe_registry::node", "nodes did not load the changed servers in time");
+            }
+        }
+        crate::client_session::deployment_changed(&shared).await;
+        last = now;
+    }
 }

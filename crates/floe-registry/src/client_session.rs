@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use floe::{Current, Error, Identity, ObjectPrx};
 
-use crate::allocation::{Attempt, Holder};
+use crate::allocation::{Attempt, Holder, Release};
 use crate::database::identity_string;
 use crate::deploy::{DeployedAllocatable, Deployment};
 use crate::sessions;
@@ -57,6 +57,24 @@ async fn reload(shared: &Shared, server: &str) {
     }
 }
 
+/// After an application change: the allocations of objects that are gone (or whose server
+/// changed) are dropped, the `session` servers they held are loaded again without a
+/// session, and the sessions waiting for objects look again.
+pub(crate) async fn deployment_changed(shared: &Shared) {
+    let d = shared.deployment();
+    let released = shared.allocations.prune(|key, server| {
+        d.allocatables.get(key).is_some_and(|a| {
+            let allocatable = server_allocation(&d, &a.server).0;
+            server == allocatable.then_some(a.server.as_str())
+        })
+    });
+    for server in released {
+        if server_allocation(&d, &server).1 {
+            reload(shared, &server).await;
+        }
+    }
+}
+
 /// Releases what session `key` holds (it is being destroyed), and has the nodes stop the
 /// `session` servers it held.
 pub(crate) async fn release_all(shared: &Shared, key: &str) {
@@ -94,7 +112,8 @@ impl ClientSessionI {
             for (key, a) in candidates(&d)? {
                 let (allocatable, session) = server_allocation(&d, &a.server);
                 let server = allocatable.then_some(a.server.as_str());
-                match self.shared.allocations.try_allocate(&key, &holder, server) {
+                let alive = || self.shared.has_session(&holder.session);
+                match self.shared.allocations.try_allocate(&key, &holder, server, alive) {
                     Attempt::Allocated { server_taken } => {
                         tracing::debug!(target: "floe_registry::session", user = self.user, object = key, "allocated");
                         if server_taken && session {
@@ -103,6 +122,7 @@ impl ClientSessionI {
                         return Ok(Some(a.entry.proxy.clone()));
                     }
                     Attempt::Held if by_id => return Err(allocation_error("already allocated by the session")),
+                    Attempt::Closed => return Err(allocation_error("session destroyed")),
                     Attempt::Held | Attempt::Busy => {}
                 }
             }
@@ -174,16 +194,14 @@ impl Session for ClientSessionI {
         self.record.touch();
         let key = identity_string(&id);
         let d = self.shared.deployment();
-        let Some(a) = d.allocatables.get(&key) else {
+        if !d.allocatables.contains_key(&key) {
             return Err(Error::user(ObjectNotRegisteredException { id }));
-        };
-        let (allocatable, session) = server_allocation(&d, &a.server);
-        let session_key = self.holder().session;
-        match self.shared.allocations.release(&key, &session_key, allocatable.then_some(a.server.as_str())) {
-            Err(()) => Err(allocation_error("can't release object which is not allocated")),
-            Ok(server_released) => {
-                if server_released && session {
-                    reload(&self.shared, &a.server).await;
+        }
+        match self.shared.allocations.release(&key, &self.holder().session) {
+            Release::NotHeld => Err(allocation_error("can't release object which is not allocated")),
+            Release::Released { server } => {
+                if let Some(server) = server.filter(|s| server_allocation(&d, s).1) {
+                    reload(&self.shared, &server).await;
                 }
                 Ok(())
             }

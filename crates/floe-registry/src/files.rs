@@ -97,7 +97,11 @@ async fn open(
     record.touch();
     let offset = source.offset_from_end(lines).await?;
     let kb = shared.communicator.properties().get_int("Ice.MessageSizeMax", 1024).unwrap_or(1024);
-    let max_read = i32::try_from(kb.saturating_mul(1024)).unwrap_or(i32::MAX).saturating_sub(MESSAGE_ROOM).max(6);
+    // `Ice.MessageSizeMax` 0 (or less): no limit.
+    let max_read = match kb {
+        kb if kb <= 0 => i32::MAX,
+        kb => i32::try_from(kb.saturating_mul(1024)).unwrap_or(i32::MAX).saturating_sub(MESSAGE_ROOM).max(6),
+    };
     let id = Identity::with_category(&shared.config.instance_name, uuid::Uuid::new_v4().to_string().to_uppercase());
     let iterator = FileIteratorI {
         shared: shared.clone(),

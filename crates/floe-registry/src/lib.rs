@@ -142,6 +142,7 @@ impl RegistryService {
             node_observer,
             nodes: Default::default(),
             allocations: Default::default(),
+            offered: Mutex::new(None),
         });
         use slice::glacier2::PermissionsVerifierServer;
         use slice::ice::{LocatorFinderServer, LocatorRegistryServer};
@@ -207,7 +208,7 @@ impl RegistryService {
             tokio::spawn(check::run(Arc::downgrade(&shared), interval, shared.config.adapter_check_failures))
         });
         let follower = (!shared.config.etcd.endpoints.is_empty())
-            .then(|| tokio::spawn(nodes::servers::follow(Arc::downgrade(&shared))));
+            .then(|| tokio::spawn(applications::follow(Arc::downgrade(&shared))));
         Ok(RegistryService { shared, adapters: vec![client, server, internal], reaper, checker, follower })
     }
 

@@ -2,7 +2,7 @@
 //! client adapter and the registry's own proxies, the round-robin turns of replica groups,
 //! the open sessions; with how an adapter id resolves and how a user's password is checked.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,10 @@ impl SessionRecord {
     }
 }
 
+/// A deployment built by an application change, and the stored applications (name →
+/// encoded `ApplicationInfo`) it was built from.
+pub(crate) type OfferedDeployment = (BTreeMap<String, Vec<u8>>, Arc<Deployment>);
+
 /// What the servants share.
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -74,13 +78,14 @@ pub(crate) struct Shared {
     pub(crate) node_observer: ObjectPrx,
     /// The nodes with a session and the servers loaded on them.
     pub(crate) nodes: crate::node_table::Nodes,
+    /// A deployment built by an application change, with the applications it was built
+    /// from: taken by [`Shared::deployment`] when the store holds them.
+    pub(crate) offered: Mutex<Option<OfferedDeployment>>,
     /// What client sessions have allocated.
     pub(crate) allocations: crate::allocation::Allocations,
 }
 
 impl Shared {
-    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
-    /// published endpoints when there are some.
     /// Whether the session with key `key` (its identity's string form) still exists.
     pub(crate) fn has_session(&self, key: &str) -> bool {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner()).contains_key(key)
@@ -95,6 +100,8 @@ impl Shared {
         }
     }
 
+    /// Serves `servant` as `id` on the client endpoints; returns its proxy, with the
+    /// published endpoints when there are some.
     pub(crate) fn add_client_object(&self, servant: Arc<dyn floe::Dispatcher>, id: Identity) -> ObjectPrx {
         let proxy = self.client.add(servant, id);
         match &self.client_published {
@@ -111,6 +118,11 @@ impl Shared {
             return cached.1.clone();
         }
         let (generation, apps) = self.db.applications();
+        let offered = self.offered.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((_, deployment)) = offered.filter(|(offered, _)| *offered == apps) {
+            *cached = (generation, deployment);
+            return cached.1.clone();
+        }
         let mut infos = std::collections::BTreeMap::new();
         for (name, bytes) in apps {
             match decode_info(&bytes) {
@@ -127,13 +139,10 @@ impl Shared {
         cached.1.clone()
     }
 
-    /// Sets what [`Shared::deployment`] returns for the stored applications of `generation`
-    /// (built by the change that made that generation), if that is still the current one.
-    pub(crate) fn cache_deployment(&self, generation: u64, deployment: Arc<Deployment>) {
-        let mut cached = self.deployed.lock().unwrap_or_else(|e| e.into_inner());
-        if self.db.applications_generation() == generation {
-            *cached = (generation, deployment);
-        }
+    /// Offers what [`Shared::deployment`] returns once the stored applications are `apps`
+    /// (built by the change that stores them).
+    pub(crate) fn offer_deployment(&self, apps: BTreeMap<String, Vec<u8>>, deployment: Arc<Deployment>) {
+        *self.offered.lock().unwrap_or_else(|e| e.into_inner()) = Some((apps, deployment));
     }
 
     /// The well-known object `id`: declared by an application, or registered.

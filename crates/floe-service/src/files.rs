@@ -59,10 +59,12 @@ pub fn offset_from_end(path: &Path, lines: i32) -> Result<i64, String> {
 }
 
 /// Reads whole lines from `pos` within a budget of `size` bytes (each line costs its length
-/// plus [`LINE_OVERHEAD`]): whether the end of the file was reached, the position to read
-/// from next, and the lines without their newlines. A line that does not fit is cut to what
-/// fits (the rest comes with the next read). As a reader line by line does, a file that ends
-/// with a newline gives a last empty line once its end is reached.
+/// plus 5 bytes, the worst case of the encoding of a string's size): whether the end of the
+/// file was reached, the position to read from next, and the lines without their newlines
+/// (invalid UTF-8 replaced). A line that does not fit is cut to what fits, at a character
+/// boundary, and the rest comes with the next read; a read makes progress whenever the
+/// budget allows a byte. As a reader line by line does, a file that ends with a newline gives
+/// a last empty line once its end is reached. No more than the budget is read from the file.
 pub fn read(path: &Path, pos: i64, size: i32) -> Result<(bool, i64, Vec<String>), String> {
     let size = usize::try_from(size).unwrap_or(0);
     if size <= LINE_OVERHEAD {
@@ -75,7 +77,8 @@ pub fn read(path: &Path, pos: i64, size: i32) -> Result<(bool, i64, Vec<String>)
         return Ok((true, len as i64, Vec::new()));
     }
     file.seek(SeekFrom::Start(pos)).map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(file);
+    // At most the budget, and one byte more to see whether the last line ends there.
+    let mut reader = BufReader::new(file.take(size as u64 + 1));
     let mut lines = Vec::new();
     let mut next = pos;
     let mut used = 0;
@@ -87,27 +90,40 @@ pub fn read(path: &Path, pos: i64, size: i32) -> Result<(bool, i64, Vec<String>)
         if complete {
             raw.pop();
         }
-        let line = String::from_utf8_lossy(&raw).into_owned();
-        if used + line.len() + LINE_OVERHEAD > size {
-            let room = size - used;
+        let room = size - used;
+        if raw.len() + LINE_OVERHEAD > room {
             if room > LINE_OVERHEAD {
-                let mut cut = room - LINE_OVERHEAD;
-                while !line.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                next += line[..cut].len() as u64;
-                lines.push(line[..cut].to_string());
+                let cut = char_boundary(&raw, room - LINE_OVERHEAD);
+                next += cut as u64;
+                lines.push(String::from_utf8_lossy(&raw[..cut]).into_owned());
             } else {
                 lines.push(String::new());
             }
             return Ok((false, next as i64, lines));
         }
-        used += line.len() + LINE_OVERHEAD;
-        lines.push(line);
+        used += raw.len() + LINE_OVERHEAD;
+        lines.push(String::from_utf8_lossy(&raw).into_owned());
         next += n as u64;
         if !complete {
-            return Ok((true, next as i64, lines));
+            // The end of the file (the reader's limit is past the budget, so not that).
+            return Ok((next >= len, next as i64, lines));
         }
+    }
+}
+
+/// Where to cut `raw` so that the first part has at most `max` bytes and does not end in
+/// the middle of a UTF-8 character; at least one byte when `max` allows one (bytes that are
+/// not UTF-8 are cut anywhere).
+fn char_boundary(raw: &[u8], max: usize) -> usize {
+    let max = max.min(raw.len());
+    let mut cut = max;
+    while cut > 0 && cut < raw.len() && (raw[cut] & 0xC0) == 0x80 && max - cut < 3 {
+        cut -= 1;
+    }
+    if cut == 0 {
+        max.min(1)
+    } else {
+        cut
     }
 }
 
@@ -158,6 +174,23 @@ mod tests {
         assert_eq!((eof, next, lines), (true, 13, vec!["ee".to_string()]));
         assert_eq!(read(&path, 13, 100).unwrap(), (true, 13, vec![]));
         assert!(read(&path, 0, 5).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn long_lines_and_multibyte_characters_are_cut_and_read_on() {
+        let path = file("cut", "ééé\n");
+        // 6 bytes of text, 7 of budget: 2 bytes fit, one `é`.
+        assert_eq!(read(&path, 0, 7).unwrap(), (false, 2, vec!["é".to_string()]));
+        assert_eq!(read(&path, 2, 100).unwrap(), (true, 7, vec!["éé".to_string(), String::new()]));
+        // A budget of a byte still moves on.
+        let (_, next, _) = read(&path, 0, 6).unwrap();
+        assert_eq!(next, 1);
+        std::fs::remove_file(&path).unwrap();
+        // A long line without a newline is read a budget at a time.
+        let path = file("long-line", &"x".repeat(100_000));
+        let (eof, next, lines) = read(&path, 0, 1005).unwrap();
+        assert_eq!((eof, next, lines[0].len()), (false, 1000, 1000));
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -34,8 +34,5 @@ pub async fn forward(request: &IncomingRequest, target: ObjectPrx) -> Response {
 fn reply(c: &Current, d: Decoder, ok: bool) -> Response {
     let encoding = d.encoding();
     let payload = d.buffer().slice(d.position()..);
-    c.reply_body(match ok {
-        true => ReplyBody::Ok { encoding, payload },
-        false => ReplyBody::UserException { encoding, payload },
-    })
+    c.reply_body(if ok { ReplyBody::Ok { encoding, payload } } else { ReplyBody::UserException { encoding, payload } })
 }

@@ -5,7 +5,6 @@
 //! (`Node::destroyServer`) when its application no longer deploys it, and the admin calls on
 //! servers go through the recorded proxies.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use floe::{CallError, Error};
@@ -52,13 +51,15 @@ pub(crate) fn session_id(shared: &Shared, s: &DeployedServer) -> String {
 /// [`ensure`]; with `no_restart`, a server loaded before is given its new descriptor with
 /// `loadServerWithoutRestart` (the node refuses it if the server would have to restart).
 pub(crate) async fn load(shared: &Shared, id: &str, no_restart: bool) -> floe::Result<Loaded> {
+    let slot = shared.nodes.servers.slot(id);
+    let mut guard = slot.lock().await;
+    // Read under the server's lock, so that the last load to run is the one made from the
+    // latest deployment and allocation.
     let d = shared.deployment();
     let s = d.servers.get(id).ok_or_else(|| not_exist(id))?;
     let session = shared.nodes.live(&s.node).ok_or_else(|| unreachable(&s.node, "the node is not active"))?;
     let desc = descriptor::build(s, &session.info, &session_id(shared, s));
     let digest = descriptor::digest(&desc);
-    let slot = shared.nodes.servers.slot(id);
-    let mut guard = slot.lock().await;
     if let Some(l) = &*guard {
         if l.session == session.serial && l.digest == digest {
             return Ok(l.clone());
@@ -172,40 +173,6 @@ pub(crate) async fn sync(shared: &Shared, changed: &[String], no_restart: bool) 
                 destroy_loaded(shared, id, &l, no_restart).await;
             }
         }
-    }
-}
-
-/// With replicas sharing etcd: brings this replica's nodes in line with the application
-/// changes other replicas make (the nodes that registered only here, such as ZeroC's
-/// icegridnode, hear of them from no one else). Polls the stored applications every
-/// half-second; for each change, the servers whose descriptors changed, and every server of
-/// an application whose revision changed, are loaded again or destroyed on the nodes with a
-/// session here. Servers this replica loaded itself are already up to date, and loading them
-/// again costs nothing (the descriptor is the one the node has).
-pub(crate) async fn follow(weak: std::sync::Weak<Shared>) {
-    let Some(mut last) = weak.upgrade().map(|s| s.deployment()) else { return };
-    loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let Some(shared) = weak.upgrade() else { return };
-        let now = shared.deployment();
-        if Arc::ptr_eq(&now, &last) {
-            continue;
-        }
-        let mut affected = last.changed_servers(&now);
-        for (name, info) in &now.applications {
-            if last.applications.get(name).is_none_or(|old| old.revision != info.revision || old.uuid != info.uuid) {
-                affected.extend(now.servers.iter().filter(|(_, s)| &s.application == name).map(|(id, _)| id.clone()));
-            }
-        }
-        affected.sort();
-        affected.dedup();
-        if !affected.is_empty() {
-            tracing::debug!(target: "floe_registry::node", servers = ?affected, "applications changed in etcd");
-            if tokio::time::timeout(Duration::from_secs(60), sync(&shared, &affected, false)).await.is_err() {
-                tracing::warn!(target: "floe_registry::node", "nodes did not load the changed servers in time");
-            }
-        }
-        last = now;
     }
 }
 
