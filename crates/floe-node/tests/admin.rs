@@ -68,6 +68,9 @@ fn outcomes(registry_kind: Registry, node_kind: Node) -> Vec<Outcome> {
     run("server show -t 1 Shown stdout");
     run("server show -h 1 Shown stdout");
     run("server show Shown stderr");
+    let log = servers_dir().join("shown.log");
+    run(&format!("server show Shown {}", log.display()));
+    run(&format!("server show -t 2 Shown {}", log.display()));
     run("server show Shown /etc/passwd");
     run("server show Nothing stdout");
     run("server properties Nothing");
@@ -102,6 +105,8 @@ fn compare(registry_kind: Registry, node_kind: Node) {
     assert_eq!(find("server property Shown Shown.Colour").2.trim(), "blue");
     assert!(find("server show Shown stdout").2.contains("cwd "), "{reference:#?}");
     assert!(!find("server show Shown /etc/passwd").1);
+    let log = format!("server show -t 2 Shown {}", servers_dir().join("shown.log").display());
+    assert!(find(&log).2.ends_with("second line\nthird and last line\n"), "{reference:#?}");
     for (want, have) in reference.iter().zip(&got) {
         assert_eq!(want, have, "{registry_kind:?} registry, {node_kind:?} node");
     }

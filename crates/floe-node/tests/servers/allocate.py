@@ -3,6 +3,7 @@
 # ZeroC's registry and floe-registry. Arguments: Ice's (--Ice.Default.Locator=...), then the
 # names of two sessions (accounts that exist, since a node run as root runs a `session`
 # server as its session's user).
+import pwd
 import sys
 import time
 
@@ -32,6 +33,12 @@ def main(communicator, first, second):
         props = Ice.PropertiesAdminPrx.uncheckedCast(admin.getServerAdmin("Sessioned"), "Properties")
         return props.getProperty("Session.Owner")
 
+    def runs_as():
+        pid = admin.getServerPid("Sessioned")
+        with open("/proc/%d/status" % pid) as f:
+            uid = next(int(l.split()[1]) for l in f if l.startswith("Uid:"))
+        return pwd.getpwuid(uid).pw_name
+
     def wait_state(server, state):
         deadline = time.time() + 20
         while admin.getServerState(server) != state and time.time() < deadline:
@@ -55,6 +62,7 @@ def main(communicator, first, second):
     show("first allocates sessioned", allocate_first)
     show("ping the allocated object", lambda: proxy[0].ice_ping())
     show("session server owner", owner)
+    show("session server runs as", runs_as)
     show("first allocates sessioned again", lambda: a.allocateObjectById(ident("sessioned")))
     b.setAllocationTimeout(300)
     show("second allocates sessioned (300 ms)", lambda: b.allocateObjectById(ident("sessioned")))
@@ -73,6 +81,7 @@ def main(communicator, first, second):
     show("second got sessioned", lambda: waiting.result(20))
     show("ping it again", lambda: waiting.result().ice_ping())
     show("session server owner now", owner)
+    show("session server runs as now", runs_as)
 
     # `Locked`: an allocatable server; its objects go to one session at a time.
     got = []
