@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 
-use floe::encoding::{Decoder, EncodingVersion, InvocationMode};
+use floe::encoding::{EncodingVersion, InvocationMode};
 use floe::protocol::reply::RequestFailed;
 use floe::protocol::ReplyBody;
 use floe::reference::{identity_to_string, Reference};
-use floe::{
-    Context, Current, DispatchFuture, DispatchSlot, Dispatcher, Error, IncomingRequest, ObjectPrx, Outcome, Response,
-};
+use floe::{Context, Current, DispatchFuture, DispatchSlot, Dispatcher, Error, IncomingRequest, ObjectPrx, Response};
 use tracing::debug;
 
 use crate::outbox::{Outbox, Pending};
@@ -145,25 +143,7 @@ async fn forward(
     target: ObjectPrx,
     context: Option<Context>,
 ) -> Response {
-    // Large parameters go out from the buffer they were read into, without a copy.
-    let outcome = target.invoke_encoded(&current.operation, current.mode, context.as_ref(), params).await;
-    match outcome {
-        // Sent without a reply: none for a oneway request, an empty one for a twoway request
-        // forwarded as oneway (`_fwd`).
-        Ok(None) => current.ok_empty(),
-        Ok(Some(Outcome::Ok(d))) => current.reply_body(ReplyBody::Ok { encoding: d.encoding(), payload: rest(&d) }),
-        Ok(Some(Outcome::UserException(d))) => {
-            current.reply_body(ReplyBody::UserException { encoding: d.encoding(), payload: rest(&d) })
-        }
-        Err(e) => {
-            debug!(target: "floe::router", "forwarding {} to {} failed: {e}", current.operation, identity_to_string(&current.id));
-            current.error(&e)
-        }
-    }
-}
-
-fn rest(d: &Decoder) -> floe::bytes::Bytes {
-    d.buffer().slice(d.position()..)
+    floe_service::forward::send(current, params, target, context.as_ref()).await
 }
 
 /// The default servant of the client adapter: forwards a client's requests to the proxies it
