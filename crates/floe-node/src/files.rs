@@ -2,7 +2,7 @@
 //! `server show` read the standard output and error files (`stdout`, `stderr`) and the
 //! descriptor's log files (`#<path>`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use floe::{Communicator, Error};
 use floe_icegrid::ice::StringSeq;
@@ -47,12 +47,12 @@ pub fn server_file(server: &ServerEntry, filename: &str) -> floe::Result<PathBuf
 }
 
 /// The offset where the last `lines` lines of the file start (`lines` < 0: the start).
-pub fn offset_from_end(path: &Path, lines: i32) -> floe::Result<i64> {
-    floe_service::files::offset_from_end(path, lines).map_err(unavailable)
+pub async fn offset_from_end(path: PathBuf, lines: i32) -> floe::Result<i64> {
+    floe_service::files::offset_from_end(path, lines).await.map_err(unavailable)
 }
 
 /// Up to `size` bytes from `pos`, as whole lines: whether the end was reached, the next
 /// position, the lines (see [`floe_service::files::read`]).
-pub fn read(path: &Path, pos: i64, size: i32) -> floe::Result<(bool, i64, StringSeq)> {
-    floe_service::files::read(path, pos, size).map_err(unavailable)
+pub async fn read(path: PathBuf, pos: i64, size: i32) -> floe::Result<(bool, i64, StringSeq)> {
+    floe_service::files::read(path, pos, size).await.map_err(unavailable)
 }

@@ -413,11 +413,11 @@ impl Node for NodeServant {
 
 impl FileReader for NodeServant {
     async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
-        files::offset_from_end(&files::node_file(&self.0.communicator, &filename)?, lines)
+        files::offset_from_end(files::node_file(&self.0.communicator, &filename)?, lines).await
     }
 
     async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
-        files::read(&files::node_file(&self.0.communicator, &filename)?, pos, size)
+        files::read(files::node_file(&self.0.communicator, &filename)?, pos, size).await
     }
 }
 

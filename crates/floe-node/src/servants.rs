@@ -94,10 +94,10 @@ impl Server for ServerServant {
 
 impl FileReader for ServerServant {
     async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
-        files::offset_from_end(&files::server_file(&self.0, &filename)?, lines)
+        files::offset_from_end(files::server_file(&self.0, &filename)?, lines).await
     }
 
     async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
-        files::read(&files::server_file(&self.0, &filename)?, pos, size)
+        files::read(files::server_file(&self.0, &filename)?, pos, size).await
     }
 }

@@ -153,7 +153,7 @@ impl AdminSession for AdminSessionI {
         lines: i32,
         _: &Current,
     ) -> floe::Result<Option<FileIteratorPrx>> {
-        files::open_registry_file(&self.shared, &self.record, &name, "Ice.StdErr", lines).await
+        files::open_registry_file(&self.shared, &self.record, &name, "stderr", lines).await
     }
 
     async fn open_registry_std_out(
@@ -162,7 +162,7 @@ impl AdminSession for AdminSessionI {
         lines: i32,
         _: &Current,
     ) -> floe::Result<Option<FileIteratorPrx>> {
-        files::open_registry_file(&self.shared, &self.record, &name, "Ice.StdOut", lines).await
+        files::open_registry_file(&self.shared, &self.record, &name, "stdout", lines).await
     }
 }
 

@@ -43,7 +43,7 @@ impl Source {
                 }
                 Err(CallError::Local(e)) => Err(unavailable(e.to_string())),
             },
-            Source::Local(path) => floe_service::files::offset_from_end(path, lines).map_err(unavailable),
+            Source::Local(path) => floe_service::files::offset_from_end(path.clone(), lines).await.map_err(unavailable),
         }
     }
 
@@ -54,7 +54,7 @@ impl Source {
                 Err(CallError::User(FileReaderReadError::FileNotAvailableException(e))) => Err(Error::user(e)),
                 Err(CallError::Local(e)) => Err(unavailable(e.to_string())),
             },
-            Source::Local(path) => floe_service::files::read(path, pos, size).map_err(unavailable),
+            Source::Local(path) => floe_service::files::read(path.clone(), pos, size).await.map_err(unavailable),
         }
     }
 }
@@ -142,20 +142,19 @@ pub(crate) async fn open_node_file(
     open(shared, record, Source::Remote(reader, filename.to_string()), lines).await
 }
 
-/// `openRegistryStdOut` and `openRegistryStdErr`: this registry's `Ice.StdOut` or
-/// `Ice.StdErr`.
+/// `openRegistryStdOut` and `openRegistryStdErr` (`filename` "stdout" or "stderr"): this
+/// registry's `Ice.StdOut` or `Ice.StdErr`.
 pub(crate) async fn open_registry_file(
     shared: &Arc<Shared>,
     record: &Arc<SessionRecord>,
     name: &str,
-    property: &str,
+    filename: &str,
     lines: i32,
 ) -> floe::Result<Option<FileIteratorPrx>> {
     if name != shared.config.replica_name {
         return Err(Error::user(RegistryNotExistException { name: name.to_string() }));
     }
-    let path = shared.communicator.properties().get(property).filter(|v| !v.is_empty());
-    let Some(path) = path else { return Err(unavailable(format!("{property} configuration property is not set"))) };
+    let path = crate::nodes::session::file_path(shared, filename)?;
     open(shared, record, Source::Local(PathBuf::from(path)), lines).await
 }
 

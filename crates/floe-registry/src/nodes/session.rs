@@ -34,7 +34,9 @@ pub(crate) fn node_observer_identity_for(config: &crate::Config) -> Identity {
 /// `<InstanceName>/InternalRegistry-<ReplicaName>`.
 pub(crate) struct InternalRegistryI(pub(crate) Arc<Shared>);
 
-fn file_path(shared: &Shared, filename: &str) -> floe::Result<String> {
+/// The registry's own `stdout` or `stderr` (its `Ice.StdOut` or `Ice.StdErr`), for
+/// `registry show`.
+pub(crate) fn file_path(shared: &Shared, filename: &str) -> floe::Result<String> {
     let property = match filename {
         "stderr" => "Ice.StdErr",
         "stdout" => "Ice.StdOut",
@@ -52,12 +54,12 @@ fn file_path(shared: &Shared, filename: &str) -> floe::Result<String> {
 impl FileReader for InternalRegistryI {
     async fn get_offset_from_end(&self, filename: String, lines: i32, _: &Current) -> floe::Result<i64> {
         let path = file_path(&self.0, &filename)?;
-        floe_service::files::offset_from_end(std::path::Path::new(&path), lines).map_err(unavailable)
+        floe_service::files::offset_from_end(path.into(), lines).await.map_err(unavailable)
     }
 
     async fn read(&self, filename: String, pos: i64, size: i32, _: &Current) -> floe::Result<(bool, i64, StringSeq)> {
         let path = file_path(&self.0, &filename)?;
-        floe_service::files::read(std::path::Path::new(&path), pos, size).map_err(unavailable)
+        floe_service::files::read(path.into(), pos, size).await.map_err(unavailable)
     }
 }
 
