@@ -9,13 +9,6 @@ mod support;
 
 use support::*;
 
-/// Which node program a grid runs.
-#[derive(Debug, Clone, Copy)]
-enum Node {
-    Zeroc,
-    Floe,
-}
-
 /// One icegridadmin command's outcome: whether it succeeded, and what it printed (its
 /// output, or for a failure its error message), with the grid's directory, port and the
 /// server's pid replaced by placeholders.
@@ -37,10 +30,7 @@ fn outcomes(registry_kind: Registry, node_kind: Node) -> Vec<Outcome> {
     };
     let node_err = dir.0.join("node1.stderr");
     let node_args = [format!("--Ice.StdErr={}", node_err.display())];
-    let _node = match node_kind {
-        Node::Zeroc => icegridnode("node1", port, &dir, &node_args),
-        Node::Floe => floe_node("node1", port, &dir, &node_args),
-    };
+    let _node = node(node_kind, "node1", port, &dir, &node_args);
     wait_for_node(port, "node1");
     admin_ok(port, &format!("application add '{}'", descriptor(&dir, "shown.xml").display()));
     admin_ok(port, "server start Shown");

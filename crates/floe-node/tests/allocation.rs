@@ -11,12 +11,6 @@ use std::process::Command;
 
 use support::*;
 
-#[derive(Debug, Clone, Copy)]
-enum Node {
-    Zeroc,
-    Floe,
-}
-
 /// The client's transcript on a grid of `registry_kind` and `node_kind`.
 fn transcript(registry_kind: Registry, node_kind: Node) -> Vec<String> {
     let dir = TempDir::new("allocation");
@@ -30,10 +24,7 @@ fn transcript(registry_kind: Registry, node_kind: Node) -> Vec<String> {
         ),
         Registry::Floe => floe_registry(port, &data),
     };
-    let _node = match node_kind {
-        Node::Zeroc => icegridnode("node1", port, &dir, &[]),
-        Node::Floe => floe_node("node1", port, &dir, &[]),
-    };
+    let _node = node(node_kind, "node1", port, &dir, &[]);
     wait_for_node(port, "node1");
     // Run as root, the nodes run `Sessioned` as its session's user (nobody, then daemon),
     // each appending to the same output files.

@@ -18,24 +18,27 @@ fn nodes_of(port: u16) -> Vec<String> {
     icegridadmin(port, "node list").1.lines().map(|l| l.trim().to_string()).collect()
 }
 
+/// floe-registry replica `name` on `port`, its state in `cluster`, its log in `dir`.
+fn replica(cluster: &etcd_cluster::EtcdCluster, dir: &TempDir, port: u16, name: &str) -> Proc {
+    floe_registry_with(
+        port,
+        &dir.0,
+        &[
+            format!("--Floe.Registry.Etcd.Endpoints={}", cluster.endpoints()),
+            format!("--IceGrid.Registry.ReplicaName={name}"),
+            // The cluster may still be electing its first leader.
+            "--Floe.Registry.Etcd.Timeout=20".to_string(),
+        ],
+    )
+}
+
 #[test]
 fn servers_are_activated_through_the_surviving_replica_when_one_is_killed() {
     let cluster = etcd_cluster::EtcdCluster::start("node-ha", Path::new(env!("CARGO_TARGET_TMPDIR")))
         .expect("etcd-server is installed (scripts/install-deps)");
     let dir = TempDir::new("ha");
     let (a, b) = (free_port(), free_port());
-    let replica = |port: u16, name: &str| {
-        floe_registry_with(
-            port,
-            &dir.0,
-            &[
-                format!("--Floe.Registry.Etcd.Endpoints={}", cluster.endpoints()),
-                format!("--IceGrid.Registry.ReplicaName={name}"),
-                // The cluster may still be electing its first leader.
-                "--Floe.Registry.Etcd.Timeout=20".to_string(),
-            ],
-        )
-    };
+    let replica = |port: u16, name: &str| replica(&cluster, &dir, port, name);
     let replica_a = replica(a, "registry-a");
     let _replica_b = replica(b, "registry-b");
     let both = format!("{INSTANCE}/Locator:tcp -h 127.0.0.1 -p {a}:tcp -h 127.0.0.1 -p {b}");
@@ -88,17 +91,7 @@ fn icegridnode_hears_of_changes_made_through_another_replica() {
         .expect("etcd-server is installed (scripts/install-deps)");
     let dir = TempDir::new("follow");
     let (a, b) = (free_port(), free_port());
-    let replica = |port: u16, name: &str| {
-        floe_registry_with(
-            port,
-            &dir.0,
-            &[
-                format!("--Floe.Registry.Etcd.Endpoints={}", cluster.endpoints()),
-                format!("--IceGrid.Registry.ReplicaName={name}"),
-                "--Floe.Registry.Etcd.Timeout=20".to_string(),
-            ],
-        )
-    };
+    let replica = |port: u16, name: &str| replica(&cluster, &dir, port, name);
     // icegridnode looks for the registry named `Master` at its locator's endpoints.
     let _replica_a = replica(a, "registry-a");
     let _replica_b = replica(b, "Master");

@@ -241,19 +241,42 @@ pub fn floe_node(name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Proc
     floe_node_with(name, dir, &args)
 }
 
-/// floe-node `name` with its data and output under `dir`, and `args`.
-pub fn floe_node_with(name: &str, dir: &TempDir, args: &[String]) -> Proc {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-node"));
-    cmd.args([
+/// The properties of node `name` that lay it out under `dir`, for floe-node and icegridnode
+/// alike: its endpoints, `<name>-data` and `<name>-out`, and the wait for its servers.
+fn node_layout(name: &str, dir: &TempDir) -> [String; 5] {
+    [
         format!("--IceGrid.Node.Name={name}"),
         "--IceGrid.Node.Endpoints=tcp -h 127.0.0.1".to_string(),
         format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
         format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
         "--IceGrid.Node.WaitTime=20".to_string(),
-    ])
-    .args(args)
-    .env("RUST_LOG", "floe_node=debug,floe_registry=debug")
-    .stderr(std::fs::File::create(dir.0.join(format!("{name}.log"))).unwrap());
+    ]
+}
+
+/// Which node program a grid runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// ZeroC's icegridnode 3.7.
+    Zeroc,
+    /// floe-node.
+    Floe,
+}
+
+/// Node `name` of kind `kind` for the registry on `port`, laid out under `dir`, with `extra`.
+pub fn node(kind: Node, name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Proc {
+    match kind {
+        Node::Zeroc => icegridnode(name, port, dir, extra),
+        Node::Floe => floe_node(name, port, dir, extra),
+    }
+}
+
+/// floe-node `name` with its data and output under `dir`, and `args`.
+pub fn floe_node_with(name: &str, dir: &TempDir, args: &[String]) -> Proc {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floe-node"));
+    cmd.args(node_layout(name, dir))
+        .args(args)
+        .env("RUST_LOG", "floe_node=debug,floe_registry=debug")
+        .stderr(std::fs::File::create(dir.0.join(format!("{name}.log"))).unwrap());
     start_until(cmd, "floe-node ready")
 }
 
@@ -266,17 +289,10 @@ pub fn icegridnode(name: &str, port: u16, dir: &TempDir, extra: &[String]) -> Pr
     let ready_file =
         extra.iter().find_map(|a| a.strip_prefix("--Ice.StdErr=")).map(PathBuf::from).unwrap_or_else(|| log.clone());
     let mut cmd = Command::new("icegridnode");
-    cmd.args([
-        format!("--IceGrid.Node.Name={name}"),
-        "--IceGrid.Node.Endpoints=tcp -h 127.0.0.1".to_string(),
-        format!("--IceGrid.Node.Data={}", dir.sub(&format!("{name}-data")).display()),
-        format!("--IceGrid.Node.Output={}", dir.sub(&format!("{name}-out")).display()),
-        "--IceGrid.Node.WaitTime=20".to_string(),
-        format!("--IceGrid.Node.PrintServersReady={name}"),
-        format!("--Ice.Default.Locator={}", locator(port)),
-    ])
-    .args(extra)
-    .stderr(std::fs::File::create(&log).unwrap());
+    cmd.args(node_layout(name, dir))
+        .args([format!("--IceGrid.Node.PrintServersReady={name}"), format!("--Ice.Default.Locator={}", locator(port))])
+        .args(extra)
+        .stderr(std::fs::File::create(&log).unwrap());
     let proc = start_until(cmd, "");
     let marker = format!("{name} ready");
     eventually(Duration::from_secs(30), &format!("icegridnode printed `{marker}'"), || {
